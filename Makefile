@@ -1,0 +1,33 @@
+# onlinegp: `make mission` runs the default active-mapping mission, `make test` the test suite.
+# Both create .venv and install the pinned dependencies on a fresh machine.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install test test-fast mission bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+test: $(STAMP)
+	OMP_NUM_THREADS=1 MPLBACKEND=Agg $(PY) -m pytest -q -n 2 --dist loadfile
+
+test-fast: $(STAMP)
+	MPLBACKEND=Agg $(PY) -m pytest -q -x -m "not slow"
+
+mission: $(STAMP)
+	MPLBACKEND=Agg $(VENV)/bin/onlinegp mission --out runs/mission
+
+bench: $(STAMP)
+	MPLBACKEND=Agg $(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

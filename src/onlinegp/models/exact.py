@@ -1,0 +1,74 @@
+"""The exact GP, refit on all data seen so far: the gold-standard baseline and test oracle (O(N³) per update)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..base import GrowingBuffer, OnlineGP, PhaseTimer
+from ..kernels import dense, diagonal, make_kernel
+from ..linalg import cholesky, trisolve
+from ..objectives import exact_mll
+
+
+class ExactGP(OnlineGP):
+    """Exact GP regression; after each batch, ``num_steps`` Adam steps on the exact log marginal likelihood.
+
+    Args:
+        input_dim: D. kernel: 'rbf' (default), 'ak', ... or a gpytorch Kernel.
+        num_steps: Adam steps per update (default 10; 0 keeps the hyper-parameters fixed). lr: 1e-2.
+        max_data: refuse to grow past this many points (default 20 000) rather than exhaust memory.
+    """
+
+    _dynamic = ("L", "alpha")
+
+    def __init__(self, input_dim: int, kernel: Any = "rbf", num_steps: int = 10, lr: float = 1e-2,
+                 noise: float = 0.1, max_data: int = 20_000, x_bounds: Any = None,
+                 y_stats: tuple[float, float] | None = None, seed: int = 0, dtype: torch.dtype = torch.float64,
+                 kernel_options: dict | None = None):
+        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
+        self.kernel = make_kernel(kernel, input_dim, dtype, **(kernel_options or {}))
+        self.num_steps, self.max_data = int(num_steps), int(max_data)
+        self.optimizer = torch.optim.Adam(list(self.kernel.parameters()) + list(self.likelihood.parameters()), lr=lr)
+        self.data = GrowingBuffer(input_dim, dtype)
+        self.L: Tensor | None = None
+        self.alpha: Tensor | None = None
+
+    def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
+        if self.data.n + xs.shape[0] > self.max_data:
+            raise ValueError(f"ExactGP would hold {self.data.n + xs.shape[0]} points, above max_data={self.max_data}; "
+                             "use a sparse online model (POAM, OSGPR) or raise max_data")
+        self.data.append(xs, ys)
+        X, y = self.data.data
+        value = None
+        with timer("hyperparameters"):
+            for _ in range(self.num_steps):
+                self.optimizer.zero_grad(set_to_none=True)
+                mll = exact_mll(self.kernel, self.noise, X, y, self.jitter)
+                (-mll / X.shape[0]).backward()
+                self.optimizer.step()
+                value = float(mll.detach())
+        with timer("factorise"), torch.no_grad():
+            K = dense(self.kernel, X) + self.noise * torch.eye(X.shape[0], dtype=X.dtype)
+            self.L = cholesky(K, self.jitter)
+            self.alpha = trisolve(self.L, y)
+        return {"objective": value}
+
+    def _predict(self, xs: Tensor, full_cov: bool):
+        X, _ = self.data.data
+        w = trisolve(self.L, dense(self.kernel, X, xs))
+        mean = w.mT @ self.alpha
+        if full_cov:
+            cov = dense(self.kernel, xs) - w.mT @ w
+            return mean, cov.diagonal().clone(), cov
+        return mean, diagonal(self.kernel, xs) - w.pow(2).sum(0), None
+
+    def _extra_state(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "data": self.data.state()}
+
+    def _load_extra_state(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.data = GrowingBuffer(self.input_dim, self.dtype)
+        self.data.load(state["data"])

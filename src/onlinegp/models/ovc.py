@@ -1,0 +1,24 @@
+"""OVC and OVC++: Online Variational Conditioning (Maddox et al. 2021) as configured in paper 000, appendix A3.
+
+Both store noise-weighted terms σ⁻² K_uf y and σ⁻² K_uf K_fu with the σ² of the batch they came from, project them
+onto new inducing inputs like POAM, and train hyper-parameters with POAM's M-step. OVC also moves Z by gradient
+after its pivoted-Cholesky start; OVC++ does not.
+"""
+
+from __future__ import annotations
+
+from .poam import POAM
+
+
+class OVC(POAM):
+    """OVC: noise-weighted projected terms, pivoted-Cholesky Z refined by gradient."""
+
+    def __init__(self, input_dim: int, optimize_inducing: bool = True, **kwargs):
+        super().__init__(input_dim, noise_weighted=True, optimize_inducing=optimize_inducing, **kwargs)
+
+
+class OVCpp(OVC):
+    """OVC++: OVC without the gradient steps on Z."""
+
+    def __init__(self, input_dim: int, **kwargs):
+        super().__init__(input_dim, optimize_inducing=False, **kwargs)

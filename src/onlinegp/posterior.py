@@ -1,0 +1,147 @@
+"""The inducing-point posterior every sparse method ends in (DESIGN §3, SGPR form from stored terms).
+
+Given precision-weighted data-dependent terms ``a = Σ⁻¹-weighted K_uf y`` and ``B = Σ⁻¹-weighted K_uf K_fu`` at
+inducing inputs Z, with L_u = chol(K_uu):
+
+    W = I + L_u⁻¹ B L_u⁻ᵀ,  L_W = chol(W),  β = L_W⁻¹ L_u⁻¹ a,  w* = L_u⁻¹ k_u(x*)
+    mean(x*) = (L_W⁻¹ w*)ᵀ β,   var_f(x*) = k** − ‖w*‖² + ‖L_W⁻¹ w*‖²
+
+and q(u) = N(m, R Rᵀ) with m = L_u L_W⁻ᵀ β and root R = L_u L_W⁻ᵀ (Titsias 2009; POAM paper Eqs. 7-8). OSGPR's
+posterior (Bui et al. 2017) has the same form with W = D and a = c, so it shares this class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gpytorch
+import torch
+from torch import Tensor
+
+from .kernels import dense, diagonal
+from .linalg import JitterLog, cholesky, trisolve
+
+#: relative jitter always added to K_uu (times its mean diagonal), as ε in DESIGN §2
+KUU_JITTER = {torch.float64: 1e-8, torch.float32: 1e-5}
+
+
+def kuu(kernel: gpytorch.kernels.Kernel, Z: Tensor) -> Tensor:
+    """K_uu = k(Z, Z) + εI."""
+    K = dense(kernel, Z)
+    eps = KUU_JITTER.get(K.dtype, 1e-6) * K.diagonal().mean().detach()
+    return K + eps * torch.eye(K.shape[0], dtype=K.dtype, device=K.device)
+
+
+@dataclass
+class InducingPosterior:
+    """q(u) at ``Z`` in root form, and predictions from it. All tensors in scaled units."""
+
+    Z: Tensor
+    Lu: Tensor
+    LW: Tensor
+    beta: Tensor
+
+    @classmethod
+    def from_terms(cls, kernel: gpytorch.kernels.Kernel, Z: Tensor, a: Tensor, B: Tensor,
+                   jitter_log: JitterLog | None = None, Lu: Tensor | None = None) -> "InducingPosterior":
+        """Posterior from precision-weighted terms (``a``: M, ``B``: M×M). Pass ``Lu`` to reuse a root of K_uu."""
+        if Lu is None:
+            Lu = cholesky(kuu(kernel, Z), jitter_log)
+        LiB = trisolve(Lu, B)
+        W = trisolve(Lu, LiB.mT)  # L_u⁻¹ B L_u⁻ᵀ (B symmetric)
+        W = 0.5 * (W + W.mT) + torch.eye(W.shape[0], dtype=W.dtype, device=W.device)
+        LW = cholesky(W, jitter_log)
+        beta = trisolve(LW, trisolve(Lu, a))
+        return cls(Z=Z, Lu=Lu, LW=LW, beta=beta)
+
+    @property
+    def root(self) -> Tensor:
+        """R = L_u L_W⁻ᵀ, so that S = R Rᵀ (no Cholesky of S is ever needed)."""
+        return trisolve(self.LW, self.Lu.mT).mT
+
+    @property
+    def mean(self) -> Tensor:
+        """m = L_u L_W⁻ᵀ β."""
+        return self.Lu @ trisolve(self.LW, self.beta, transpose=True)
+
+    @property
+    def logdet_cov(self) -> Tensor:
+        """log |S| = 2 Σ log diag L_u − 2 Σ log diag L_W."""
+        return 2 * (self.Lu.diagonal().log().sum() - self.LW.diagonal().log().sum())
+
+    def q(self) -> "VariationalQ":
+        """q(u) = N(m, R Rᵀ) in root form."""
+        return VariationalQ(self.Z, self.mean, self.root, self.logdet_cov)
+
+
+@dataclass
+class VariationalQ:
+    """q(u) = N(mean, root rootᵀ) at inducing inputs Z; ``logdet`` = log|root rootᵀ|."""
+
+    Z: Tensor
+    mean: Tensor
+    root: Tensor
+    logdet: Tensor
+
+    def detach(self) -> "VariationalQ":
+        return VariationalQ(*(t.detach() for t in (self.Z, self.mean, self.root, self.logdet)))
+
+
+@dataclass
+class Predictor:
+    """SVGP predictive from q(u) under the *current* kernel (Hensman et al. 2013; POAM paper Eq. 4).
+
+    With w = L_u⁻¹ k_u(x*), g = L_u⁻¹ m and G = L_u⁻¹ R:  mean = wᵀg,  var_f = k** − ‖w‖² + ‖Gᵀw‖².
+    Built once per update (one Cholesky, two triangular solves), then each prediction costs one solve.
+    """
+
+    Z: Tensor
+    Lu: Tensor
+    g: Tensor
+    G: Tensor
+
+    @classmethod
+    def from_q(cls, kernel: gpytorch.kernels.Kernel, q: VariationalQ, jitter_log: JitterLog | None = None,
+               Lu: Tensor | None = None) -> "Predictor":
+        if Lu is None:
+            Lu = cholesky(kuu(kernel, q.Z), jitter_log)
+        return cls(Z=q.Z, Lu=Lu, g=trisolve(Lu, q.mean), G=trisolve(Lu, q.root))
+
+    def predict(self, kernel: gpytorch.kernels.Kernel, xs: Tensor, full_cov: bool = False
+                ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Mean, marginal variance of f, and (if asked) the full covariance of f at ``xs``."""
+        w = trisolve(self.Lu, dense(kernel, self.Z, xs))
+        v = self.G.mT @ w
+        mean = w.mT @ self.g
+        if full_cov:
+            cov = dense(kernel, xs) - w.mT @ w + v.mT @ v
+            return mean, cov.diagonal().clone(), cov
+        return mean, diagonal(kernel, xs) - w.pow(2).sum(0) + v.pow(2).sum(0), None
+
+    def sample(self, kernel: gpytorch.kernels.Kernel, xs: Tensor, num_samples: int = 1,
+               generator: torch.Generator | None = None) -> Tensor:
+        """Joint posterior samples of f at ``xs`` (num_samples × N)."""
+        mean, _, cov = self.predict(kernel, xs, full_cov=True)
+        L = cholesky(cov)
+        eps = torch.randn(L.shape[0], num_samples, dtype=L.dtype, generator=generator)
+        return (mean.unsqueeze(-1) + L @ eps).mT
+
+
+def projection(kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu_old: Tensor) -> Tensor:
+    """P = K_zz⁻¹ K_zz' (POAM paper Eqs. 18-21) mapping terms at Z_old onto Z_new.
+
+    Columns of inducing inputs kept from Z_old are exact unit vectors (not a jittered solve), so terms of kept
+    points are carried over without round-off; only genuinely new columns need the solve.
+    """
+    same = (Z_new.unsqueeze(1) == Z_old.unsqueeze(0)).all(-1)        # M' x M
+    kept = same.any(1)
+    P = torch.zeros(Z_old.shape[0], Z_new.shape[0], dtype=Z_old.dtype, device=Z_old.device)
+    rows, cols = same.nonzero(as_tuple=True)
+    first = torch.ones_like(rows, dtype=torch.bool)
+    first[1:] = rows[1:] != rows[:-1]
+    P[cols[first], rows[first]] = 1.0
+    new = (~kept).nonzero(as_tuple=True)[0]
+    if new.numel():
+        Kzn = dense(kernel, Z_old, Z_new[new])
+        P[:, new] = trisolve(Lu_old, trisolve(Lu_old, Kzn), transpose=True)
+    return P
