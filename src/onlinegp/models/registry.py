@@ -1,0 +1,35 @@
+"""Models by name, so every experiment (mission, stream, bench) can use every method.
+
+``make_model(name, input_dim, **options)`` builds one; ``MODELS`` maps a lower-case name to a constructor and a
+one-line description. Methods register here with one line each.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..base import OnlineGP
+from .exact import ExactGP
+from .ovc import OVC, OVCpp
+from .poam import FULL, PAM, POAM
+
+MODELS: dict[str, tuple[Callable[..., OnlineGP], str]] = {
+    "poam": (POAM, "POAM: pivoted-Cholesky Z, projected terms, analytic q(u), Adam M-step (paper 000)"),
+    "pam": (PAM, "PAM: POAM's E/M steps recomputed from all data (offline)"),
+    "full": (FULL, "FULL: POAM with the terms recomputed from all data"),
+    "ovc": (OVC, "OVC: noise-weighted projected terms, Z refined by gradient (paper 000 app. A3)"),
+    "ovc++": (OVCpp, "OVC++: OVC without gradient steps on Z"),
+    "z-opt": (lambda d, **o: POAM(d, optimize_inducing=True, **o), "POAM ablation: Z by gradient"),
+    "z-rand": (lambda d, **o: POAM(d, inducing="random", **o), "POAM ablation: random Z"),
+    "z-kmeans": (lambda d, **o: POAM(d, inducing="kmeans", **o), "POAM ablation: k-means Z"),
+    "var-opt": (lambda d, **o: POAM(d, variational="gradient", **o), "POAM ablation: q(u) by gradient"),
+    "exact": (ExactGP, "exact GP refit on all data (O(N³) baseline)"),
+}
+
+
+def make_model(name: str, input_dim: int, **options: Any) -> OnlineGP:
+    """Build the model registered as ``name`` (case-insensitive) for ``input_dim`` inputs."""
+    key = name.lower()
+    if key not in MODELS:
+        raise ValueError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}")
+    return MODELS[key][0](input_dim, **options)
