@@ -1,0 +1,34 @@
+import copy
+from pathlib import Path
+
+import pytest
+import torch
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The repo's ../shared/data; tests using it skip cleanly on a user's fresh clone."""
+    path = SHARED / "data"
+    if not path.is_dir():
+        pytest.skip("../shared/data is not present (only developers and CI have it)")
+    return path
+
+
+def state_equal(a, b) -> bool:
+    """Deep equality of (nested) state dicts holding tensors."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(state_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(state_equal(x, y) for x, y in zip(a, b))
+    if hasattr(a, "__dataclass_fields__"):
+        return type(a) is type(b) and all(state_equal(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__)
+    return a == b
+
+
+@pytest.fixture
+def snapshot():
+    return lambda model: copy.deepcopy(model.state_dict())

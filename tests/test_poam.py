@@ -1,0 +1,218 @@
+"""POAM, PAM, FULL, OVC against batch SGPR (Titsias) computed densely, plus protocol behaviour."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import state_equal
+from onlinegp import FULL, OVC, PAM, POAM, ExactGP, OVCpp
+from onlinegp.inducing import Fixed
+from onlinegp.kernels import dense, diagonal
+from onlinegp.models.registry import MODELS, make_model
+from onlinegp.objectives import sgpr_bound
+from onlinegp.posterior import InducingPosterior, kuu
+
+D = torch.float64
+
+
+def toy(n=300, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, 2, dtype=D, generator=g) * 4 - 2
+    y = torch.sin(2 * X[:, 0]) * torch.cos(X[:, 1]) + 0.1 * torch.randn(n, dtype=D, generator=g)
+    return X, y
+
+
+def dense_sgpr(kernel, noise, Z, X, y, Xs):
+    """Titsias (2009) with explicit matrices: Σ = (K_uu + σ⁻² K_uf K_fu)⁻¹, q(u) and predictive."""
+    Kuu = kuu(kernel, Z)
+    Kuf = dense(kernel, Z, X)
+    Sigma = torch.linalg.inv(Kuu + Kuf @ Kuf.T / noise)
+    m = Kuu @ Sigma @ Kuf @ y / noise
+    S = Kuu @ Sigma @ Kuu
+    Ksu = dense(kernel, Xs, Z)
+    mean = Ksu @ Sigma @ Kuf @ y / noise
+    var = diagonal(kernel, Xs) - (Ksu @ torch.linalg.solve(Kuu, Ksu.T)).diagonal() + (Ksu @ Sigma @ Ksu.T).diagonal()
+    return m, S, mean, var
+
+
+def fixed_model(cls, Z_scaled, seed=0, **kw):
+    model = cls(2, inducing=Fixed(Z_scaled), num_steps=0, kernel="rbf", noise=0.05,
+                x_bounds=[[-2, -2], [2, 2]], y_stats=(0.0, 1.0), seed=seed, **kw)
+    return model
+
+
+@torch.no_grad()
+def test_root_form_posterior_equals_dense_titsias():
+    X, y = toy(120)
+    model = fixed_model(POAM, X[:15].clone() / 2)
+    kernel, noise = model.kernel, model.noise
+    Z = X[:15] / 2
+    Kzx = dense(kernel, Z, X / 2)
+    post = InducingPosterior.from_terms(kernel, Z, Kzx @ y / noise, Kzx @ Kzx.T / noise)
+    m, S, _, _ = dense_sgpr(kernel, noise, Z, X / 2, y, X[:3] / 2)
+    assert torch.allclose(post.mean, m, rtol=1e-8, atol=1e-9)
+    R = post.root
+    assert torch.allclose(R @ R.T, S, rtol=1e-7, atol=1e-10)
+    assert torch.allclose(post.logdet_cov, torch.linalg.slogdet(S)[1], rtol=1e-8)
+
+
+@pytest.mark.parametrize("cls", [POAM, OVC, OVCpp, FULL])
+@pytest.mark.parametrize("split_seed", [0, 1])
+@torch.no_grad()
+def test_online_equals_batch_sgpr_with_fixed_z_and_theta(cls, split_seed):
+    X, y = toy(300)
+    Xs = torch.rand(50, 2, dtype=D) * 4 - 2
+    Z = X[torch.randperm(300, generator=torch.Generator().manual_seed(5))[:40]] / 2  # scaled units
+    kw = {"optimize_inducing": False} if cls is OVC else {}
+    model = fixed_model(cls, Z, **kw)
+    cuts = sorted(np.random.default_rng(split_seed).choice(np.arange(1, 300), size=6, replace=False).tolist())
+    for lo, hi in zip([0] + cuts, cuts + [300]):
+        model.update(X[lo:hi], y[lo:hi])
+    pred = model.predict(Xs)
+    _, _, mean, var = dense_sgpr(model.kernel, model.noise, Z, X / 2, y, Xs / 2)
+    assert torch.allclose(pred.mean, mean, rtol=1e-8, atol=1e-8)
+    assert torch.allclose(pred.var_f, var, rtol=1e-8, atol=1e-8)
+    assert torch.allclose(pred.var_y, var + model.noise, rtol=1e-8, atol=1e-8)
+
+
+@torch.no_grad()
+def test_pam_equals_sgpr():
+    X, y = toy(200)
+    Z = X[:30] / 2
+    model = fixed_model(PAM, Z)
+    for lo in range(0, 200, 64):
+        model.update(X[lo:lo + 64], y[lo:lo + 64])
+    pred = model.predict(X[:20], full_cov=True)
+    _, _, mean, var = dense_sgpr(model.kernel, model.noise, Z, X / 2, y, X[:20] / 2)
+    assert torch.allclose(pred.mean, mean, rtol=1e-8, atol=1e-8)
+    assert torch.allclose(pred.cov_f.diagonal(), var, rtol=1e-8, atol=1e-8)
+
+
+@torch.no_grad()
+def test_projection_through_changing_inducing_sets_is_exact_when_data_lie_in_span():
+    """With Z = all inputs seen so far (pivoted Cholesky keeps everything), online terms are exact."""
+    X, y = toy(60)
+    model = POAM(2, num_inducing=1000, num_steps=0, kernel="rbf", noise=0.05, x_bounds=[[-2, -2], [2, 2]],
+                 y_stats=(0.0, 1.0))
+    for lo in range(0, 60, 20):
+        model.update(X[lo:lo + 20], y[lo:lo + 20])
+    Z = model.Z
+    assert Z.shape[0] == 60
+    _, _, mean, var = dense_sgpr(model.kernel, model.noise, Z, X / 2, y, X[:10] / 2)
+    pred = model.predict(X[:10])
+    assert torch.allclose(pred.mean, mean, rtol=1e-6, atol=1e-6)
+
+
+def test_sgpr_bound_matches_dense_formula():
+    X, y = toy(80)
+    model = fixed_model(POAM, X[:10])
+    k, noise = model.kernel, model.noise
+    with torch.no_grad():
+        Z = X[:10]
+        Kuu = kuu(k, Z)
+        Kuf = dense(k, Z, X)
+        Q = Kuf.T @ torch.linalg.solve(Kuu, Kuf)
+        C = Q + noise * torch.eye(80, dtype=D)
+        ref = torch.distributions.MultivariateNormal(torch.zeros(80, dtype=D), C).log_prob(y)
+        ref = ref - (diagonal(k, X).sum() - Q.trace()) / (2 * noise)
+        assert torch.allclose(sgpr_bound(k, noise, Z, X, y), ref, rtol=1e-9)
+
+
+def test_poam_learns_and_predicts_reasonably():
+    X, y = toy(600, seed=3)
+    model = POAM(2, num_inducing=80, seed=0)
+    for lo in range(0, 600, 100):
+        report = model.update(X[lo:lo + 100], y[lo:lo + 100])
+    assert report.num_inducing == 80 and report.num_data == 600
+    assert set(report.timings) >= {"inducing+variational", "hyperparameters"}
+    Xt, yt = toy(200, seed=4)
+    pred = model.predict(Xt)
+    rmse = float(((pred.mean - yt) ** 2).mean().sqrt())
+    assert rmse < 0.5 * float(yt.std())
+    assert (pred.var_y > pred.var_f).all()
+
+
+@pytest.mark.parametrize("name", sorted(set(MODELS) & {"poam", "pam", "full", "ovc", "ovc++", "z-opt", "z-rand",
+                                                       "z-kmeans", "var-opt", "exact"}))
+def test_every_variant_runs_and_checkpoints_exactly(name):
+    X, y = toy(240, seed=7)
+    opts = {"num_steps": 3} if name == "exact" else {"num_inducing": 30, "num_steps": 3, "batch_size": 32}
+    model = make_model(name, 2, seed=1, **opts)
+    model.update(X[:80], y[:80])
+    model.update(X[80:160], y[80:160])
+    state = copy.deepcopy(model.state_dict())
+    clone = make_model(name, 2, seed=99, **opts)
+    clone.load_state_dict(state)
+    Xs = X[:25]
+    a, b = model.predict(Xs), clone.predict(Xs)
+    assert torch.equal(a.mean, b.mean) and torch.equal(a.var_y, b.var_y)
+    ra, rb = model.update(X[160:], y[160:]), clone.update(X[160:], y[160:])
+    assert ra.objective == rb.objective
+    a, b = model.predict(Xs), clone.predict(Xs)
+    assert torch.equal(a.mean, b.mean) and torch.equal(a.var_f, b.var_f)
+    assert torch.isfinite(a.mean).all() and (a.var_f >= 0).all()
+
+
+BAD_INPUTS = [
+    (torch.zeros(5, 3), torch.zeros(5), "columns"),
+    (torch.zeros(5, 2, 1), torch.zeros(5), "2-D"),
+    (torch.tensor([[0.0, float("nan")]]), torch.zeros(1), "NaN"),
+    (torch.tensor([[0.0, 1.0]]), torch.tensor([float("inf")]), "NaN or inf"),
+    (torch.zeros(0, 2), torch.zeros(0), "empty"),
+    ("garbage", torch.zeros(1), "numeric"),
+    ({"a": 1}, torch.zeros(1), "numeric"),
+    (torch.zeros(4, 2), torch.zeros(3), "rows"),
+    (torch.zeros(4, 2), torch.zeros(4, 2), "1-D"),
+]
+
+
+@pytest.mark.parametrize("x,y,message", BAD_INPUTS)
+@pytest.mark.parametrize("name", ["poam", "ovc", "exact"])
+def test_bad_input_rejected_and_state_unchanged(name, x, y, message):
+    X, Y = toy(60)
+    model = make_model(name, 2, num_steps=2) if name == "exact" else make_model(name, 2, num_inducing=20, num_steps=2)
+    model.update(X, Y)
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(ValueError, match=message):
+        model.update(x, y)
+    assert state_equal(before, model.state_dict())
+    if message not in ("1-D", "rows", "NaN or inf"):  # these batches have a valid x
+        with pytest.raises(ValueError):
+            model.predict(x)
+
+
+def test_numerical_failure_restores_state(monkeypatch):
+    X, y = toy(60)
+    model = POAM(2, num_inducing=20, num_steps=2)
+    model.update(X[:30], y[:30])
+    before = copy.deepcopy(model.state_dict())
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("simulated failure in the M-step")
+
+    monkeypatch.setattr(model, "_m_step", boom)
+    with pytest.raises(RuntimeError, match="simulated"):
+        model.update(X[30:], y[30:])
+    assert state_equal(before, model.state_dict())
+
+
+def test_predict_before_update_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="update"):
+        POAM(2).predict(torch.zeros(3, 2))
+
+
+def test_exact_gp_matches_dense_posterior():
+    X, y = toy(50)
+    model = ExactGP(2, num_steps=0, noise=0.05, x_bounds=[[-2, -2], [2, 2]], y_stats=(0.0, 1.0))
+    model.update(X, y)
+    with torch.no_grad():
+        Xs, Xt = X / 2, X[:7] / 2
+        K = dense(model.kernel, Xs) + model.noise * torch.eye(50, dtype=D)
+        Ks = dense(model.kernel, Xt, Xs)
+        mean = Ks @ torch.linalg.solve(K, y)
+        var = diagonal(model.kernel, Xt) - (Ks @ torch.linalg.solve(K, Ks.T)).diagonal()
+    pred = model.predict(X[:7])
+    assert torch.allclose(pred.mean, mean, rtol=1e-9, atol=1e-10)
+    assert torch.allclose(pred.var_f, var, rtol=1e-8, atol=1e-10)
