@@ -1,0 +1,5 @@
+"""Named experiments reproducing the papers' tables and figures, and the sweep runner they share."""
+
+from .runner import RunnerOptions, RunResult, RunSpec, SweepResult, is_finished, run_sweep
+
+__all__ = ["RunSpec", "RunResult", "RunnerOptions", "SweepResult", "is_finished", "run_sweep"]

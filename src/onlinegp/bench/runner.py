@@ -1,0 +1,379 @@
+"""The sweep runner every ``onlinegp bench`` command shares: many independent runs, one directory each.
+
+A sweep is a list of :class:`RunSpec` (a unique ``run_id`` that is also the run's directory under the sweep root,
+and a JSON-serialisable ``config``) and a job function ``fn(config, run_dir) -> JSON-serialisable value`` defined at
+module level (it is pickled to the workers). Backends:
+
+* ``local`` (default): ``workers`` processes of a spawn-context :class:`~concurrent.futures.ProcessPoolExecutor`;
+  ``workers=1`` runs in this process.
+* ``ray``: one Ray task per run, for a cluster of several machines (``address="HOST:PORT"`` or ``"auto"``), or a
+  local Ray instance with ``num_cpus=workers`` when no address is given. Tasks run into a scratch directory on
+  whichever node executes them and send the run's files back, so the sweep root needs no shared file system; every
+  node needs ``onlinegp`` installed (``pip install 'onlinegp[ray]'``).
+
+A run is finished when its directory holds :data:`MARKER`, written atomically after everything else and carrying
+the hash of the run's config; finished runs are skipped, so rerunning an interrupted sweep resumes it (a run whose
+config changed is run again). A failing run leaves its traceback in ``run_dir/error.txt``, is reported, and does not
+stop the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+MARKER = "DONE.json"
+ERROR_FILE = "error.txt"
+SWEEP_FILE = "sweep.json"
+BACKENDS = ("local", "ray")
+
+JobFn = Callable[[dict, Path], Any]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep: ``run_id`` (a relative path, unique in the sweep) and its JSON-serialisable config."""
+
+    run_id: str
+    config: dict
+
+    @property
+    def config_hash(self) -> str:
+        return hashlib.sha256(_canonical(self.config, self.run_id).encode()).hexdigest()[:16]
+
+
+@dataclass
+class RunResult:
+    """What happened to one run: ``status`` is 'done', 'skipped' (finished earlier) or 'failed'."""
+
+    run_id: str
+    run_dir: Path
+    status: str
+    seconds: float = 0.0
+    value: Any = None
+    error: str | None = None
+
+
+@dataclass
+class RunnerOptions:
+    """How to execute a sweep (the ``--workers/--backend/--address/--quiet`` options of every bench command).
+
+    ``threads`` is the number of torch/BLAS threads per run (default: the machine's cores divided by ``workers``
+    for local processes, ``cpus_per_run`` for Ray tasks); ``cpus_per_run`` is the CPUs Ray reserves per task.
+    """
+
+    workers: int = 1
+    backend: str = "local"
+    address: str | None = None
+    quiet: bool = False
+    threads: int | None = None
+    cpus_per_run: int = 1
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {self.threads!r}")
+        if self.cpus_per_run < 1:
+            raise ValueError(f"cpus_per_run must be a positive integer, got {self.cpus_per_run!r}")
+        if self.address is not None and self.backend != "ray":
+            raise ValueError("--address only applies to --backend ray; drop it or add --backend ray")
+
+
+@dataclass
+class SweepResult:
+    """All runs of a sweep, in spec order."""
+
+    root: Path
+    runs: list[RunResult] = field(default_factory=list)
+
+    def by_status(self, status: str) -> list[RunResult]:
+        return [r for r in self.runs if r.status == status]
+
+    @property
+    def failed(self) -> list[RunResult]:
+        return self.by_status("failed")
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+# ---------------------------------------------------------------------- run directories
+def _canonical(config: dict, run_id: str) -> str:
+    try:
+        return json.dumps(config, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"the config of run {run_id!r} is not JSON-serialisable ({err}); use plain numbers, "
+                         "strings, lists and dicts") from err
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so readers never see half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def is_finished(run_dir: str | Path, spec: RunSpec | None = None) -> bool:
+    """True when ``run_dir`` holds a completion marker (for ``spec``'s config, when given)."""
+    path = Path(run_dir) / MARKER
+    if not path.is_file():
+        return False
+    if spec is None:
+        return True
+    try:
+        return json.loads(path.read_text()).get("config_hash") == spec.config_hash
+    except (OSError, ValueError):
+        return False
+
+
+def _mark_done(run_dir: Path, spec: RunSpec, outcome: dict) -> None:
+    (run_dir / ERROR_FILE).unlink(missing_ok=True)
+    _write_atomic(run_dir / MARKER, json.dumps({"run_id": spec.run_id, "config_hash": spec.config_hash,
+                                                "seconds": outcome["seconds"], "value": outcome["value"],
+                                                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
+
+
+def _mark_failed(run_dir: Path, error: str) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / MARKER).unlink(missing_ok=True)
+    _write_atomic(run_dir / ERROR_FILE, error)
+
+
+def _check_specs(specs: Sequence[RunSpec]) -> None:
+    seen: set[str] = set()
+    for spec in specs:
+        if not isinstance(spec, RunSpec):
+            raise ValueError(f"a sweep takes RunSpec items, got {type(spec).__name__}")
+        rid = spec.run_id
+        parts = Path(rid).parts
+        if not rid or Path(rid).is_absolute() or ".." in parts or rid != Path(rid).as_posix():
+            raise ValueError(f"run id {rid!r} must be a non-empty relative path without '..' (it names the run's "
+                             "directory under the sweep root)")
+        if rid in seen:
+            raise ValueError(f"run id {rid!r} appears twice in the sweep; run ids must be unique")
+        seen.add(rid)
+        _canonical(spec.config, rid)
+
+
+# ---------------------------------------------------------------------- executing one run
+def _set_threads(threads: int | None) -> None:
+    """Limit BLAS/torch threads of the current process (before or after torch is imported)."""
+    if threads is None:
+        return
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
+def _execute(fn: JobFn, config: dict, run_dir: str) -> dict:
+    """Run ``fn`` into ``run_dir``; never raises for the job's own errors, returns the outcome instead."""
+    path = Path(run_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    try:
+        value = fn(config, path)
+        json.dumps(value, allow_nan=True)
+        ok, error = True, None
+    except Exception:
+        value, ok, error = None, False, traceback.format_exc()
+    return {"ok": ok, "seconds": time.perf_counter() - t0, "value": value, "error": error}
+
+
+def _execute_packed(fn: JobFn, config: dict, threads: int | None) -> dict:
+    """Ray task body: run into a scratch directory on the executing node and return the files with the outcome."""
+    _set_threads(threads)
+    with tempfile.TemporaryDirectory(prefix="onlinegp-run-") as scratch:
+        outcome = _execute(fn, config, scratch)
+        root = Path(scratch)
+        outcome["files"] = {p.relative_to(root).as_posix(): p.read_bytes()
+                            for p in sorted(root.rglob("*")) if p.is_file() and p.name not in (MARKER, ERROR_FILE)}
+    return outcome
+
+
+def _unpack(run_dir: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        target = run_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _last_line(error: str) -> str:
+    lines = [ln for ln in error.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else "unknown error"
+
+
+# ---------------------------------------------------------------------- progress
+class _Progress:
+    """A rich progress bar: runs done / running / failed (silent when ``quiet``)."""
+
+    def __init__(self, total: int, skipped: int, quiet: bool, title: str):
+        self.total, self.skipped, self.quiet, self.title = total, skipped, quiet, title
+        self.done = self.failed = self.running = 0
+        self._progress = None
+
+    def __enter__(self) -> "_Progress":
+        if not self.quiet:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TimeElapsedColumn(), transient=False)
+            self._progress.__enter__()
+            self._task = self._progress.add_task(self._text(), total=self.total, completed=self.skipped)
+        return self
+
+    def _text(self) -> str:
+        skipped = f", {self.skipped} skipped" if self.skipped else ""
+        return (f"{self.title}: {self.done} done, {self.running} running, "
+                f"[red]{self.failed} failed[/red]{skipped}")
+
+    def update(self, running: int, finished: RunResult | None = None) -> None:
+        self.running = running
+        if finished is not None:
+            self.done += finished.status == "done"
+            self.failed += finished.status == "failed"
+        if self._progress is not None:
+            self._progress.update(self._task, description=self._text(),
+                                  completed=self.skipped + self.done + self.failed)
+            if finished is not None and finished.status == "failed":
+                self._progress.console.print(f"[red]failed[/red] {finished.run_id}: {finished.error}")
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+
+# ---------------------------------------------------------------------- backends
+def _record(spec: RunSpec, run_dir: Path, outcome: dict) -> RunResult:
+    if outcome["ok"]:
+        _mark_done(run_dir, spec, outcome)
+        return RunResult(spec.run_id, run_dir, "done", outcome["seconds"], outcome["value"])
+    _mark_failed(run_dir, outcome["error"])
+    return RunResult(spec.run_id, run_dir, "failed", outcome["seconds"], error=_last_line(outcome["error"]))
+
+
+def _run_inprocess(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions,
+                   bar: _Progress) -> Iterator[RunResult]:
+    for spec in todo:
+        bar.update(running=1)
+        run_dir = root / spec.run_id
+        result = _record(spec, run_dir, _execute(fn, spec.config, str(run_dir)))
+        bar.update(running=0, finished=result)
+        yield result
+
+
+def _run_processes(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions,
+                   bar: _Progress) -> Iterator[RunResult]:
+    threads = opts.threads or max(1, (os.cpu_count() or 1) // opts.workers)
+    with ProcessPoolExecutor(max_workers=opts.workers, mp_context=get_context("spawn"),
+                             initializer=_set_threads, initargs=(threads,)) as pool:
+        pending = {pool.submit(_execute, fn, spec.config, str(root / spec.run_id)): spec for spec in todo}
+        bar.update(running=min(opts.workers, len(pending)))
+        while pending:
+            finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in finished:
+                spec = pending.pop(future)
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool as err:
+                    outcome = {"ok": False, "seconds": 0.0, "value": None,
+                               "error": f"worker process died abruptly (killed or crashed: {err}); "
+                                        "rerun the sweep to retry this run"}
+                result = _record(spec, root / spec.run_id, outcome)
+                bar.update(running=min(opts.workers, len(pending)), finished=result)
+                yield result
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError as err:
+        raise ValueError("--backend ray needs Ray: pip install 'onlinegp[ray]' (or use the default --backend local)"
+                         ) from err
+    return ray
+
+
+def _run_ray(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, bar: _Progress) -> Iterator[RunResult]:
+    ray = _import_ray()
+    started = not ray.is_initialized()
+    if started:
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": not opts.quiet,
+                                  "logging_level": "warning"}
+        if opts.address is None:
+            kwargs["num_cpus"] = opts.workers * opts.cpus_per_run
+        ray.init(address=opts.address, **kwargs)
+    try:
+        slots = max(1, int(ray.cluster_resources().get("CPU", 1) // opts.cpus_per_run))
+        task = ray.remote(num_cpus=opts.cpus_per_run, max_retries=0)(_execute_packed)
+        fn_ref = ray.put(fn)
+        pending = {task.remote(fn_ref, spec.config, opts.threads or opts.cpus_per_run): spec for spec in todo}
+        bar.update(running=min(slots, len(pending)))
+        while pending:
+            finished, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            for ref in finished:
+                spec = pending.pop(ref)
+                run_dir = root / spec.run_id
+                try:
+                    outcome = ray.get(ref)
+                except Exception as err:  # the task's worker died or Ray lost it: report, do not stop the sweep
+                    outcome = {"ok": False, "seconds": 0.0, "value": None, "files": {},
+                               "error": f"Ray task failed: {type(err).__name__}: {err}"}
+                run_dir.mkdir(parents=True, exist_ok=True)
+                _unpack(run_dir, outcome.pop("files"))
+                result = _record(spec, run_dir, outcome)
+                bar.update(running=min(slots, len(pending)), finished=result)
+                yield result
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_sweep(specs: Sequence[RunSpec], fn: JobFn, root: str | Path, options: RunnerOptions | None = None,
+              title: str = "runs") -> SweepResult:
+    """Execute every unfinished spec with ``fn(config, root / run_id)``; see the module docstring."""
+    opts = options or RunnerOptions()
+    specs = list(specs)
+    _check_specs(specs)
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    _write_atomic(root / SWEEP_FILE, json.dumps({"runs": [asdict(s) for s in specs]}, indent=1))
+    results: dict[str, RunResult] = {}
+    todo = []
+    for spec in specs:
+        if is_finished(root / spec.run_id, spec):
+            marker = json.loads((root / spec.run_id / MARKER).read_text())
+            results[spec.run_id] = RunResult(spec.run_id, root / spec.run_id, "skipped", marker.get("seconds", 0.0),
+                                             marker.get("value"))
+        else:
+            todo.append(spec)
+    if opts.backend == "ray":
+        execute = _run_ray
+    else:
+        execute = _run_inprocess if opts.workers == 1 else _run_processes
+    with _Progress(len(specs), len(specs) - len(todo), opts.quiet, title) as bar:
+        if todo:
+            for result in execute(fn, todo, root, opts, bar):
+                results[result.run_id] = result
+    return SweepResult(root, [results[s.run_id] for s in specs])

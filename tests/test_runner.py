@@ -1,0 +1,124 @@
+"""The sweep runner (onlinegp.bench.runner): completion, resume, failures, process and Ray backends."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from onlinegp.bench.runner import ERROR_FILE, MARKER, SWEEP_FILE, RunnerOptions, RunSpec, is_finished, run_sweep
+
+
+def toy_job(config: dict, run_dir: Path) -> dict:
+    """A picklable job: writes a per-epoch CSV, counts its calls, fails on request."""
+    with open(run_dir / "calls.log", "a") as fh:
+        fh.write("call\n")
+    if config.get("fail"):
+        raise ValueError(f"deliberate failure of {config['method']} seed {config['seed']}")
+    scale = {"a": 1.0, "b": 2.0}[config["method"]]
+    rows = [(k, scale * (config["seed"] + 1) / (k + 1)) for k in range(config["epochs"])]
+    (run_dir / "metrics.csv").write_text("epoch,value\n" + "".join(f"{k},{v!r}\n" for k, v in rows))
+    return {"final": rows[-1][1]}
+
+
+def specs(fail: tuple[str, int] | None = None, epochs: int = 3) -> list[RunSpec]:
+    return [RunSpec(f"{m}/seed-{s}", {"method": m, "seed": s, "epochs": epochs, "fail": (m, s) == fail})
+            for m in ("a", "b") for s in (0, 1)]
+
+
+def calls(run_dir: Path) -> int:
+    return len((run_dir / "calls.log").read_text().splitlines())
+
+
+def test_sweep_completes_and_rerun_skips(tmp_path):
+    result = run_sweep(specs(), toy_job, tmp_path, RunnerOptions(quiet=True))
+    assert [r.status for r in result.runs] == ["done"] * 4 and result.ok
+    assert [r.run_id for r in result.runs] == ["a/seed-0", "a/seed-1", "b/seed-0", "b/seed-1"]
+    for r in result.runs:
+        assert is_finished(r.run_dir) and (r.run_dir / "metrics.csv").is_file()
+        assert r.value == {"final": {"a": 1.0, "b": 2.0}[r.run_id[0]] * (int(r.run_id[-1]) + 1) / 3}
+        assert not list(r.run_dir.glob(".*tmp"))  # the atomic write left no temporary file behind
+    assert len(json.loads((tmp_path / SWEEP_FILE).read_text())["runs"]) == 4
+
+    again = run_sweep(specs(), toy_job, tmp_path, RunnerOptions(quiet=True))
+    assert [r.status for r in again.runs] == ["skipped"] * 4
+    assert [r.value for r in again.runs] == [r.value for r in result.runs]
+    assert all(calls(r.run_dir) == 1 for r in again.runs)
+
+
+def test_interrupted_and_changed_runs_are_run_again(tmp_path):
+    run_sweep(specs(), toy_job, tmp_path, RunnerOptions(quiet=True))
+    (tmp_path / "a/seed-1" / MARKER).unlink()  # as if the sweep had been killed while this run was writing
+    changed = specs()
+    changed[3] = RunSpec("b/seed-1", {**changed[3].config, "epochs": 5})
+    result = run_sweep(changed, toy_job, tmp_path, RunnerOptions(quiet=True))
+    assert [r.status for r in result.runs] == ["skipped", "done", "skipped", "done"]
+    assert calls(tmp_path / "a/seed-1") == 2 and calls(tmp_path / "b/seed-1") == 2
+    assert len((tmp_path / "b/seed-1/metrics.csv").read_text().splitlines()) == 6
+
+
+def test_failing_run_is_reported_and_others_complete(tmp_path):
+    result = run_sweep(specs(fail=("a", 1)), toy_job, tmp_path, RunnerOptions(quiet=True))
+    status = {r.run_id: r.status for r in result.runs}
+    assert status == {"a/seed-0": "done", "a/seed-1": "failed", "b/seed-0": "done", "b/seed-1": "done"}
+    [failed] = result.failed
+    assert failed.error == "ValueError: deliberate failure of a seed 1"
+    trace = (tmp_path / "a/seed-1" / ERROR_FILE).read_text()
+    assert "Traceback" in trace and "toy_job" in trace
+    assert not is_finished(tmp_path / "a/seed-1")
+
+    fixed = run_sweep(specs(), toy_job, tmp_path, RunnerOptions(quiet=True))  # the failed run is retried
+    assert [r.status for r in fixed.runs] == ["skipped", "done", "skipped", "skipped"]
+    assert not (tmp_path / "a/seed-1" / ERROR_FILE).exists()
+
+
+def read_values(root: Path) -> dict[str, str]:
+    return {p.parent.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("metrics.csv"))}
+
+
+def test_worker_processes_match_in_process(tmp_path):
+    serial = run_sweep(specs(fail=("b", 0)), toy_job, tmp_path / "serial", RunnerOptions(quiet=True))
+    pool = run_sweep(specs(fail=("b", 0)), toy_job, tmp_path / "pool", RunnerOptions(workers=2, quiet=True))
+    assert [(r.run_id, r.status, r.value, r.error) for r in pool.runs] == \
+           [(r.run_id, r.status, r.value, r.error) for r in serial.runs]
+    assert read_values(tmp_path / "pool") == read_values(tmp_path / "serial")
+    assert (tmp_path / "pool/b/seed-0" / ERROR_FILE).is_file()
+
+
+@pytest.mark.parametrize("bad, message", [
+    ([RunSpec("x", {}), RunSpec("x", {})], "appears twice"),
+    ([RunSpec("../x", {})], "relative path"),
+    ([RunSpec("/x", {})], "relative path"),
+    ([RunSpec("x", {"f": object()})], "JSON-serialisable"),
+])
+def test_bad_specs_are_rejected(tmp_path, bad, message):
+    with pytest.raises(ValueError, match=message):
+        run_sweep(bad, toy_job, tmp_path, RunnerOptions(quiet=True))
+
+
+def test_bad_options_are_rejected():
+    with pytest.raises(ValueError, match="backend"):
+        RunnerOptions(backend="slurm")
+    with pytest.raises(ValueError, match="workers"):
+        RunnerOptions(workers=0)
+    with pytest.raises(ValueError, match="--backend ray"):
+        RunnerOptions(address="auto")
+
+
+def test_ray_backend_matches_local(tmp_path):
+    ray = pytest.importorskip("ray")
+    # Ray workers cannot import this test module by name (pytest put tests/ on sys.path only here): ship it by value
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    local = run_sweep(specs(fail=("a", 0)), toy_job, tmp_path / "local", RunnerOptions(quiet=True))
+    try:
+        remote = run_sweep(specs(fail=("a", 0)), toy_job, tmp_path / "ray",
+                           RunnerOptions(workers=2, backend="ray", quiet=True))
+        assert not ray.is_initialized()  # the runner shut down the instance it started
+    finally:
+        ray.shutdown()
+    assert [(r.run_id, r.status, r.value, r.error) for r in remote.runs] == \
+           [(r.run_id, r.status, r.value, r.error) for r in local.runs]
+    assert read_values(tmp_path / "ray") == read_values(tmp_path / "local")
+    assert all(calls(tmp_path / "ray" / r.run_id) == 1 for r in remote.runs)
+    assert "Traceback" in (tmp_path / "ray/a/seed-0" / ERROR_FILE).read_text()
+    assert all(is_finished(tmp_path / "ray" / r.run_id) for r in remote.runs if r.status == "done")
