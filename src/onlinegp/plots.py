@@ -1,0 +1,112 @@
+"""Figures: maps, uncertainty, length-scale maps, inducing inputs over paths, metric curves, animations.
+
+Everything renders with matplotlib's Agg backend to files and closes its figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _image(ax, values: np.ndarray, extent: Sequence[float], title: str, cmap: str = "terrain",
+           vmin: float | None = None, vmax: float | None = None, colorbar: bool = True):
+    im = ax.imshow(values, origin="lower", extent=extent, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest")
+    ax.set_title(title)
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    return im
+
+
+def plot_field(field: Any, path: str | Path, title: str | None = None, dpi: int = 100, small: bool = False) -> Path:
+    """A :class:`~onlinegp.rig.fields.Field` as an image (``small``: a bare thumbnail)."""
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=(2.4, 2.4) if small else (5, 4.2))
+    if small:
+        ax.imshow(field.values, origin="lower", extent=field.extent, cmap="terrain")
+        ax.set_axis_off()
+        ax.set_title(title or field.name, fontsize=9)
+    else:
+        _image(ax, field.values, field.extent, title or field.name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_map(values: np.ndarray, extent: Sequence[float], path: str | Path, title: str, cmap: str = "terrain",
+             vmin: float | None = None, vmax: float | None = None, points: np.ndarray | None = None,
+             path_xy: np.ndarray | None = None, dpi: int = 100) -> Path:
+    """One map (e.g. a predicted mean on a grid), optionally with a path and points on top."""
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=(5, 4.2))
+    _image(ax, values, extent, title, cmap, vmin, vmax)
+    if path_xy is not None and len(path_xy):
+        ax.plot(path_xy[:, 0], path_xy[:, 1], "-", color="k", lw=0.5, alpha=0.6, label="path")
+    if points is not None and len(points):
+        ax.plot(points[:, 0], points[:, 1], ".", color="tab:red", ms=2.5, label="inducing inputs")
+    if path_xy is not None or points is not None:
+        ax.legend(loc="upper right", fontsize=7, framealpha=0.7)
+    ax.set_xlim(extent[0], extent[1])
+    ax.set_ylim(extent[2], extent[3])
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_metric_curves(rows: Sequence[dict], path: str | Path, keys: Sequence[str] = ("smse", "msll", "rmse", "nlpd",
+                       "update_time", "prediction_time"), x_key: str = "num_samples", dpi: int = 100) -> Path:
+    """Metric curves against ``x_key`` (one panel per key)."""
+    path = Path(path)
+    keys = [k for k in keys if rows and k in rows[0]]
+    cols = 3
+    fig, axes = plt.subplots((len(keys) + cols - 1) // cols, cols, figsize=(4 * cols, 3.2 * ((len(keys) + cols - 1) // cols)),
+                             squeeze=False)
+    x = [r[x_key] for r in rows]
+    for ax, k in zip(axes.flat, keys):
+        ax.plot(x, [r[k] for r in rows], "-", lw=1.2)
+        ax.set_title(k)
+        ax.set_xlabel(x_key.replace("_", " "))
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.set_axis_off()
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def animate_maps(frames: Sequence[dict], truth: np.ndarray, extent: Sequence[float], path: str | Path,
+                 fps: int = 8, dpi: int = 70) -> Path:
+    """GIF of a map being built: per frame, ``mean`` and ``std`` grids, the ``path`` so far and a ``title``."""
+    from matplotlib.animation import PillowWriter
+
+    path = Path(path)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4))
+    vmin, vmax = float(truth.min()), float(truth.max())
+    smax = max(float(np.max(f["std"])) for f in frames)
+    _image(axes[0], truth, extent, "ground truth", vmin=vmin, vmax=vmax)
+    im_mean = _image(axes[1], frames[0]["mean"], extent, "predicted mean", vmin=vmin, vmax=vmax)
+    im_std = _image(axes[2], frames[0]["std"], extent, "predictive std", cmap="viridis", vmin=0.0, vmax=smax)
+    lines = [ax.plot([], [], "-", color="k", lw=0.6)[0] for ax in axes[1:]]
+    heading = fig.suptitle("")
+    writer = PillowWriter(fps=fps)
+    with writer.saving(fig, str(path), dpi):
+        for f in frames:
+            im_mean.set_data(f["mean"])
+            im_std.set_data(f["std"])
+            for line in lines:
+                line.set_data(f["path"][:, 0], f["path"][:, 1])
+            heading.set_text(f.get("title", ""))
+            writer.grab_frame()
+    plt.close(fig)
+    return path

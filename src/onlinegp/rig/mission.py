@@ -1,0 +1,400 @@
+"""The active-mapping mission: POAM's Algorithm 1 (paper 000, §IV-E and §V-A) for any OnlineGP model.
+
+Pilot survey (Bézier curve, or random initialisation as in appendix B), the model built with the task extent as
+its input bounds (so the input scaling is fixed; target statistics come from the pilot data), then decision
+epochs until the sample budget: plan a waypoint, drive there while sampling, ``model.update`` with the new
+samples, evaluate on a 50×50 grid. Every epoch records SMSE, MSLL (against a Gaussian with the training targets'
+mean and std), RMSE, NLPD, MAE, sample and inducing counts, and update, prediction, planning and driving times.
+
+Missions are deterministic for a seed (one NumPy generator drives the planner, the noise and the random start;
+the model is built under ``torch`` seeded with the same seed and carries its own generator) and resumable: after
+every epoch an atomic checkpoint holds the model's ``state_dict``, the vehicle, planner and generator states, all
+collected samples and the metric rows, so a resumed mission ends with exactly the metrics of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field as dc_field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .. import metrics
+from ..base import OnlineGP
+from ..kernels import lengthscale_map
+from ..models.registry import MODELS, make_model
+from .fields import DEFAULT_ENV, Field, load_field
+from .planners import PLANNERS, TASK_EXTENT, bezier_pilot, make_planner, random_pilot
+from .robot import DiffDrive, PointSensor
+
+METRIC_KEYS = ("smse", "msll", "rmse", "nlpd", "mae")
+CHECKPOINT = "checkpoint.pt"
+INITS = ("bezier", "random")
+
+
+@dataclass
+class MissionConfig:
+    """Everything that defines a mission (and must match when it is resumed).
+
+    ``num_inducing``, ``num_steps`` and ``kernel`` are passed to the model only when set (None: the model's own
+    default); ``model_options`` adds any other constructor keyword.
+    """
+
+    env: str = DEFAULT_ENV
+    model: str = "poam"
+    budget: int = 5000
+    seed: int = 0
+    planner: str = "max-entropy"
+    init: str = "bezier"
+    num_inducing: int | None = None
+    num_steps: int | None = None
+    kernel: str | None = None
+    model_options: dict = dc_field(default_factory=dict)
+    num_candidates: int = 2000
+    distance_weight: float = 0.5
+    num_pilot_waypoints: int = 50
+    num_random_init: int = 600
+    eval_grid: int = 50
+    task_extent: tuple[float, float, float, float] = TASK_EXTENT
+    animate: bool = False
+
+    def validate(self) -> None:
+        if isinstance(self.budget, bool) or not isinstance(self.budget, (int, np.integer)) or self.budget < 1:
+            raise ValueError(f"budget must be a positive number of samples, got {self.budget!r}")
+        if self.model.lower() not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; available: {', '.join(sorted(MODELS))}")
+        if self.planner.lower() not in PLANNERS:
+            raise ValueError(f"unknown planner {self.planner!r}; available: {', '.join(PLANNERS)}")
+        if self.init not in INITS:
+            raise ValueError(f"unknown init {self.init!r}; choose {' or '.join(INITS)}")
+        for name in ("num_inducing", "num_steps"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, (int, np.integer)) or value < (1 if name == "num_inducing" else 0)):
+                raise ValueError(f"{name} must be a {'positive' if name == 'num_inducing' else 'non-negative'} integer, got {value!r}")
+        for name in ("num_candidates", "num_pilot_waypoints", "num_random_init", "eval_grid"):
+            if int(getattr(self, name)) < (2 if name in ("num_pilot_waypoints", "eval_grid") else 1):
+                raise ValueError(f"{name} is too small: {getattr(self, name)}")
+        xmin, xmax, ymin, ymax = self.task_extent
+        if not (xmax > xmin and ymax > ymin):
+            raise ValueError(f"task_extent must be (xmin, xmax, ymin, ymax) with min < max, got {self.task_extent}")
+
+    def model_kwargs(self) -> dict:
+        opts = {k: getattr(self, k) for k in ("num_inducing", "num_steps", "kernel") if getattr(self, k) is not None}
+        xmin, xmax, ymin, ymax = self.task_extent
+        return {**opts, **self.model_options, "x_bounds": [[xmin, ymin], [xmax, ymax]], "seed": int(self.seed)}
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["task_extent"] = list(self.task_extent)
+        return d
+
+
+def build_model(config: MissionConfig) -> OnlineGP:
+    """The mission's model, constructed under a fixed torch seed (network initialisation is seeded too)."""
+    kwargs = config.model_kwargs()
+    with torch.random.fork_rng():
+        torch.manual_seed(int(config.seed))
+        try:
+            return make_model(config.model, 2, **kwargs)
+        except TypeError as err:
+            raise ValueError(f"model {config.model!r} does not accept these options "
+                             f"{sorted(k for k in kwargs if k not in ('x_bounds', 'seed'))}: {err}") from err
+
+
+def lengthscale_grid(model: Any, x: np.ndarray) -> np.ndarray | None:
+    """The learnt length-scale at ``x`` in user units, or None for models without one."""
+    try:
+        if hasattr(model, "lengthscale_map"):
+            return np.asarray(model.lengthscale_map(x), dtype=np.float64)
+        kernel, scaler = getattr(model, "kernel", None), getattr(model, "scaler", None)
+        if kernel is None or scaler is None:
+            return None
+        xt = scaler.x(torch.as_tensor(x, dtype=model.dtype))
+        with torch.no_grad():
+            return (lengthscale_map(kernel, xt) * scaler.x_half_range.mean()).cpu().numpy().astype(np.float64)
+    except (ValueError, AttributeError, RuntimeError, TypeError):
+        return None
+
+
+class Mission:
+    """One mission, advanced an epoch at a time; ``state()``/``load_state()`` are exact checkpoints."""
+
+    def __init__(self, config: MissionConfig, field: Field | None = None):
+        config.validate()
+        self.config = config
+        self.field = load_field(config.env) if field is None else field
+        self.eval_x = self.field.grid(config.eval_grid, config.task_extent)
+        self.eval_y = self.field(self.eval_x)
+        self.sensor = PointSensor()
+        self.planner = make_planner(config.planner, tuple(config.task_extent), num_candidates=config.num_candidates,
+                                    distance_weight=config.distance_weight)
+        self.model = build_model(config)
+        self.rng = np.random.default_rng(int(config.seed))
+        self.vehicle: DiffDrive | None = None
+        self.X = np.zeros((0, 2))
+        self.y = np.zeros(0)
+        self.rows: list[dict] = []
+        self.frames: list[dict] = []
+        self.wall_time = 0.0
+
+    @property
+    def num_samples(self) -> int:
+        return int(self.y.shape[0])
+
+    @property
+    def done(self) -> bool:
+        return self.num_samples >= self.config.budget
+
+    @property
+    def epoch(self) -> int:
+        """Index of the last completed epoch (0 is the pilot survey), -1 before it."""
+        return len(self.rows) - 1
+
+    # ------------------------------------------------------------------ one decision epoch
+    def _pilot(self) -> np.ndarray:
+        c = self.config
+        xmin, xmax, ymin, ymax = c.task_extent
+        if c.init == "bezier":
+            self.vehicle = DiffDrive(x=xmax, y=ymin, yaw=-math.pi)
+            return self.vehicle.drive(bezier_pilot(tuple(c.task_extent), c.num_pilot_waypoints), c.budget)
+        start, xy = random_pilot(tuple(c.task_extent), min(c.num_random_init, c.budget), self.rng)
+        self.vehicle = DiffDrive(x=float(start[0]), y=float(start[1]), yaw=float(start[2]))
+        return xy
+
+    def _gather(self) -> np.ndarray:
+        for _ in range(1000):
+            goal = self.planner.plan(self.model, self.vehicle.position, self.rng)
+            xy = self.vehicle.drive(goal[None], self.config.budget - self.num_samples)
+            if len(xy):
+                return xy
+        raise RuntimeError("1000 planned waypoints in a row yielded no sample; the planner keeps choosing the "
+                           "vehicle's own position")
+
+    def step(self) -> dict:
+        """Run one decision epoch (the first is the pilot survey) and return its metrics row."""
+        if self.done:
+            raise RuntimeError("the mission has already used its sample budget")
+        t_start = time.perf_counter()
+        xy = self._pilot() if self.vehicle is None else self._gather()
+        t_plan = time.perf_counter() - t_start
+        y = self.sensor.measure(self.field, xy, self.rng)
+        self.X, self.y = np.vstack([self.X, xy]), np.concatenate([self.y, y])
+        t0 = time.perf_counter()
+        report = self.model.update(torch.from_numpy(xy), torch.from_numpy(y))
+        t_update = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        pred = self.model.predict(torch.from_numpy(self.eval_x))
+        t_predict = time.perf_counter() - t0
+        mean, var = pred.mean.numpy(), pred.var_y.numpy()
+        m = metrics.all_metrics(self.eval_y, mean, var, float(self.y.mean()), float(self.y.std()))
+        self.wall_time += time.perf_counter() - t_start
+        row = {"epoch": self.epoch + 1, "num_samples": self.num_samples, "num_inducing": report.num_inducing,
+               **m, "update_time": t_update, "prediction_time": t_predict, "plan_drive_time": t_plan,
+               "wall_time": self.wall_time}
+        self.rows.append(row)
+        if self.config.animate:
+            n = self.config.eval_grid
+            self.frames.append({"mean": mean.reshape(n, n).astype(np.float32),
+                                "std": np.sqrt(var).reshape(n, n).astype(np.float32), "num_samples": self.num_samples})
+        return row
+
+    # ------------------------------------------------------------------ checkpoints
+    def state(self) -> dict:
+        return {"format": 1, "config": self.config.to_dict(), "field_digest": self.field.digest(),
+                "vehicle": None if self.vehicle is None else self.vehicle.state(),
+                "rng": self.rng.bit_generator.state, "planner": self.planner.state(), "X": self.X.copy(),
+                "y": self.y.copy(), "rows": [dict(r) for r in self.rows], "frames": list(self.frames),
+                "wall_time": self.wall_time, "model": self.model.state_dict()}
+
+    def load_state(self, state: dict) -> None:
+        stored = state["config"]
+        mine = self.config.to_dict()
+        diff = sorted(k for k in set(stored) | set(mine) if stored.get(k) != mine.get(k))
+        if diff:
+            raise ValueError("the checkpoint was written by a mission with different settings ("
+                             + ", ".join(f"{k}: {stored.get(k)!r} there, {mine.get(k)!r} here" for k in diff)
+                             + "); resume with the same options or use another --out")
+        if state["field_digest"] != self.field.digest():
+            raise ValueError("the checkpoint was written for a different field; resume with the same --env")
+        self.vehicle = None if state["vehicle"] is None else DiffDrive.from_state(state["vehicle"])
+        self.rng.bit_generator.state = state["rng"]
+        self.planner.load_state(state["planner"])
+        self.X, self.y = state["X"].copy(), state["y"].copy()
+        self.rows = [dict(r) for r in state["rows"]]
+        self.frames = list(state["frames"])
+        self.wall_time = state["wall_time"]
+        if self.rows:
+            self.model.load_state_dict(state["model"])
+
+    def save(self, path: str | Path) -> None:
+        """Write the checkpoint atomically (a temporary file, then ``os.replace``)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(self.state(), tmp)
+        os.replace(tmp, path)
+
+    def load(self, path: str | Path) -> None:
+        try:
+            state = torch.load(path, weights_only=False)
+        except Exception as err:
+            raise ValueError(f"cannot read checkpoint {str(path)!r}: {err}; start afresh without --resume") from err
+        self.load_state(state)
+
+
+# ---------------------------------------------------------------------- outputs
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_metrics_csv(rows: list[dict], path: Path) -> None:
+    if not rows:
+        return
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    _atomic_write(path, buf.getvalue())
+
+
+def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[str, Path]:
+    """Ground truth, predicted mean, std, absolute error, length-scale map, inducing inputs over the path,
+    metric curves (and the animation when the mission recorded frames)."""
+    from .. import plots
+
+    fig_dir = out / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    extent = list(mission.config.task_extent)
+    grid = mission.field.grid(resolution, tuple(extent))
+    shape = (resolution, resolution)
+    truth = mission.field(grid).reshape(shape)
+    pred = mission.model.predict(torch.from_numpy(grid))
+    mean, std = pred.mean.numpy().reshape(shape), pred.var_y.sqrt().numpy().reshape(shape)
+    lo, hi = float(truth.min()), float(truth.max())
+    files = {
+        "ground_truth": plots.plot_map(truth, extent, fig_dir / "ground_truth.png", "ground truth", vmin=lo, vmax=hi),
+        "mean": plots.plot_map(mean, extent, fig_dir / "mean.png", "predicted mean", vmin=lo, vmax=hi),
+        "std": plots.plot_map(std, extent, fig_dir / "std.png", "predictive std (y)", cmap="viridis",
+                              path_xy=mission.X),
+        "abs_error": plots.plot_map(np.abs(mean - truth), extent, fig_dir / "abs_error.png", "absolute error",
+                                    cmap="magma"),
+    }
+    ls = lengthscale_grid(mission.model, grid)
+    if ls is not None:
+        files["lengthscale"] = plots.plot_map(ls.reshape(shape), extent, fig_dir / "lengthscale.png",
+                                              "learnt length-scale (m)", cmap="plasma")
+    Z = getattr(mission.model, "inducing_inputs", None)
+    Z = None if Z is None else np.asarray(Z.detach() if isinstance(Z, torch.Tensor) else Z, dtype=np.float64)
+    title = f"path ({mission.num_samples} samples)" + ("" if Z is None else f" and {len(Z)} inducing inputs")
+    files["inducing"] = plots.plot_map(truth, extent, fig_dir / "inducing.png", title, vmin=lo, vmax=hi,
+                                       points=Z, path_xy=mission.X)
+    files["metric_curves"] = plots.plot_metric_curves(mission.rows, fig_dir / "metrics.png")
+    if mission.frames:
+        n = mission.config.eval_grid
+        truth_eval = mission.eval_y.reshape(n, n)
+        frames = [{"mean": f["mean"], "std": f["std"], "path": mission.X[: f["num_samples"]],
+                   "title": f"epoch {i}, {f['num_samples']} samples"} for i, f in enumerate(mission.frames)]
+        files["animation"] = plots.animate_maps(frames, truth_eval, extent, out / "mission.gif")
+    return files
+
+
+@dataclass
+class MissionResult:
+    rows: list[dict]
+    out: Path
+    files: dict[str, Path]
+    completed: bool
+
+    @property
+    def final(self) -> dict:
+        return self.rows[-1]
+
+
+def _progress(quiet: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("epoch {task.fields[epoch]:>4}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("samples  SMSE {task.fields[smse]}  MSLL {task.fields[msll]}"), TimeElapsedColumn(),
+                    disable=quiet, transient=False)
+
+
+def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, field: Field | None = None) -> Mission:
+    """Validate ``config`` (field, model, planner, budget) and, with ``resume``, load ``out``'s checkpoint.
+
+    Raises ValueError, before any simulation or model update, for anything wrong.
+    """
+    mission = Mission(config, field)
+    ckpt = Path(out) / CHECKPOINT
+    if resume and ckpt.is_file():
+        mission.load(ckpt)
+    return mission
+
+
+def run_mission(mission: Mission, out: str | Path, quiet: bool = False, stop_after_epochs: int | None = None,
+                echo: Callable[[str], None] = print) -> MissionResult:
+    """Run ``mission`` (fresh or resumed, see :func:`open_mission`) to its budget, writing config.json,
+    metrics.csv/json, a checkpoint after every epoch, the final model and figures to ``out``.
+
+    ``stop_after_epochs`` stops after that many epochs of this call, leaving the resumable checkpoint that a
+    killed run leaves behind.
+    """
+    config = mission.config
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt = out / CHECKPOINT
+    if mission.rows and not quiet:
+        echo(f"resuming {out} after epoch {mission.epoch} ({mission.num_samples} samples)")
+    info = {"config": config.to_dict(), "model_class": type(mission.model).__name__,
+            "field": {"name": mission.field.name, "description": mission.field.description,
+                      "digest": mission.field.digest(), "extent": list(mission.field.extent),
+                      "shape": list(mission.field.values.shape)},
+            "torch": torch.__version__, "threads": torch.get_num_threads()}
+    _atomic_write(out / "config.json", json.dumps(info, indent=2))
+    ran = 0
+    with _progress(quiet) as progress:
+        fmt = lambda r: {"epoch": r["epoch"], "smse": f"{r['smse']:.4f}", "msll": f"{r['msll']:+.3f}"}  # noqa: E731
+        task = progress.add_task("mission", total=config.budget, completed=mission.num_samples,
+                                 **(fmt(mission.rows[-1]) if mission.rows else {"epoch": "-", "smse": "-", "msll": "-"}))
+        while not mission.done and (stop_after_epochs is None or ran < stop_after_epochs):
+            row = mission.step()
+            mission.save(ckpt)
+            write_metrics_csv(mission.rows, out / "metrics.csv")
+            ran += 1
+            progress.update(task, completed=mission.num_samples, **fmt(row))
+    if not mission.done:
+        return MissionResult(mission.rows, out, {"checkpoint": ckpt}, completed=False)
+    mission.model.save(str(out / "model.pt"))
+    write_metrics_csv(mission.rows, out / "metrics.csv")
+    final = {k: mission.rows[-1][k] for k in ("epoch", "num_samples", "num_inducing", *METRIC_KEYS)}
+    summary = {"final": final, "mean_over_epochs": {k: float(np.mean([r[k] for r in mission.rows])) for k in METRIC_KEYS},
+               "total_update_time": float(sum(r["update_time"] for r in mission.rows)),
+               "wall_time": mission.wall_time, "epochs": len(mission.rows)}
+    _atomic_write(out / "metrics.json", json.dumps({"summary": summary, "rows": mission.rows}, indent=1))
+    files = write_figures(mission, out)
+    files.update({"config": out / "config.json", "metrics_csv": out / "metrics.csv", "metrics_json": out / "metrics.json", "model": out / "model.pt",
+                  "checkpoint": ckpt})
+    return MissionResult(mission.rows, out, files, completed=True)
+
+
+def describe(result: MissionResult) -> str:
+    """Where the outputs are and the final metrics, for the command line."""
+    f = result.final
+    lines = [f"mission finished: {f['num_samples']} samples in {f['epoch'] + 1} epochs "
+             f"({result.rows[-1]['wall_time']:.1f} s of simulation, model updates and evaluation)",
+             "final " + "  ".join(f"{k.upper()} {f[k]:.4g}" for k in METRIC_KEYS)
+             + (f"  inducing {f['num_inducing']}" if f["num_inducing"] is not None else ""),
+             f"run directory: {result.out}  (config.json, metrics.csv, metrics.json, model.pt, checkpoint.pt)",
+             f"figures: {result.out / 'figures'}"]
+    if "animation" in result.files:
+        lines.append(f"animation: {result.files['animation']}")
+    return "\n".join(lines)

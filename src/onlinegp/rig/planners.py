@@ -1,0 +1,139 @@
+"""Where the vehicle goes (POAM paper 000, §V-A and appendix B).
+
+* :func:`bezier_pilot`: the pilot survey, a Bézier curve over 15 control points spanning the task extent (a
+  spiral from the lower-right corner, paper Fig. 4), followed through 50 waypoints.
+* :func:`random_pilot`: the random initialisation of appendix B (start and first samples uniform in the extent).
+* :class:`MaxEntropyPlanner`: 2000 uniform candidates scored by normalised predictive entropy minus 0.5 ×
+  normalised distance from the vehicle; the best one is the next goal.
+* :class:`RandomPlanner`: a uniform random goal (appendix B); :class:`LawnmowerPlanner`: a boustrophedon sweep.
+
+Every planner has ``plan(model, position, rng) -> goal (2,)`` and ``state()``/``load_state()`` for checkpoints.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.special import comb
+
+TASK_EXTENT = (-30.0, 30.0, -30.0, 30.0)
+
+
+def _uniform(extent: tuple[float, float, float, float], n: int, rng: np.random.Generator) -> np.ndarray:
+    xmin, xmax, ymin, ymax = extent
+    return np.column_stack([rng.uniform(xmin, xmax, n), rng.uniform(ymin, ymax, n)])
+
+
+def bezier_control_points(extent: tuple[float, float, float, float] = TASK_EXTENT) -> np.ndarray:
+    """The 15 control points (15, 2): lower-right corner, around the border anticlockwise-from-left, to the centre."""
+    xmin, xmax, ymin, ymax = extent
+    fx = lambda f: xmin + f * (xmax - xmin)  # noqa: E731
+    fy = lambda f: ymin + f * (ymax - ymin)  # noqa: E731
+    pts = [(1, 0), (0, 0), (0, .25), (0, .5), (0, .75), (0, 1), (.25, 1), (.5, 1), (.75, 1), (1, 1),
+           (1, .75), (1, .5), (1, .25), (.5, .25), (.5, .5)]
+    return np.array([(fx(a), fy(b)) for a, b in pts])
+
+
+def bezier_curve(control_points: np.ndarray, num_points: int) -> np.ndarray:
+    """Points (num_points, 2) of the Bézier curve, evaluated in the Bernstein basis at uniform parameters."""
+    P = np.asarray(control_points, dtype=np.float64)
+    n = P.shape[0] - 1
+    t = np.linspace(0.0, 1.0, num_points)[:, None]
+    i = np.arange(n + 1)[None, :]
+    basis = comb(n, i) * t**i * (1 - t) ** (n - i)
+    return basis @ P
+
+
+def bezier_pilot(extent: tuple[float, float, float, float] = TASK_EXTENT, num_waypoints: int = 50) -> np.ndarray:
+    """Pilot-survey waypoints (num_waypoints, 2) following the 15-point Bézier curve."""
+    return bezier_curve(bezier_control_points(extent), num_waypoints)
+
+
+def random_pilot(extent: tuple[float, float, float, float], num_samples: int,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Random initialisation (appendix B): a uniform start pose (x, y, yaw) and ``num_samples`` uniform locations."""
+    start = np.append(_uniform(extent, 1, rng)[0], rng.uniform(-math.pi, math.pi))
+    return start, _uniform(extent, num_samples, rng)
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    span = float(v.max() - v.min())
+    return (v - v.min()) / span if span > 0 else np.zeros_like(v)
+
+
+class MaxEntropyPlanner:
+    """Go to the candidate maximising normalised entropy − ``distance_weight`` × normalised distance."""
+
+    def __init__(self, extent: tuple[float, float, float, float] = TASK_EXTENT, num_candidates: int = 2000,
+                 distance_weight: float = 0.5):
+        if num_candidates < 1:
+            raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")
+        self.extent, self.num_candidates, self.distance_weight = extent, int(num_candidates), float(distance_weight)
+
+    def scores(self, model: Any, candidates: np.ndarray, position: np.ndarray) -> np.ndarray:
+        """Score of each candidate; entropy 0.5·log(2πe·var_y) of the model's predictive distribution."""
+        var = model.predict(candidates).var_y.detach().cpu().numpy().astype(np.float64)
+        entropy = 0.5 * np.log(2 * math.pi * math.e * np.maximum(var, 1e-300))
+        dist = np.hypot(*(candidates - np.asarray(position)[None, :2]).T)
+        return _normalise(entropy) - self.distance_weight * _normalise(dist)
+
+    def plan(self, model: Any, position: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        candidates = _uniform(self.extent, self.num_candidates, rng)
+        return candidates[int(np.argmax(self.scores(model, candidates, position)))]
+
+    def state(self) -> dict:
+        return {}
+
+    def load_state(self, state: dict) -> None:
+        pass
+
+
+class RandomPlanner(MaxEntropyPlanner):
+    """A uniformly random goal in the extent, ignoring the model (appendix B's uninformed planner)."""
+
+    def plan(self, model: Any, position: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return _uniform(self.extent, 1, rng)[0]
+
+
+class LawnmowerPlanner:
+    """A boustrophedon sweep over ``num_lanes`` vertical lanes; one waypoint per decision epoch, then repeats."""
+
+    def __init__(self, extent: tuple[float, float, float, float] = TASK_EXTENT, num_lanes: int = 10):
+        if num_lanes < 1:
+            raise ValueError(f"num_lanes must be >= 1, got {num_lanes}")
+        xmin, xmax, ymin, ymax = extent
+        rows = []
+        for k, x in enumerate(np.linspace(xmin, xmax, num_lanes)):
+            ends = (ymin, ymax) if k % 2 == 0 else (ymax, ymin)
+            rows += [(x, ends[0]), (x, ends[1])]
+        self.waypoints = np.array(rows)
+        self.index = 0
+
+    def plan(self, model: Any, position: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        goal = self.waypoints[self.index % len(self.waypoints)]
+        self.index += 1
+        return goal
+
+    def state(self) -> dict:
+        return {"index": self.index}
+
+    def load_state(self, state: dict) -> None:
+        self.index = int(state["index"])
+
+
+PLANNERS = {
+    "max-entropy": (MaxEntropyPlanner, "2000 uniform candidates, normalised entropy − 0.5 × normalised distance"),
+    "random": (RandomPlanner, "a uniformly random goal each epoch (model-independent path)"),
+    "lawnmower": (LawnmowerPlanner, "boustrophedon sweep over 10 lanes"),
+}
+
+
+def make_planner(name: str, extent: tuple[float, float, float, float] = TASK_EXTENT, **options: Any):
+    key = name.lower()
+    if key not in PLANNERS:
+        raise ValueError(f"unknown planner {name!r}; available: {', '.join(PLANNERS)}")
+    if key == "lawnmower":
+        options = {k: v for k, v in options.items() if k == "num_lanes"}
+    return PLANNERS[key][0](extent, **options)
