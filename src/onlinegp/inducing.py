@@ -105,7 +105,28 @@ class Fixed:
         return self.Z.to(X).clone()
 
 
-SELECTORS = {"pivoted": PivotedCholesky, "random": RandomSubset, "kmeans": KMeans}
+class Resample:
+    """SSGP's inducing inputs (Bui et al. 2017, their code release): a random ``keep`` fraction of the old Z plus
+    random new inputs, up to M in all (topped up from the old Z when the batch is small). SSGP then moves them
+    by gradient on the online bound."""
+
+    def __init__(self, num_inducing: int = 500, keep: float = 0.7):
+        if num_inducing < 1 or not 0.0 <= keep <= 1.0:
+            raise ValueError(f"need num_inducing >= 1 and 0 <= keep <= 1, got {num_inducing}, {keep}")
+        self.num_inducing, self.keep = int(num_inducing), float(keep)
+
+    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+        M = self.num_inducing
+        if Z is None or Z.shape[0] == 0:
+            return X[torch.randperm(X.shape[0], generator=generator)[:M]].clone()
+        n_new = min(X.shape[0], M - min(Z.shape[0], int(self.keep * M)))
+        n_old = min(Z.shape[0], M - n_new)
+        old = Z[torch.randperm(Z.shape[0], generator=generator)[:n_old]]
+        new = X[torch.randperm(X.shape[0], generator=generator)[:n_new]]
+        return torch.cat([old, new]).clone()
+
+
+SELECTORS = {"pivoted": PivotedCholesky, "random": RandomSubset, "kmeans": KMeans, "resample": Resample}
 
 
 def make_selector(spec: str | Selector, num_inducing: int = 500) -> Selector:

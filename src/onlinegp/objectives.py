@@ -1,4 +1,5 @@
-"""Objectives: the collapsed SGPR bound, the mini-batch uncollapsed SVGP ELBO, the exact marginal likelihood.
+"""Objectives: the collapsed SGPR bound, the mini-batch uncollapsed SVGP ELBO, the exact marginal likelihood,
+the online (streaming) collapsed bound of Bui et al. (2017).
 
 All are differentiable in the kernel and likelihood parameters and return the total (not per-datum) value
 unless stated otherwise.
@@ -7,6 +8,7 @@ unless stated otherwise.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import gpytorch
 import torch
@@ -14,7 +16,7 @@ from torch import Tensor
 
 from .kernels import dense, diagonal
 from .linalg import JitterLog, cholesky, trisolve
-from .posterior import kuu
+from .posterior import InducingPosterior, VariationalQ, kuu, kuv
 
 LOG2PI = math.log(2 * math.pi)
 
@@ -72,3 +74,125 @@ def exact_mll(kernel: gpytorch.kernels.Kernel, noise: Tensor, X: Tensor, y: Tens
     L = cholesky(K, jitter_log)
     a = trisolve(L, y)
     return -0.5 * (a @ a) - L.diagonal().log().sum() - 0.5 * X.shape[0] * LOG2PI
+
+
+@dataclass
+class OnlineBound:
+    """The online collapsed bound of Bui et al. (2017) at new inducing inputs Z, and the pieces it is made of.
+
+    Notation of the implementation notes (paper 003): v = f(Z) with L_v = chol(K_vv); the old batches are
+    summarised by q(u) = N(m, S) at Z_old with S = R Rᵀ, R = L_u L_Dₒ⁻ᵀ, m = R βₒ, where L_u = chol(K_uu^old)
+    under the old θ (an :class:`~onlinegp.posterior.InducingPosterior`). Then R⁻¹ = L_Dₒᵀ L_u⁻¹ applies S⁻¹
+    without factorising S, and with W = L_u⁻¹ K_uv L_v⁻ᵀ, A = L_v⁻¹ K_vf:
+
+        D = I + σ⁻² A Aᵀ + (L_DₒᵀW)ᵀ(L_DₒᵀW) − WᵀW                (D₁ + D₂ − D₃)
+        c = σ⁻² K_vf y + (L_u⁻¹K_uv)ᵀ L_Dₒ βₒ                      (c₁ + c₂),   β = L_D⁻¹ L_v⁻¹ c
+        constant  = −N/2 log 2πσ²
+        quadratic = −yᵀy/2σ² + ½‖β‖² − ½‖βₒ‖²                        (‖βₒ‖² = mᵀS⁻¹m)
+        logdet    = −½ log|D| − ½ log|S| + ½ log|K_uu^old| = −log|L_D| + log|L_Dₒ|
+        trace     = −½ tr(C⁻¹E_uu) − tr(K_ff − Q_ff)/2σ²,  C⁻¹ = S⁻¹ − (K_uu^old)⁻¹,  E_uu = K_uu − K_uv K_vv⁻¹ K_vu
+
+    K_uu, K_uv (new θ) and K_vv carry the ε of :func:`~onlinegp.posterior.kuu` consistently (``kuv``), so with
+    θ and Z unchanged E_uu = 0 and the bounds of consecutive batches sum to the batch SGPR bound. Without an old
+    summary every old-batch term vanishes and the bound is :func:`sgpr_bound`. ``posterior()`` is the new
+    summary: q(v) with mean L_v L_D⁻ᵀ β and root L_v L_D⁻ᵀ.
+    """
+
+    Z: Tensor
+    Lv: Tensor
+    LD: Tensor
+    c: Tensor
+    beta: Tensor
+    Avf: Tensor
+    constant: Tensor
+    quadratic: Tensor
+    logdet: Tensor
+    trace: Tensor
+
+    @property
+    def value(self) -> Tensor:
+        return self.constant + self.quadratic + self.logdet + self.trace
+
+    def posterior(self) -> InducingPosterior:
+        return InducingPosterior(Z=self.Z, Lu=self.Lv, LW=self.LD, beta=self.beta)
+
+
+def online_terms(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
+                 old: InducingPosterior | None = None, jitter_log: JitterLog | None = None,
+                 Lv: Tensor | None = None) -> OnlineBound:
+    """The online bound's components (see :class:`OnlineBound`); differentiable in θ, σ² and Z, not in ``old``.
+
+    Cost O(N M² + M³). Pass ``Lv`` to reuse a root of K_vv at the current θ.
+    """
+    if Lv is None:
+        Lv = cholesky(kuu(kernel, Z), jitter_log)
+    eye = torch.eye(Z.shape[0], dtype=Z.dtype, device=Z.device)
+    Kvf = dense(kernel, Z, X)
+    Avf = trisolve(Lv, Kvf)
+    D = eye + Avf @ Avf.mT / noise
+    c = Kvf @ y / noise
+    quadratic = -0.5 * (y @ y) / noise
+    logdet = torch.zeros((), dtype=Z.dtype)
+    trace = -0.5 * (diagonal(kernel, X).sum() - Avf.pow(2).sum()) / noise
+    if old is not None:
+        Lu, LDo, beta_o = old.Lu.detach(), old.LW.detach(), old.beta.detach()
+        Auv = trisolve(Lu, kuv(kernel, old.Z, Z))            # L_u⁻¹ K_uv
+        W = trisolve(Lv, Auv.mT).mT                          # L_u⁻¹ K_uv L_v⁻ᵀ
+        T = LDo.mT @ W                                       # R⁻¹ K_uv L_v⁻ᵀ
+        D = D + T.mT @ T - W.mT @ W
+        c = c + Auv.mT @ (LDo @ beta_o)
+        quadratic = quadratic - 0.5 * (beta_o @ beta_o)
+        logdet = logdet + LDo.diagonal().log().sum()
+        Au = trisolve(Lu, kuu(kernel, old.Z))
+        G = trisolve(Lu, Au.mT) - W @ W.mT                   # L_u⁻¹ E_uu L_u⁻ᵀ
+        trace = trace - 0.5 * ((LDo * (G @ LDo)).sum() - G.diagonal().sum())
+    LD = cholesky(0.5 * (D + D.mT), jitter_log)
+    beta = trisolve(LD, trisolve(Lv, c))
+    n = X.shape[0]
+    return OnlineBound(Z=Z, Lv=Lv, LD=LD, c=c, beta=beta, Avf=Avf,
+                       constant=-0.5 * n * (LOG2PI + noise.log()),
+                       quadratic=quadratic + 0.5 * (beta @ beta),
+                       logdet=logdet - LD.diagonal().log().sum(), trace=trace)
+
+
+def online_bound(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
+                 old: InducingPosterior | None = None, jitter_log: JitterLog | None = None) -> Tensor:
+    """Bui et al. (2017) online collapsed bound on the batch (X, y) given the old summary (total, not per datum)."""
+    return online_terms(kernel, noise, Z, X, y, old, jitter_log).value
+
+
+def online_svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, q: VariationalQ, xb: Tensor, yb: Tensor,
+                     num_data: int, old: VariationalQ | None = None, L_old: Tensor | None = None, beta: float = 1.0,
+                     jitter_log: JitterLog | None = None) -> Tensor:
+    """Bui et al. (2017) uncollapsed online ELBO with the KL terms tempered by β (generalised VI; paper 002 eq. A.8).
+
+    With q(b) = N(m, R Rᵀ) at the new Z, the old summary q_old(a) = N(mₒ, Rₒ Rₒᵀ) at Z_old (``old``, lower-triangular
+    root) and K_aa^old = L_old L_oldᵀ its prior under the old θ (the total over the batch, mini-batch scaled by N/B):
+
+        (N/B) Σ_b E_q[log p(y_b | f_b)] − β KL(q(b) ‖ p(b|θ)) − β KL(q(a) ‖ q_old(a)) + β KL(q(a) ‖ p(a|θ_old)).
+
+    The last two share q(a)'s entropy, so they are evaluated as β E_q(a)[log q_old(a) − log p(a|θ_old)] with
+    q(a) = N(K_ab K_bb⁻¹ m, K_aa − Q_aa + K_ab K_bb⁻¹ S K_bb⁻¹ K_ba) under the new θ (no log-determinant of q(a)).
+    With β = 1 and an exact old posterior the optimum over q(b) is the batch posterior of all data so far.
+    """
+    Lb = cholesky(kuu(kernel, q.Z), jitter_log)
+    value = svgp_elbo(kernel, noise, q.Z, q.mean, q.root, q.logdet, xb, yb, num_data, jitter_log, Lb) * num_data
+    value = value + (1.0 - beta) * gaussian_kl(q.mean, q.root, q.logdet, Lb)
+    if old is None:
+        return value
+    P = trisolve(Lb, kuv(kernel, q.Z, old.Z))                # L_b⁻¹ K_ba
+    alpha = trisolve(Lb, P, transpose=True)                  # K_bb⁻¹ K_ba
+    mean_a = alpha.mT @ q.mean
+    Ra = q.root.mT @ alpha
+    cov_a = kuu(kernel, old.Z) - P.mT @ P + Ra.mT @ Ra
+
+    def expected_log_density(mean: Tensor, L: Tensor, logdet: Tensor) -> Tensor:
+        """E_q(a) log N(a; mean, L Lᵀ) without the 2π constant."""
+        tr = trisolve(L, trisolve(L, cov_a).mT).diagonal().sum()
+        r = trisolve(L, mean_a - mean)
+        return -0.5 * (logdet + tr + r @ r)
+
+    Ro, Lo = old.root.detach(), L_old.detach()
+    logdet_old_prior = 2 * Lo.diagonal().log().sum()
+    return value + beta * (expected_log_density(old.mean.detach(), Ro, old.logdet.detach())
+                           - expected_log_density(torch.zeros_like(mean_a), Lo, logdet_old_prior))

@@ -32,6 +32,20 @@ def kuu(kernel: gpytorch.kernels.Kernel, Z: Tensor) -> Tensor:
     return K + eps * torch.eye(K.shape[0], dtype=K.dtype, device=K.device)
 
 
+def kuv(kernel: gpytorch.kernels.Kernel, Z1: Tensor, Z2: Tensor) -> Tensor:
+    """Cross-covariance k(Z1, Z2) consistent with :func:`kuu`: an input present in both sets carries the same ε.
+
+    So K_uv equals K_uu exactly when the two sets coincide, and streaming updates that re-express old inducing
+    outputs in a new basis (OSGPR, O-SVGP) are exact for kept points instead of off by ε K_uu⁻¹.
+    """
+    K = dense(kernel, Z1, Z2)
+    same = (Z1.unsqueeze(1) == Z2.unsqueeze(0)).all(-1)
+    if not bool(same.any()):
+        return K
+    eps = KUU_JITTER.get(K.dtype, 1e-6) * diagonal(kernel, Z2).mean().detach()
+    return K + eps * same.to(K.dtype)
+
+
 @dataclass
 class InducingPosterior:
     """q(u) at ``Z`` in root form, and predictions from it. All tensors in scaled units."""

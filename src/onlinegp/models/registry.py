@@ -11,7 +11,10 @@ from typing import Any, Callable
 from ..base import OnlineGP
 from .exact import ExactGP
 from .ovc import OVC, OVCpp
+from .osgpr import OSGPR, SSGP, SSGPpp
+from .osvgp import OSVGP
 from .poam import FULL, PAM, POAM
+from .poam_ablations import OnlineELBO, VarSSGP
 
 MODELS: dict[str, tuple[Callable[..., OnlineGP], str]] = {
     "poam": (POAM, "POAM: pivoted-Cholesky Z, projected terms, analytic q(u), Adam M-step (paper 000)"),
@@ -23,6 +26,12 @@ MODELS: dict[str, tuple[Callable[..., OnlineGP], str]] = {
     "z-rand": (lambda d, **o: POAM(d, inducing="random", **o), "POAM ablation: random Z"),
     "z-kmeans": (lambda d, **o: POAM(d, inducing="kmeans", **o), "POAM ablation: k-means Z"),
     "var-opt": (lambda d, **o: POAM(d, variational="gradient", **o), "POAM ablation: q(u) by gradient"),
+    "ssgp": (SSGP, "SSGP: streaming sparse GP, resampled Z, Z and θ by L-BFGS on the online bound (Bui et al. 2017)"),
+    "ssgp++": (SSGPpp, "SSGP++: streaming sparse GP, pivoted-Cholesky Z, Adam on the online bound (paper 000 app. A4)"),
+    "osgpr": (OSGPR, "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (paper 002 baseline)"),
+    "osvgp": (OSVGP, "O-SVGP: uncollapsed streaming SVGP, β-tempered KL terms, mini-batch Adam (paper 002 app. B)"),
+    "var-ssgp": (VarSSGP, "POAM ablation: SSGP's variational update"),
+    "online-elbo": (OnlineELBO, "POAM ablation: M-step on SSGP's online bound"),
     "exact": (ExactGP, "exact GP refit on all data (O(N³) baseline)"),
 }
 

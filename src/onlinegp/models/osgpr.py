@@ -1,0 +1,180 @@
+"""Streaming sparse GP regression (OSGPR; Bui et al., NeurIPS 2017): SSGP, SSGP++ and plain OSGPR.
+
+Only a summary of the past is kept: q(u) = N(m, S) at the inducing inputs Z of the last batch, in root form
+(Z, L_u = chol K_uu under the θ of that batch, L_D, β), so memory does not grow with the number of points seen.
+Per batch (X_n, y_n), in scaled units (notes 003, DESIGN §3):
+
+1. new inducing inputs Z' = selector(kernel, Z, X_n) (default: pivoted Cholesky of k([Z; X_n]));
+2. hyper-parameters (and, with ``optimize_inducing``, Z') maximise the online collapsed bound
+   (:func:`~onlinegp.objectives.online_bound`) on the batch with the old summary held fixed: L-BFGS to convergence
+   (SSGP) or T Adam steps (SSGP++);
+3. D, c at the final θ give the new summary q(v) = N(L_v L_D⁻ᵀ β, R Rᵀ), R = L_v L_D⁻ᵀ (S is never factorised),
+   and the prediction mean = (L_D⁻¹L_v⁻¹K_vs)ᵀβ, var = k_ss − ‖L_v⁻¹K_vs‖² + ‖L_D⁻¹L_v⁻¹K_vs‖².
+
+Registered variants (paper 000, appendix A4 and Table III):
+``ssgp``: Attentive Kernel, Z resampled (70 % old, 30 % new inputs) then optimised with θ by L-BFGS;
+``ssgp++``: Attentive Kernel, pivoted-Cholesky Z (not optimised), 10 Adam steps on θ;
+``osgpr``: RBF-ARD kernel, pivoted-Cholesky Z (not optimised), L-BFGS on θ (the O-SGPR baseline of paper 002).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..base import OnlineGP, PhaseTimer
+from ..inducing import Selector, make_selector
+from ..kernels import make_kernel
+from ..linalg import CholeskyError
+from ..objectives import online_bound, online_terms
+from ..posterior import InducingPosterior, Predictor
+
+#: L-BFGS iterations per batch when ``num_steps`` is not given ("to convergence" with the tolerances below)
+LBFGS_MAX_ITER = 200
+
+
+class OSGPR(OnlineGP):
+    """Streaming sparse GP (Bui et al. 2017) on the online collapsed bound, in the stable root form of notes 003.
+
+    Args:
+        input_dim: number of input dimensions D.
+        num_inducing: M for the named selectors (default 500, as in paper 000's experiments).
+        kernel: 'rbf' (default), 'ak', 'matern32', ... or any gpytorch Kernel.
+        inducing: a selector name ('pivoted', 'resample', 'random', 'kmeans') or instance (e.g. VIPS, Fixed).
+        optimizer: 'lbfgs' (SSGP: L-BFGS with strong-Wolfe line search on the unconstrained parameters) or
+            'adam' (SSGP++).
+        num_steps: L-BFGS iterations or Adam steps per batch (default 200 resp. 10); 0 freezes θ (and Z).
+        optimize_inducing: also move Z by gradient on the online bound (SSGP).
+        lr: Adam learning rate for kernel and noise (1e-2); ``lr_attention`` for the AK's network (1e-3).
+        noise, x_bounds, y_stats, seed, dtype, kernel_options: as for every OnlineGP.
+    """
+
+    _dynamic = ("summary", "predictor")
+
+    def __init__(self, input_dim: int, num_inducing: int = 500, kernel: Any = "rbf", inducing: str | Selector = "pivoted",
+                 optimizer: str = "lbfgs", num_steps: int | None = None, optimize_inducing: bool = False,
+                 lr: float = 1e-2, lr_attention: float = 1e-3, noise: float = 0.1, x_bounds: Any = None,
+                 y_stats: tuple[float, float] | None = None, seed: int = 0, dtype: torch.dtype = torch.float64,
+                 kernel_options: dict | None = None):
+        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
+        if optimizer not in ("lbfgs", "adam"):
+            raise ValueError(f"optimizer must be 'lbfgs' (SSGP) or 'adam' (SSGP++), got {optimizer!r}")
+        if num_steps is not None and num_steps < 0:
+            raise ValueError(f"num_steps must be >= 0, got {num_steps}")
+        self.kernel = make_kernel(kernel, input_dim, dtype, **(kernel_options or {}))
+        self.selector = make_selector(inducing, num_inducing)
+        self.optimizer_name = optimizer
+        self.num_steps = int(num_steps if num_steps is not None else (LBFGS_MAX_ITER if optimizer == "lbfgs" else 10))
+        self.optimize_inducing, self.lr = optimize_inducing, lr
+        self.summary: InducingPosterior | None = None
+        self.predictor: Predictor | None = None
+        attention = [p for n, p in self.kernel.named_parameters() if ".attention." in f".{n}"]
+        others = [p for p in self.kernel.parameters() if all(p is not a for a in attention)]
+        groups = [{"params": others + list(self.likelihood.parameters()), "lr": lr}]
+        if attention:
+            groups.append({"params": attention, "lr": lr_attention})
+        self.optimizer = torch.optim.Adam(groups)
+
+    @property
+    def Z(self) -> Tensor | None:
+        return None if self.summary is None else self.summary.Z
+
+    @property
+    def inducing_inputs(self) -> Tensor:
+        """Current inducing inputs in user units."""
+        return self.scaler.x_inverse(self.Z)
+
+    # ------------------------------------------------------------------ hyper-parameters
+    def _hyperparameters(self) -> list[torch.nn.Parameter]:
+        return list(self.kernel.parameters()) + list(self.likelihood.parameters())
+
+    def _fit(self, Z: Tensor, xs: Tensor, ys: Tensor, old: InducingPosterior | None) -> Tensor:
+        """Maximise the online bound over θ (and Z if asked); returns the final inducing inputs."""
+        if self.num_steps == 0:
+            return Z
+        n = xs.shape[0]
+        Zp = torch.nn.Parameter(Z.clone()) if self.optimize_inducing else Z
+
+        def loss() -> Tensor:
+            return -online_bound(self.kernel, self.noise, Zp, xs, ys, old, self.jitter) / n
+
+        if self.optimizer_name == "adam":
+            extra = torch.optim.Adam([Zp], lr=self.lr) if self.optimize_inducing else None
+            for _ in range(self.num_steps):
+                self.optimizer.zero_grad(set_to_none=True)
+                if extra is not None:
+                    extra.zero_grad(set_to_none=True)
+                loss().backward()
+                self.optimizer.step()
+                if extra is not None:
+                    extra.step()
+        else:
+            self._lbfgs(self._hyperparameters() + ([Zp] if self.optimize_inducing else []), loss)
+        return Zp.detach().clone()
+
+    def _lbfgs(self, params: list[torch.nn.Parameter], loss) -> None:
+        """L-BFGS to convergence; a trial point whose bound is not finite (or not PD even with the largest
+        jitter) is answered with +inf so the line search backs off, and the best point seen is kept."""
+        best = [float("inf"), [p.detach().clone() for p in params]]
+
+        def closure() -> Tensor:
+            lbfgs.zero_grad(set_to_none=False)
+            try:
+                value = loss()
+            except CholeskyError:
+                return torch.tensor(float("inf"), dtype=self.dtype)
+            if not bool(torch.isfinite(value)):
+                return value.detach()
+            value.backward()
+            if float(value) < best[0]:
+                best[0], best[1] = float(value), [p.detach().clone() for p in params]
+            return value
+
+        lbfgs = torch.optim.LBFGS(params, lr=1.0, max_iter=self.num_steps, history_size=20,
+                                  tolerance_grad=1e-6, tolerance_change=1e-10, line_search_fn="strong_wolfe")
+        lbfgs.step(closure)
+        with torch.no_grad():
+            for p, b in zip(params, best[1]):
+                p.copy_(b)
+
+    # ------------------------------------------------------------------ protocol
+    def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
+        old = self.summary
+        with timer("inducing"), torch.no_grad():
+            Z = self.selector(self.kernel, self.Z, xs, generator=self.generator, model=self)
+        with timer("hyperparameters"):
+            Z = self._fit(Z, xs, ys, old)
+        with timer("posterior"), torch.no_grad():
+            terms = online_terms(self.kernel, self.noise, Z, xs, ys, old, self.jitter)
+            self.summary = terms.posterior()
+            self.predictor = Predictor.from_q(self.kernel, self.summary.q(), Lu=self.summary.Lu)
+        return {"objective": float(terms.value), "noise": float(self.noise.detach())}
+
+    def _predict(self, xs: Tensor, full_cov: bool):
+        return self.predictor.predict(self.kernel, xs, full_cov)
+
+    def _extra_state(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict()}
+
+    def _load_extra_state(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+class SSGP(OSGPR):
+    """SSGP as configured in paper 000 (Table III): resampled Z, then Z and θ by L-BFGS on the online bound."""
+
+    def __init__(self, input_dim: int, num_inducing: int = 500, kernel: Any = "ak", inducing: str | Selector = "resample",
+                 optimizer: str = "lbfgs", optimize_inducing: bool = True, **kwargs):
+        super().__init__(input_dim, num_inducing=num_inducing, kernel=kernel, inducing=inducing, optimizer=optimizer,
+                         optimize_inducing=optimize_inducing, **kwargs)
+
+
+class SSGPpp(OSGPR):
+    """SSGP++ (paper 000 appendix A4): pivoted-Cholesky Z without gradient steps, T Adam steps on θ."""
+
+    def __init__(self, input_dim: int, num_inducing: int = 500, kernel: Any = "ak", inducing: str | Selector = "pivoted",
+                 optimizer: str = "adam", num_steps: int | None = 10, **kwargs):
+        super().__init__(input_dim, num_inducing=num_inducing, kernel=kernel, inducing=inducing, optimizer=optimizer,
+                         num_steps=num_steps, **kwargs)
