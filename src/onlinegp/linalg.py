@@ -147,3 +147,31 @@ def pivoted_cholesky(
         d[i] = 0.0
         chosen.append(i)
     return torch.tensor(chosen, dtype=torch.long, device=diag.device), d
+
+
+def lanczos_basis(matmul: Callable[[Tensor], Tensor], dim: int, rank: int, dtype: torch.dtype = torch.float64,
+                  generator: torch.Generator | None = None) -> Tensor:
+    """Orthonormal Lanczos (Krylov) basis Q (dim × rank) of a symmetric PSD operator given by ``matmul``.
+
+    Full re-orthogonalisation (twice, "twice is enough"); on breakdown (an invariant subspace found before
+    ``rank`` vectors) it continues from a fresh random vector orthogonal to the basis, so ``rank = dim`` always
+    returns a complete orthonormal basis. Then Q (QᵀAQ) Qᵀ is the rank-``rank`` Lanczos approximation of A
+    (Golub & Van Loan §10.1; WISKI paper 002 appendix A.1). No gradients flow through the basis.
+    """
+    rank = min(int(rank), int(dim))
+    Q = torch.zeros(dim, rank, dtype=dtype)
+    with torch.no_grad():
+        v = torch.randn(dim, dtype=dtype, generator=generator)
+        for j in range(rank):
+            scale = v.norm()
+            for _ in range(2):
+                v = v - Q[:, :j] @ (Q[:, :j].mT @ v)
+            norm = v.norm()
+            if not bool(norm > 1e-12 * scale):  # breakdown: restart orthogonally to the basis so far
+                v = torch.randn(dim, dtype=dtype, generator=generator)
+                for _ in range(2):
+                    v = v - Q[:, :j] @ (Q[:, :j].mT @ v)
+                norm = v.norm()
+            Q[:, j] = v / norm
+            v = matmul(Q[:, j])
+    return Q

@@ -1,0 +1,412 @@
+"""WISKI: Woodbury-inversion structured kernel interpolation (paper 002, §4, appendix A; DESIGN §3).
+
+SKI approximates K_XX ≈ W K_UU Wᵀ with U a product grid of m inducing points (≤ 3 dimensions) and W sparse
+cubic (Keys) interpolation weights, 4^d non-zeros per row. With a root K_UU ≈ L Lᵀ (Cholesky, r = m, or a
+rank-r Lanczos root) and the noise precision folded in (A = WᵀD⁻¹W, c = WᵀD⁻¹y, D = σ²I or fixed noise),
+the Woodbury identity (Eqs. 5-15, appendix A.5) gives, with Q' = I + Lᵀ A L = L_Q L_Qᵀ and β = L_Q⁻¹ Lᵀ c:
+
+    log p(y) = −½ [yᵀD⁻¹y − ‖β‖² + log|Q'| + log|D| + n log 2π]
+    mean(x*) = w*ᵀ L Q'⁻¹ Lᵀ c = w*ᵀ α,        α = R β,   R = L L_Q⁻ᵀ
+    cov_f(x*, x') = w*ᵀ L Q'⁻¹ Lᵀ w' = (Rᵀw*)ᵀ(Rᵀw')
+
+For D = σ²I this is DESIGN §3's form with Q = σ²Q'. The only data-dependent state is WᵀW, Wᵀy, yᵀy and n
+(precision-weighted for fixed noise): each observation adds a 4^d × 4^d block (Eqs. 16-17), constant time, and
+the marginal likelihood (Eq. 13) costs O(m² r) whatever n is, so one Adam step per observation keeps the
+hyper-parameters learning in constant time (Algorithm 1).
+
+For D > 3 inputs a learnt feature map h(x) = tanh(BN(A x)) to [-1, 1]² is used (§4.3, appendix A.4): past
+interpolation vectors are frozen, so the projection's gradient only sees the newest points: the objective of
+each step is the marginal likelihood of all data with the stored caches fixed and the new batch's w(h(x; φ))
+differentiable, exactly Eq. 18 (A.5) for one point. θ and φ take their Adam step together on that objective,
+then the batch is absorbed with the stepped φ (the paper takes the φ step, absorbs, then the θ step; here θ's
+gradient is taken at the pre-step φ, saving a second pass). Batch-norm uses the first batch's statistics
+(gradients through them on that batch, as in batch training); they are then frozen, so that later single points
+are normalised by the same map as the stored ones, while its affine part keeps learning.
+
+``WISKIClassifier`` is Dirichlet-based classification (Milios et al. 2018; paper 002 §5.2, appendix A.5): one
+fixed-noise WISKI regression per class on transformed one-hot targets, class probabilities by sampling.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..base import OnlineGP, PhaseTimer, as_tensor_2d
+from ..kernels import make_kernel
+from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
+from ..posterior import kuu
+
+LOG2PI = math.log(2 * math.pi)
+
+#: default points per dimension: m = 256 in 1-D and 2-D (paper 002 Table C.1), 10³ = 1000 in 3-D (§5.3)
+DEFAULT_GRID = {1: 256, 2: 16, 3: 10}
+
+
+class CubicGrid:
+    """Product grid over [-1 - margin, 1 + margin]^d with Keys cubic-convolution interpolation (a = -1/2).
+
+    Each dimension has ``g`` points spaced ``h`` apart with one extra point beyond each end of the interpolable
+    range, so an input there uses grid points i-1..i+2 (4 per dimension, 4^d in all). Inputs beyond the range
+    are clamped onto its edge (``clamped`` counts them). Weights are differentiable in the inputs.
+    """
+
+    def __init__(self, sizes: list[int], margin: float = 0.1, dtype: torch.dtype = torch.float64):
+        if any(int(g) < 4 for g in sizes):
+            raise ValueError(f"grid_size must be at least 4 points per dimension for cubic interpolation, got {sizes}")
+        self.sizes = [int(g) for g in sizes]
+        self.dim = len(self.sizes)
+        self.lower = -1.0 - float(margin)
+        self.spacing = [(2.0 + 2.0 * margin) / (g - 3) for g in self.sizes]
+        self.dtype = dtype
+        strides = [1] * self.dim
+        for k in range(self.dim - 2, -1, -1):
+            strides[k] = strides[k + 1] * self.sizes[k + 1]
+        self.strides = strides
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.sizes)
+
+    def points(self) -> Tensor:
+        """The m × d grid, in the row-major order of the flattened indices."""
+        axes = [self.lower - h + h * torch.arange(g, dtype=self.dtype) for g, h in zip(self.sizes, self.spacing)]
+        return torch.cartesian_prod(*axes).reshape(self.size, self.dim)
+
+    def weights(self, x: Tensor) -> tuple[Tensor, Tensor, int]:
+        """Indices (n × 4^d) and cubic weights (n × 4^d) of each row of ``x`` (n × d), and how many were clamped."""
+        n = x.shape[0]
+        idx = torch.zeros(n, 1, dtype=torch.long)
+        val = torch.ones(n, 1, dtype=x.dtype)
+        clamped = torch.zeros(n, dtype=torch.bool)
+        for k in range(self.dim):
+            g, h = self.sizes[k], self.spacing[k]
+            s = (x[:, k] - self.lower) / h + 1.0          # position in grid units; interpolable in [1, g - 2]
+            clamped |= (s < 1.0) | (s > g - 2)
+            s = s.clamp(1.0, g - 2.0)
+            i = s.detach().floor().long().clamp(1, g - 3)
+            t = s - i
+            t2, t3 = t * t, t * t * t
+            w = torch.stack([-0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1.0,
+                             -1.5 * t3 + 2.0 * t2 + 0.5 * t, 0.5 * t3 - 0.5 * t2], -1)
+            j = i.unsqueeze(-1) + torch.arange(-1, 3)
+            idx = (idx.unsqueeze(-1) + self.strides[k] * j.unsqueeze(1)).reshape(n, -1)
+            val = (val.unsqueeze(-1) * w.unsqueeze(1)).reshape(n, -1)
+        return idx, val, int(clamped.sum())
+
+    def dense(self, x: Tensor) -> Tensor:
+        """The dense n × m interpolation matrix W (for tests and small problems)."""
+        idx, val, _ = self.weights(x)
+        return torch.zeros(x.shape[0], self.size, dtype=val.dtype).scatter_add(1, idx, val)
+
+
+def add_terms(WtW: Tensor, Wty: Tensor, idx: Tensor, val: Tensor, y: Tensor, prec: Tensor | None = None
+              ) -> tuple[Tensor, Tensor]:
+    """WᵀD⁻¹W + Σ_i p_i w_i w_iᵀ and WᵀD⁻¹y + Σ_i p_i y_i w_i (Eqs. 16-17), out of place, 4^d × 4^d per row."""
+    pv = val if prec is None else val * prec.unsqueeze(-1)
+    rows = idx.unsqueeze(-1).expand(-1, -1, idx.shape[1])
+    cols = idx.unsqueeze(1).expand(-1, idx.shape[1], -1)
+    WtW = WtW.index_put((rows.reshape(-1), cols.reshape(-1)), (pv.unsqueeze(-1) * val.unsqueeze(1)).reshape(-1),
+                        accumulate=True)
+    Wty = Wty.index_add(0, idx.reshape(-1), (pv * y.unsqueeze(-1)).reshape(-1))
+    return WtW, Wty
+
+
+@dataclass
+class SKIPosterior:
+    """The Woodbury SKI posterior: ``mll`` (differentiable), R (m × r) and α (m) for predictions."""
+
+    mll: Tensor
+    R: Tensor
+    alpha: Tensor
+
+    @classmethod
+    def from_terms(cls, L: Tensor, A: Tensor, c: Tensor, yy: Tensor, logdet_noise: Tensor, n: int,
+                   jitter_log: JitterLog | None = None) -> "SKIPosterior":
+        """From a root L of K_UU and precision-weighted A = WᵀD⁻¹W, c = WᵀD⁻¹y, yy = yᵀD⁻¹y, log|D|."""
+        LtA = L.mT @ A
+        Qp = LtA @ L
+        Qp = 0.5 * (Qp + Qp.mT) + torch.eye(Qp.shape[0], dtype=Qp.dtype)
+        LQ = cholesky(Qp, jitter_log)
+        beta = trisolve(LQ, L.mT @ c)
+        mll = -0.5 * (yy - beta @ beta + 2 * LQ.diagonal().log().sum() + logdet_noise + n * LOG2PI)
+        R = trisolve(LQ, L.mT).mT
+        return cls(mll=mll, R=R, alpha=R @ beta)
+
+
+class InputProjection(nn.Module):
+    """h(x) = tanh(BN(A x)) to [-1, 1]^k (paper 002 §4.3, §5.1); batch-norm statistics frozen after the first batch."""
+
+    def __init__(self, input_dim: int, out_dim: int = 2, seed: int = 0, dtype: torch.dtype = torch.float64):
+        super().__init__()
+        gen = torch.Generator().manual_seed(int(seed))
+        self.linear = nn.Linear(input_dim, out_dim, bias=False).to(dtype)
+        with torch.no_grad():
+            self.linear.weight.copy_(torch.randn(out_dim, input_dim, generator=gen, dtype=dtype) / math.sqrt(input_dim))
+        self.norm = nn.BatchNorm1d(out_dim).to(dtype)  # holds γ, β and the frozen statistics
+
+    def forward(self, x: Tensor, batch_stats: bool = False) -> Tensor:
+        z = self.linear(x)
+        if batch_stats:
+            mu, var = z.mean(0), z.var(0, unbiased=False)
+        else:
+            mu, var = self.norm.running_mean, self.norm.running_var
+        return torch.tanh((z - mu) / (var + self.norm.eps).sqrt() * self.norm.weight + self.norm.bias)
+
+    @torch.no_grad()
+    def freeze_statistics(self, x: Tensor) -> None:
+        """Set the batch-norm statistics to those of ``A x`` (the first batch), so eval mode equals batch mode."""
+        z = self.linear(x)
+        self.norm.running_mean.copy_(z.mean(0))
+        self.norm.running_var.copy_(z.var(0, unbiased=False))
+
+
+class WISKI(OnlineGP):
+    """WISKI regression (paper 002): constant-time exact SKI updates and one Adam step per observation.
+
+    Args:
+        input_dim: D. Up to 3 the grid is over the (scaled) inputs; above, over a learnt 2-D projection.
+        grid_size: points per grid dimension (int or list); default 256 (1-D), 16 (2-D), 10 (3-D).
+        margin: the grid's interpolable range is [-1 - margin, 1 + margin] in scaled inputs (default 0.1).
+        kernel: 'rbf' (default, ARD), 'matern52', ... or a gpytorch Kernel over the grid dimensions.
+        num_steps: Adam steps per update (default 1, Algorithm 1); 0 freezes the hyper-parameters.
+        lr: Adam learning rate of kernel and noise (default 1e-2); ``lr_projection`` of the projection (1e-3).
+        root: 'cholesky' (r = m) or 'lanczos' (rank ``rank`` root of K_UU; basis held fixed in the gradient).
+        fixed_noise: heteroscedastic fixed-noise likelihood (appendix A.5): ``update(x, y, noise=...)``.
+        projection_dim: grid dimensions of the learnt projection when D > 3 (default 2).
+    """
+
+    _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "R", "alpha")
+
+    def __init__(self, input_dim: int, grid_size: int | list[int] | None = None, margin: float = 0.1,
+                 kernel: Any = "rbf", num_steps: int = 1, lr: float = 1e-2, lr_projection: float = 1e-3,
+                 root: str = "cholesky", rank: int | None = None, fixed_noise: bool = False, projection_dim: int = 2,
+                 noise: float = 0.1, x_bounds: Any = None, y_stats: tuple[float, float] | None = None, seed: int = 0,
+                 dtype: torch.dtype = torch.float64, kernel_options: dict | None = None):
+        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
+        if root not in ("cholesky", "lanczos"):
+            raise ValueError(f"root must be 'cholesky' or 'lanczos', got {root!r}")
+        if num_steps < 0:
+            raise ValueError(f"num_steps must be >= 0, got {num_steps}")
+        if not 1 <= projection_dim <= 3:
+            raise ValueError(f"projection_dim must be 1, 2 or 3 (the grid is exponential in it), got {projection_dim}")
+        self.grid_dim = input_dim if input_dim <= 3 else int(projection_dim)
+        sizes = grid_size if grid_size is not None else DEFAULT_GRID[self.grid_dim]
+        sizes = [int(sizes)] * self.grid_dim if isinstance(sizes, int) else [int(g) for g in sizes]
+        if len(sizes) != self.grid_dim:
+            raise ValueError(f"grid_size has {len(sizes)} entries but the grid has {self.grid_dim} dimensions")
+        self.grid = CubicGrid(sizes, margin, dtype)
+        m = self.grid.size
+        if rank is not None and not 1 <= int(rank) <= m:
+            raise ValueError(f"rank must be between 1 and the grid size m = {m}, got {rank}")
+        self.root, self.rank = root, (m if rank is None else int(rank))
+        self.projection = InputProjection(input_dim, self.grid_dim, seed, dtype) if input_dim > 3 else None
+        self.kernel = make_kernel(kernel, self.grid_dim, dtype, **(kernel_options or {}))
+        self.fixed_noise, self.seed = bool(fixed_noise), int(seed)
+        self.num_steps = int(num_steps)
+        groups = [{"params": list(self.kernel.parameters()) + ([] if fixed_noise else list(self.likelihood.parameters())),
+                   "lr": lr}]
+        if self.projection is not None:
+            groups.append({"params": list(self.projection.parameters()), "lr": lr_projection})
+        self.optimizer = torch.optim.Adam(groups)
+        self.register_buffer("U", self.grid.points())
+        self.WtW = torch.zeros(m, m, dtype=dtype)
+        self.Wty = torch.zeros(m, dtype=dtype)
+        self.yty = torch.zeros((), dtype=dtype)
+        self.logdet_noise = torch.zeros((), dtype=dtype)
+        self.R: Tensor | None = None
+        self.alpha: Tensor | None = None
+        self._batch_noise: Tensor | None = None
+
+    # ------------------------------------------------------------------ the public extras
+    def update(self, x: Any, y: Any, noise: Any = None):
+        """Absorb ``(x, y)``; with ``fixed_noise=True`` pass the per-point noise variances (user units) as ``noise``."""
+        if self.fixed_noise:
+            if noise is None:
+                raise ValueError("this WISKI has fixed_noise=True: pass update(x, y, noise=...) with one variance per row")
+            noise = as_tensor_2d(torch.as_tensor(noise, dtype=self.dtype).reshape(-1, 1), "noise", self.dtype, 1)[:, 0]
+            if not bool((noise > 0).all()):
+                raise ValueError("noise variances must be positive")
+            rows = as_tensor_2d(x, "x", self.dtype, self.input_dim).shape[0]
+            if noise.shape[0] != rows:
+                raise ValueError(f"x has {rows} rows but noise has {noise.shape[0]} entries; they must match")
+        elif noise is not None:
+            raise ValueError("noise= is only accepted with fixed_noise=True (the noise is learnt otherwise)")
+        self._batch_noise = noise
+        try:
+            return super().update(x, y)
+        finally:
+            self._batch_noise = None
+
+    @torch.no_grad()
+    def log_marginal_likelihood(self) -> float:
+        """log p(y) of all data under the current hyper-parameters (scaled units; Eq. 13)."""
+        if self.num_updates == 0:
+            raise RuntimeError("the model has seen no data yet")
+        return float(self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, self.num_data).mll)
+
+    @property
+    def num_inducing(self) -> int:
+        return self.grid.size
+
+    @property
+    def noise(self) -> Tensor:
+        """Learnt noise variance; zero with fixed noise (noise at a new input is unknown there, var_y = var_f)."""
+        if self.fixed_noise:
+            return torch.zeros((), dtype=self.dtype)
+        return self.likelihood.noise.reshape(())
+
+    # ------------------------------------------------------------------ the math
+    def features(self, xs: Tensor, batch_stats: bool = False) -> Tensor:
+        """Grid coordinates of scaled inputs: the inputs themselves (D ≤ 3) or the learnt projection."""
+        return xs if self.projection is None else self.projection(xs, batch_stats)
+
+    def kuu_root(self) -> Tensor:
+        """L with L Lᵀ = K_UU (Cholesky) or its rank-r Lanczos approximation Q_r chol(Q_rᵀ K_UU Q_r)."""
+        K = kuu(self.kernel, self.U)
+        if self.root == "cholesky":
+            return cholesky(K, self.jitter)
+        Kd = K.detach()
+        start = torch.Generator().manual_seed(self.seed)  # a fixed start vector: the root is a function of θ
+        Qb = lanczos_basis(lambda v: Kd @ v, K.shape[0], self.rank, K.dtype, start)
+        T = Qb.mT @ K @ Qb
+        return Qb @ cholesky(0.5 * (T + T.mT), self.jitter)
+
+    def _posterior(self, WtW: Tensor, Wty: Tensor, yty: Tensor, logdet_noise: Tensor, n: int) -> SKIPosterior:
+        L = self.kuu_root()
+        if self.fixed_noise:
+            return SKIPosterior.from_terms(L, WtW, Wty, yty, logdet_noise, n, self.jitter)
+        s2 = self.noise
+        return SKIPosterior.from_terms(L, WtW / s2, Wty / s2, yty / s2, n * s2.log(), n, self.jitter)
+
+    def _new_terms(self, xs: Tensor, ys: Tensor, prec: Tensor | None, batch_stats: bool):
+        idx, val, clamped = self.grid.weights(self.features(xs, batch_stats))
+        WtW, Wty = add_terms(self.WtW, self.Wty, idx, val, ys, prec)
+        p = torch.ones_like(ys) if prec is None else prec
+        return WtW, Wty, self.yty + (p * ys * ys).sum(), clamped
+
+    def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
+        n = self.num_data + xs.shape[0]
+        prec, logdet = None, self.logdet_noise
+        if self.fixed_noise:
+            noise = self._batch_noise / self.scaler.y_std ** 2
+            prec, logdet = 1.0 / noise, self.logdet_noise + noise.log().sum()
+        learn_proj = self.projection is not None
+        first_stats = learn_proj and self.num_data == 0 and xs.shape[0] > 1
+        value = None
+        with timer("hyperparameters"):
+            for _ in range(self.num_steps):
+                with torch.set_grad_enabled(learn_proj):
+                    terms = self._new_terms(xs, ys, prec, first_stats)
+                self.optimizer.zero_grad(set_to_none=True)
+                mll = self._posterior(*terms[:3], logdet, n).mll
+                (-mll / n).backward()
+                self.optimizer.step()
+                value = float(mll.detach())
+        with timer("caches"), torch.no_grad():
+            if first_stats:
+                self.projection.freeze_statistics(xs)
+            WtW, Wty, yty, clamped = self._new_terms(xs, ys, prec, False)
+            self.WtW, self.Wty, self.yty, self.logdet_noise = WtW, Wty, yty, logdet
+        with timer("predictor"), torch.no_grad():
+            post = self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, n)
+            self.R, self.alpha = post.R, post.alpha
+        return {"objective": value, "mll": float(post.mll), "clamped": clamped,
+                "noise": float(self.noise.detach())}
+
+    def _predict(self, xs: Tensor, full_cov: bool):
+        idx, val, _ = self.grid.weights(self.features(xs))
+        mean = (val * self.alpha[idx]).sum(-1)
+        chunk = max(1, 2_000_000 // (idx.shape[1] * self.R.shape[1]))
+        Rw = torch.cat([torch.einsum("nk,nkr->nr", val[i:i + chunk], self.R[idx[i:i + chunk]])
+                        for i in range(0, xs.shape[0], chunk)])
+        if full_cov:
+            cov = Rw @ Rw.mT
+            return mean, cov.diagonal().clone(), cov
+        return mean, Rw.pow(2).sum(-1), None
+
+    # ------------------------------------------------------------------ checkpoints
+    def _extra_state(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict()}
+
+    def _load_extra_state(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+class WISKIClassifier(nn.Module):
+    """Dirichlet-based GP classification with WISKI (Milios et al. 2018; paper 002 §5.2, appendix A.5).
+
+    Labels c ∈ {0..C-1} become, per class, regression targets ỹ = log α - σ̃²/2 with fixed noise
+    σ̃² = log(1 + 1/α), α = 1[label = c] + α_ε; each class is an independent fixed-noise WISKI. Class
+    probabilities are E[softmax(f)] by sampling the per-class posteriors; predictions are the argmax of the means.
+
+    Args: input_dim, num_classes, alpha_epsilon (default 0.01, the paper's), and WISKI options (grid_size, ...).
+    """
+
+    def __init__(self, input_dim: int, num_classes: int, alpha_epsilon: float = 0.01, seed: int = 0, **options: Any):
+        super().__init__()
+        if int(num_classes) < 2:
+            raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+        if not alpha_epsilon > 0:
+            raise ValueError(f"alpha_epsilon must be positive, got {alpha_epsilon}")
+        self.num_classes, self.alpha_epsilon = int(num_classes), float(alpha_epsilon)
+        self.models = nn.ModuleList([WISKI(input_dim, fixed_noise=True, y_stats=(0.0, 1.0), seed=seed + c, **options)
+                                     for c in range(self.num_classes)])
+        self.generator = torch.Generator().manual_seed(int(seed))
+
+    def targets(self, labels: Tensor) -> tuple[Tensor, Tensor]:
+        """Transformed targets and fixed noise variances, both (C, n) (Milios et al. 2018, §4)."""
+        onehot = torch.nn.functional.one_hot(labels, self.num_classes).mT.to(self.models[0].dtype)
+        alpha = onehot + self.alpha_epsilon
+        noise = torch.log1p(1.0 / alpha)
+        return alpha.log() - noise / 2, noise
+
+    def update(self, x: Any, labels: Any) -> list:
+        """Absorb inputs ``x`` (n × D) with integer ``labels`` in {0..C-1}; all class models or none."""
+        x = as_tensor_2d(x, "x", self.models[0].dtype, self.models[0].input_dim)
+        lab = torch.as_tensor(labels)
+        if lab.is_floating_point():
+            if not bool((lab == lab.round()).all()):
+                raise ValueError("labels must be integers in {0..num_classes-1}")
+            lab = lab.long()
+        lab = lab.reshape(-1)
+        if lab.shape[0] != x.shape[0]:
+            raise ValueError(f"x has {x.shape[0]} rows but labels has {lab.shape[0]} entries; they must match")
+        if bool(((lab < 0) | (lab >= self.num_classes)).any()):
+            raise ValueError(f"labels must lie in {{0..{self.num_classes - 1}}}; map other label values first")
+        y, noise = self.targets(lab)
+        snapshot = copy.deepcopy(self.state_dict())
+        try:
+            return [m.update(x, y[c], noise=noise[c]) for c, m in enumerate(self.models)]
+        except BaseException:
+            self.load_state_dict(snapshot)
+            raise
+
+    @torch.no_grad()
+    def latent(self, x: Any) -> tuple[Tensor, Tensor]:
+        """Per-class latent means and variances, (n, C) each."""
+        preds = [m.predict(x) for m in self.models]
+        return torch.stack([p.mean for p in preds], -1), torch.stack([p.var_f for p in preds], -1)
+
+    @torch.no_grad()
+    def predict_proba(self, x: Any, num_samples: int = 256) -> Tensor:
+        """Class probabilities E[softmax(f)] (n, C) by Monte Carlo over the per-class posteriors (Milios Eq. 8)."""
+        mean, var = self.latent(x)
+        eps = torch.randn(num_samples, *mean.shape, dtype=mean.dtype, generator=self.generator)
+        return torch.softmax(mean + var.sqrt() * eps, -1).mean(0)
+
+    @torch.no_grad()
+    def predict(self, x: Any) -> Tensor:
+        """Most probable class: argmax of the latent means."""
+        return self.latent(x)[0].argmax(-1)
+
+    def get_extra_state(self) -> dict:
+        return {"generator": self.generator.get_state()}
+
+    def set_extra_state(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
