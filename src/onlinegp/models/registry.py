@@ -14,8 +14,6 @@ from .ovc import OVC, OVCpp
 from .osgpr import OSGPR, SSGP, SSGPpp
 from .osvgp import OSVGP
 from .poam import FULL, PAM, POAM
-from .solar import LGPR, SOLARGP
-from .wgpr import WGPR
 from .poam_ablations import OnlineELBO, VarSSGP
 from .wiski import WISKI
 
@@ -29,17 +27,14 @@ MODELS: dict[str, tuple[Callable[..., OnlineGP], str]] = {
     "z-rand": (lambda d, **o: POAM(d, inducing="random", **o), "POAM ablation: random Z"),
     "z-kmeans": (lambda d, **o: POAM(d, inducing="kmeans", **o), "POAM ablation: k-means Z"),
     "var-opt": (lambda d, **o: POAM(d, variational="gradient", **o), "POAM ablation: q(u) by gradient"),
-    "wiski": (WISKI, "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point (paper 002)"),
     "ssgp": (SSGP, "SSGP: streaming sparse GP, resampled Z, Z and θ by L-BFGS on the online bound (Bui et al. 2017)"),
     "ssgp++": (SSGPpp, "SSGP++: streaming sparse GP, pivoted-Cholesky Z, Adam on the online bound (paper 000 app. A4)"),
     "osgpr": (OSGPR, "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (paper 002 baseline)"),
     "osvgp": (OSVGP, "O-SVGP: uncollapsed streaming SVGP, β-tempered KL terms, mini-batch Adam (paper 002 app. B)"),
     "var-ssgp": (VarSSGP, "POAM ablation: SSGP's variational update"),
     "online-elbo": (OnlineELBO, "POAM ablation: M-step on SSGP's online bound"),
+    "wiski": (WISKI, "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point (paper 002)"),
     "exact": (ExactGP, "exact GP refit on all data (O(N³) baseline)"),
-    "wgpr": (WGPR, "WGPR: ensemble of OSGPR members split by the 2-Wasserstein distance, nearest-model prediction (paper 004)"),
-    "solar-gp": (SOLARGP, "SOLAR-GP-style ensemble of OSGPR members split by input distance, weighted prediction (paper 004 baseline)"),
-    "lgpr": (LGPR, "LGPR: exact local GPs with offline global hyper-parameters, weighted prediction (paper 004 baseline)"),
 }
 
 
