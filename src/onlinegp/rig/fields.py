@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from scipy import ndimage
+from scipy.interpolate import RectBivariateSpline
 
 GRID_SIZE = 360
 ENV_EXTENT = (-31.0, 31.0, -31.0, 31.0)
@@ -69,12 +69,17 @@ class Field:
 
 
 def resample(array: np.ndarray, size: int = GRID_SIZE) -> np.ndarray:
-    """Cubic-spline resampling of a 2-D array onto ``size``×``size`` cells covering the same area."""
-    ny, nx = array.shape
+    """Bicubic-spline interpolation of a 2-D array onto ``size``×``size`` cells covering the same area.
+
+    The interpolating spline (exact for cubic surfaces) passes through the source cell centres; the outer half
+    cell is held at the border spline value.
+    """
+    a = np.asarray(array, dtype=np.float64)
+    ny, nx = a.shape
     rows = (np.arange(size) + 0.5) * ny / size - 0.5
     cols = (np.arange(size) + 0.5) * nx / size - 0.5
-    rr, cc = np.meshgrid(rows, cols, indexing="ij")
-    return ndimage.map_coordinates(np.asarray(array, dtype=np.float64), [rr, cc], order=3, mode="nearest")
+    spline = RectBivariateSpline(np.arange(ny), np.arange(nx), a, kx=min(3, ny - 1), ky=min(3, nx - 1), s=0)
+    return spline(np.clip(rows, 0, ny - 1), np.clip(cols, 0, nx - 1))
 
 
 def scale_values(array: np.ndarray, value_range: tuple[float, float] = VALUE_RANGE) -> np.ndarray:
@@ -99,6 +104,8 @@ def from_array(array: Any, name: str = "custom", description: str = "", size: in
         raise ValueError(f"field {name!r} needs at least 2×2 cells, got shape {a.shape}")
     if not np.isfinite(a).all():
         raise ValueError(f"field {name!r} has {int((~np.isfinite(a)).sum())} NaN/inf/no-data cells; fill them first")
+    if a.max() == a.min():
+        raise ValueError(f"field {name!r} is constant; a mapping task needs a field that varies")
     return Field(scale_values(resample(a, size)), tuple(float(e) for e in extent), name, description)
 
 

@@ -1,0 +1,154 @@
+"""End-to-end missions through the CLI: determinism, resume after interruption, outputs, validation before work."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from onlinegp import metrics
+from onlinegp.cli import app
+from onlinegp.rig.mission import Mission, MissionConfig, build_model
+
+runner = CliRunner()
+BASE = ["mission", "--budget", "700", "--num-inducing", "60", "--num-steps", "2", "--seed", "3"]
+METRIC_COLUMNS = ("epoch", "num_samples", "num_inducing", "smse", "msll", "rmse", "nlpd", "mae")
+
+
+def _invoke(*args):
+    result = runner.invoke(app, [*BASE, *args])
+    return result
+
+
+def _text(result) -> str:
+    """The output with rich's box drawing and line wrapping removed."""
+    return " ".join(result.output.replace("│", " ").replace("╭", " ").replace("╰", " ").split())
+
+
+def _rows(out):
+    with open(out / "metrics.csv") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("missions")
+    a, b, c = root / "a", root / "b", root / "c"
+    first = _invoke("--out", str(a), "--quiet")
+    stopped = _invoke("--out", str(b), "--quiet", "--stop-after-epochs", "2")
+    stopped_rows = _rows(b)
+    stopped_files = sorted(p.name for p in b.iterdir())
+    resumed = _invoke("--out", str(b), "--resume")
+    again = _invoke("--out", str(c), "--quiet", "--animate")
+    return {"a": a, "b": b, "c": c, "first": first, "stopped": stopped, "stopped_rows": stopped_rows,
+            "stopped_files": stopped_files, "resumed": resumed, "again": again}
+
+
+def test_runs_succeed_and_write_outputs(runs):
+    for key in ("first", "stopped", "resumed", "again"):
+        assert runs[key].exit_code == 0, runs[key].output
+    a = runs["a"]
+    for name in ("config.json", "metrics.csv", "metrics.json", "model.pt", "checkpoint.pt"):
+        assert (a / name).is_file(), name
+    for name in ("ground_truth", "mean", "std", "abs_error", "lengthscale", "inducing", "metrics"):
+        assert (a / "figures" / f"{name}.png").stat().st_size > 1000, name
+    assert (runs["c"] / "mission.gif").stat().st_size > 1000
+    config = json.loads((a / "config.json").read_text())
+    assert config["config"]["env"] == "valley-ridges" and config["config"]["budget"] == 700
+    summary = json.loads((a / "metrics.json").read_text())["summary"]
+    assert summary["final"]["num_samples"] == 700
+    assert "figures" in runs["resumed"].output and "SMSE" in runs["resumed"].output
+
+
+def test_same_seed_gives_identical_metrics(runs):
+    ra, rc = _rows(runs["a"]), _rows(runs["c"])
+    assert len(ra) >= 3
+    assert [[r[k] for k in METRIC_COLUMNS] for r in ra] == [[r[k] for k in METRIC_COLUMNS] for r in rc]
+    assert int(ra[-1]["num_samples"]) == 700 and float(ra[-1]["smse"]) < 1.0
+
+
+def test_resume_after_interruption_matches_uninterrupted(runs):
+    assert len(runs["stopped_rows"]) == 2 and "model.pt" not in runs["stopped_files"]
+    assert "checkpoint.pt" in runs["stopped_files"]
+    assert "resuming" in runs["resumed"].output
+    ra, rb = _rows(runs["a"]), _rows(runs["b"])
+    assert [[r[k] for k in METRIC_COLUMNS] for r in ra] == [[r[k] for k in METRIC_COLUMNS] for r in rb]
+
+
+def test_no_sample_lost_and_final_metrics_reproducible_from_files(runs):
+    a = runs["a"]
+    ckpt = torch.load(a / "checkpoint.pt", weights_only=False)
+    assert ckpt["X"].shape == (700, 2) and ckpt["y"].shape == (700,)
+    config = MissionConfig(**{**ckpt["config"], "task_extent": tuple(ckpt["config"]["task_extent"])})
+    model = build_model(config)
+    model.load_state_dict(torch.load(a / "model.pt", weights_only=False))
+    assert model.num_data == 700
+    mission = Mission(config)
+    pred = model.predict(torch.from_numpy(mission.eval_x))
+    m = metrics.all_metrics(mission.eval_y, pred.mean, pred.var_y, ckpt["y"].mean(), ckpt["y"].std())
+    final = _rows(a)[-1]
+    for k, v in m.items():
+        assert float(final[k]) == pytest.approx(v, rel=1e-12, abs=1e-12)
+    # the samples are noisy readings of the field at the visited locations (std 1)
+    resid = ckpt["y"] - mission.field(ckpt["X"])
+    assert abs(resid.mean()) < 0.2 and resid.std() == pytest.approx(1.0, abs=0.1)
+
+
+def test_different_seed_differs():
+    one = Mission(MissionConfig(budget=700, num_inducing=30, num_steps=1, seed=3))
+    two = Mission(MissionConfig(budget=700, num_inducing=30, num_steps=1, seed=4))
+    r1, r2 = one.step(), two.step()
+    assert r1["num_samples"] == r2["num_samples"]  # same Bézier survey
+    assert r1["smse"] != r2["smse"]  # different noise and model initialisation
+
+
+def test_resume_with_other_options_is_refused(runs):
+    result = runner.invoke(app, [*BASE[:-2], "--seed", "5", "--out", str(runs["a"]), "--resume"])
+    assert result.exit_code == 2 and "different settings" in _text(result)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "0"], "budget"), (["--budget", "-5"], "budget"), (["--env", "atlantis"], "unknown environment"),
+    (["--model", "nope"], "unknown model"), (["--planner", "greedy"], "unknown planner"),
+    (["--kernel", "nope"], "unknown kernel"), (["--init", "spiral"], "init"),
+    (["--model", "exact", "--num-inducing", "5"], "does not accept"),
+])
+def test_bad_options_fail_before_work(tmp_path, args, message):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["mission", "--out", str(out), "--quiet", *args])
+    assert result.exit_code == 2, result.output
+    assert message in _text(result)
+    assert not out.exists()
+
+
+def test_bad_field_files_fail_before_work(tmp_path):
+    (tmp_path / "text.npy").write_text("hello")
+    np.save(tmp_path / "vec.npy", np.arange(10.0))
+    np.save(tmp_path / "flat.npy", np.ones((8, 8)))
+    for name, message in (("text.npy", "cannot read"), ("vec.npy", "2-D"), ("flat.npy", "constant"),
+                          ("missing.npz", "does not exist")):
+        out = tmp_path / f"run-{name}"
+        result = runner.invoke(app, ["mission", "--env", str(tmp_path / name), "--out", str(out)])
+        assert result.exit_code == 2 and message in _text(result), result.output
+        assert not out.exists()
+
+
+def test_custom_field_file_runs(tmp_path):
+    yy, xx = np.mgrid[0:64, 0:64]
+    np.save(tmp_path / "bumps.npy", np.sin(xx / 6.0) * np.cos(yy / 9.0))
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["mission", "--env", str(tmp_path / "bumps.npy"), "--budget", "650", "--quiet",
+                                 "--model", "ovc++", "--num-inducing", "40", "--num-steps", "1", "--planner",
+                                 "lawnmower", "--init", "random", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = _rows(out)
+    assert rows[0]["num_samples"] == "600" and rows[-1]["num_samples"] == "650"
+
+
+def test_listings():
+    envs = runner.invoke(app, ["mission", "--list-envs"])
+    assert envs.exit_code == 0 and "valley-ridges" in envs.output and "seafloor" in envs.output
+    models = runner.invoke(app, ["mission", "--list-models"])
+    assert models.exit_code == 0 and "poam" in models.output
