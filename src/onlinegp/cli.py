@@ -69,3 +69,86 @@ def mission_command(
     if not quiet:
         typer.echo(rig_mission.describe(result) if result.completed else
                    f"stopped after epoch {result.rows[-1]['epoch']}; continue with --resume --out {out}")
+
+
+# ---------------------------------------------------------------------------------------------- bench poam (issue 5)
+def _poam_bench(kind: str, out: str, workers: int, backend: str, address: str | None, quiet: bool,
+                **arguments) -> None:
+    """Run one of paper 000's experiments (onlinegp.bench.poam) and report; exit 1 if any run failed."""
+    from .bench import poam as bench_poam
+    from .bench.runner import RunnerOptions
+
+    try:
+        options = RunnerOptions(workers=workers, backend=backend, address=address, quiet=quiet)
+        report = getattr(bench_poam, kind)(out=out, options=options, **arguments)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    if not quiet and "summary_md" in report.files:
+        typer.echo(report.files["summary_md"].read_text())
+    typer.echo(report.describe(), err=bool(report.sweep.failed) or quiet)
+    if report.sweep.failed:
+        raise typer.Exit(1)
+
+
+_POAM_OPTIONS = {
+    "seeds": lambda: typer.Option("0-9", "--seeds", help="seeds, e.g. 0-9, 0,3,5 or 0-2,7"),
+    "budget": lambda: typer.Option(5000, "--budget", help="samples per mission"),
+    "num_inducing": lambda: typer.Option(500, "--num-inducing", help="inducing points M"),
+    "num_steps": lambda: typer.Option(10, "--num-steps", help="gradient steps per decision epoch"),
+    "workers": lambda: typer.Option(1, "--workers", help="parallel missions (local processes or Ray slots); "
+                                    "update times are only comparable with 1 per core"),
+    "backend": lambda: typer.Option("local", "--backend", help="local (worker processes) or ray"),
+    "address": lambda: typer.Option(None, "--address", help="Ray cluster HOST:PORT or auto (--backend ray); "
+                                    "without it a local Ray instance is started"),
+    "quiet": lambda: typer.Option(False, "--quiet", "-q", help="no progress bar or table"),
+}
+
+
+@bench_app.command("poam-table1")
+def bench_poam_table1(
+    envs: str = typer.Option("valley-ridges,dissected-ridges,plateau,coast,seafloor", "--envs",
+                             help="comma-separated bundled environments (or .npy/.npz/.tif files)"),
+    methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
+    seeds: str = _POAM_OPTIONS["seeds"](), budget: int = _POAM_OPTIONS["budget"](),
+    num_inducing: int = _POAM_OPTIONS["num_inducing"](), num_steps: int = _POAM_OPTIONS["num_steps"](),
+    out: str = typer.Option("runs/poam-table1", "--out", help="sweep directory (finished runs are skipped on rerun)"),
+    workers: int = _POAM_OPTIONS["workers"](), backend: str = _POAM_OPTIONS["backend"](),
+    address: str = _POAM_OPTIONS["address"](), quiet: bool = _POAM_OPTIONS["quiet"](),
+) -> None:
+    """Paper 000 Table I, Fig. 5 and Fig. 7: SSGP++, OVC, OVC++, POAM, FULL with the Attentive Kernel."""
+    _poam_bench("table1", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
+                budget=budget, num_inducing=num_inducing, num_steps=num_steps)
+
+
+@bench_app.command("poam-ablation")
+def bench_poam_ablation(
+    envs: str = typer.Option("valley-ridges", "--envs", help="comma-separated environments (paper: Env1 only)"),
+    methods: str = typer.Option("poam,z-opt,z-rand,z-kmeans,var-opt,var-ssgp,online-elbo", "--methods",
+                                help="comma-separated registered models"),
+    seeds: str = _POAM_OPTIONS["seeds"](), budget: int = _POAM_OPTIONS["budget"](),
+    num_inducing: int = _POAM_OPTIONS["num_inducing"](), num_steps: int = _POAM_OPTIONS["num_steps"](),
+    out: str = typer.Option("runs/poam-ablation", "--out", help="sweep directory (finished runs are skipped)"),
+    workers: int = _POAM_OPTIONS["workers"](), backend: str = _POAM_OPTIONS["backend"](),
+    address: str = _POAM_OPTIONS["address"](), quiet: bool = _POAM_OPTIONS["quiet"](),
+) -> None:
+    """Paper 000 ablation study (§V-C, Fig. 8): POAM against its variants."""
+    _poam_bench("ablation", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
+                budget=budget, num_inducing=num_inducing, num_steps=num_steps)
+
+
+@bench_app.command("poam-robustness")
+def bench_poam_robustness(
+    envs: str = typer.Option("valley-ridges,dissected-ridges,plateau,coast,seafloor", "--envs",
+                             help="comma-separated environments"),
+    methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
+    settings: str = typer.Option("random-init,random-planner", "--settings",
+                                 help="random-init (max-entropy planner) and/or random-planner"),
+    seeds: str = _POAM_OPTIONS["seeds"](), budget: int = _POAM_OPTIONS["budget"](),
+    num_inducing: int = _POAM_OPTIONS["num_inducing"](), num_steps: int = _POAM_OPTIONS["num_steps"](),
+    out: str = typer.Option("runs/poam-robustness", "--out", help="sweep directory (finished runs are skipped)"),
+    workers: int = _POAM_OPTIONS["workers"](), backend: str = _POAM_OPTIONS["backend"](),
+    address: str = _POAM_OPTIONS["address"](), quiet: bool = _POAM_OPTIONS["quiet"](),
+) -> None:
+    """Paper 000 appendix B (Fig. 9): random initialisation and random planner, with FULL."""
+    _poam_bench("robustness", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
+                budget=budget, num_inducing=num_inducing, num_steps=num_steps, settings=settings)

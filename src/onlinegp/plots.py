@@ -110,3 +110,71 @@ def animate_maps(frames: Sequence[dict], truth: np.ndarray, extent: Sequence[flo
             writer.grab_frame()
     plt.close(fig)
     return path
+
+
+def plot_sweep_curves(panels: dict[tuple[str, str], dict[str, dict]], path: str | Path, title: str = "",
+                      dpi: int = 100) -> Path:
+    """Metric curves of a sweep (POAM paper Fig. 5, 8, 9): ``panels[(metric, env)] = {method: curve}`` with
+    ``curve = {"samples", "mean", "std"}`` arrays; rows are metrics, columns environments, a ±std band per line."""
+    path = Path(path)
+    metrics = list(dict.fromkeys(k for k, _ in panels))
+    envs = list(dict.fromkeys(e for _, e in panels))
+    fig, axes = plt.subplots(len(metrics), len(envs), figsize=(3.6 * len(envs) + 1.6, 2.8 * len(metrics)),
+                             squeeze=False)
+    methods = list(dict.fromkeys(m for lines in panels.values() for m in lines))
+    colours = {m: plt.cm.tab10(i % 10) for i, m in enumerate(methods)}
+    for i, metric in enumerate(metrics):
+        for j, env in enumerate(envs):
+            ax = axes[i, j]
+            for method, c in panels.get((metric, env), {}).items():
+                x, mean, std = (np.asarray(c[k], dtype=np.float64) for k in ("samples", "mean", "std"))
+                ax.plot(x, mean, "-", lw=1.3, color=colours[method], label=method)
+                ax.fill_between(x, mean - std, mean + std, color=colours[method], alpha=0.2, lw=0)
+            ax.set_title(f"{metric.replace('_', ' ')} in {env}", fontsize=9)
+            ax.set_xlabel("samples")
+            ax.grid(alpha=0.3)
+    handles = [plt.Line2D([], [], color=colours[m], lw=2) for m in methods]
+    fig.legend(handles, methods, loc="center right", fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1 - 1.4 / fig.get_figwidth(), 1))
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_lengthscale_grid(truths: dict[str, tuple[np.ndarray, Sequence[float]]],
+                          maps: dict[tuple[str, str], tuple[np.ndarray, np.ndarray | None]], path: str | Path,
+                          dpi: int = 90) -> Path:
+    """POAM paper Fig. 7: a column per environment, the ground truth on top, then each method's learnt length-scale
+    map (one colour scale per environment) with its inducing inputs as black dots.
+
+    ``truths[env] = (grid values, extent)``; ``maps[(method, env)] = (length-scale grid, inducing inputs or None)``.
+    """
+    path = Path(path)
+    envs = list(truths)
+    methods = list(dict.fromkeys(m for m, _ in maps))
+    fig, axes = plt.subplots(1 + len(methods), len(envs), figsize=(3.2 * len(envs), 2.9 * (1 + len(methods))),
+                             squeeze=False)
+    for j, env in enumerate(envs):
+        truth, extent = truths[env]
+        _image(axes[0, j], truth, extent, env)
+        ls = [maps[(m, env)][0] for m in methods if (m, env) in maps]
+        lo, hi = (float(min(a.min() for a in ls)), float(max(a.max() for a in ls))) if ls else (None, None)
+        for i, method in enumerate(methods, start=1):
+            ax = axes[i, j]
+            if (method, env) not in maps:
+                ax.set_axis_off()
+                continue
+            values, Z = maps[(method, env)]
+            _image(ax, values, extent, f"{method}: length-scale (m)", cmap="plasma", vmin=lo, vmax=hi)
+            if Z is not None and len(Z):
+                ax.plot(Z[:, 0], Z[:, 1], ".", color="k", ms=1.5)
+            ax.set_xlim(extent[0], extent[1])
+            ax.set_ylim(extent[2], extent[3])
+    for ax in axes.flat:
+        ax.title.set_fontsize(8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
