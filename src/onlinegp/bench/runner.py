@@ -70,7 +70,8 @@ class RunnerOptions:
     """How to execute a sweep (the ``--workers/--backend/--address/--quiet`` options of every bench command).
 
     ``threads`` is the number of torch/BLAS threads per run (default: the machine's cores divided by ``workers``
-    for local processes, ``cpus_per_run`` for Ray tasks); ``cpus_per_run`` is the CPUs Ray reserves per task.
+    for local processes, ``cpus_per_run`` for Ray tasks, unchanged in-process); ``cpus_per_run`` is the CPUs Ray
+    reserves per task.
     """
 
     workers: int = 1
@@ -276,12 +277,20 @@ def _record(spec: RunSpec, run_dir: Path, outcome: dict) -> RunResult:
 
 def _run_inprocess(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions,
                    bar: _Progress) -> Iterator[RunResult]:
-    for spec in todo:
-        bar.update(running=1)
-        run_dir = root / spec.run_id
-        result = _record(spec, run_dir, _execute(fn, spec.config, str(run_dir)))
-        bar.update(running=0, finished=result)
-        yield result
+    torch = sys.modules.get("torch") if opts.threads is not None else None
+    before = torch.get_num_threads() if torch is not None else None
+    try:
+        for spec in todo:
+            if torch is not None:
+                torch.set_num_threads(opts.threads)
+            bar.update(running=1)
+            run_dir = root / spec.run_id
+            result = _record(spec, run_dir, _execute(fn, spec.config, str(run_dir)))
+            bar.update(running=0, finished=result)
+            yield result
+    finally:
+        if torch is not None:
+            torch.set_num_threads(before)
 
 
 def _run_processes(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions,

@@ -1,0 +1,365 @@
+"""Paper 000's experiments (POAM, §V and appendix B) as sweeps of active-mapping missions.
+
+* :func:`table1`: SSGP++, OVC, OVC++, POAM and FULL with the Attentive Kernel, M = 500, 10 gradient steps per epoch,
+  on the bundled environments, seeds 0-9 (Table I, Fig. 5 and Fig. 7).
+* :func:`ablation`: POAM and its ablations Z-OPT, Z-RAND, Z-KMEANS, VAR-OPT, VAR-SSGP, ONLINE-ELBO in Env1 (Fig. 8).
+* :func:`robustness`: random initialisation with the max-entropy planner, and random initialisation with the
+  random planner, SSGP++, OVC, OVC++, POAM and FULL (appendix B, Fig. 9).
+
+Each run is one mission (:func:`onlinegp.rig.mission.run_mission`) in its own directory
+``<out>/[<setting>/]<env>/<method>/seed-<k>``; the runner (:mod:`onlinegp.bench.runner`) executes them locally or on
+Ray and skips finished ones. The summary follows Table I: for every run the SMSE, MSLL and update time are averaged
+over all its evaluations (every decision epoch, the pilot survey included); the table shows the mean ± standard
+deviation (numpy's, ddof = 0) over seeds with the minimum as subscript and the maximum as superscript.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..rig.fields import DEFAULT_ENV, ENVIRONMENTS, load_field
+from ..rig.mission import MissionConfig, build_model, lengthscale_grid, open_mission, run_mission
+from .runner import RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
+
+TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
+ABLATION_METHODS = ("poam", "z-opt", "z-rand", "z-kmeans", "var-opt", "var-ssgp", "online-elbo")
+ROBUSTNESS_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
+ROBUSTNESS_SETTINGS = {"random-init": {"init": "random", "planner": "max-entropy"},
+                       "random-planner": {"init": "random", "planner": "random"}}
+PAPER_SETTINGS = {"num_inducing": 500, "num_steps": 10, "kernel": "ak", "budget": 5000}
+SUMMARY_KEYS = ("smse", "msll", "update_time")
+HEADERS = {"smse": "Averaged SMSE ↓", "msll": "Averaged MSLL ↓", "update_time": "Averaged update time (s) ↓"}
+LABELS = {"ssgp++": "SSGP++", "ovc": "OVC", "ovc++": "OVC++", "poam": "POAM", "full": "FULL"}
+
+
+def label(method: str) -> str:
+    """The paper's name for a method: 'POAM', 'SSGP++', ablations as 'POAM-Z-OPT'."""
+    return LABELS.get(method, f"POAM-{method.upper()}" if method in ABLATION_METHODS else method.upper())
+
+
+def parse_names(text: str | Sequence[str], what: str) -> list[str]:
+    """'a,b' (or a list) → ['a', 'b'], lower-cased, without duplicates."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    names = list(dict.fromkeys(s.strip().lower() for s in items if s.strip()))
+    if not names:
+        raise ValueError(f"give at least one {what} (comma-separated)")
+    return names
+
+
+def parse_seeds(text: str | Sequence[int]) -> list[int]:
+    """'0-9', '0,3,5' or '0-2,7' (or a list of ints) → sorted unique seeds."""
+    if not isinstance(text, str):
+        return sorted({int(s) for s in text})
+    seeds: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise ValueError(f"cannot read seeds {text!r}: use e.g. '0-9', '0,3,5' or '0-2,7'")
+        seeds.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    if not seeds:
+        raise ValueError("give at least one seed, e.g. --seeds 0-9")
+    return sorted(seeds)
+
+
+# ---------------------------------------------------------------------- the sweep
+@dataclass
+class Experiment:
+    """A grid of missions: ``settings`` (name → mission overrides; a single '' setting adds no directory level)
+    × environments × methods × seeds, all sharing ``mission`` (MissionConfig fields)."""
+
+    name: str
+    title: str
+    envs: list[str]
+    methods: list[str]
+    seeds: list[int]
+    mission: dict = field(default_factory=dict)
+    settings: dict[str, dict] = field(default_factory=lambda: {"": {}})
+
+    def specs(self) -> list[RunSpec]:
+        """One run spec per mission; validates every config (unknown model, planner, environment) up front."""
+        for env in self.envs:
+            load_field(env)
+        specs = []
+        for setting, overrides in self.settings.items():
+            for env in self.envs:
+                for method in self.methods:
+                    for seed in self.seeds:
+                        config = MissionConfig(**{**self.mission, **overrides, "env": env, "model": method,
+                                                  "seed": int(seed)})
+                        config.validate()
+                        parts = [setting] if setting else []
+                        specs.append(RunSpec("/".join([*parts, _slug(env), method, f"seed-{seed}"]),
+                                             config.to_dict()))
+        return specs
+
+
+def _slug(env: str) -> str:
+    return env if env.lower() in ENVIRONMENTS else Path(env).stem
+
+
+def mission_job(config: dict, run_dir: Path) -> dict:
+    """Runner job: one mission into ``run_dir`` (resuming its checkpoint if a previous attempt was interrupted)."""
+    mission = open_mission(MissionConfig(**config), run_dir, resume=True)
+    result = run_mission(mission, run_dir, quiet=True)
+    return {k: result.final[k] for k in ("num_samples", "smse", "msll", "rmse")}
+
+
+# ---------------------------------------------------------------------- reading runs back
+@dataclass
+class RunRecord:
+    """One finished run: its grouping keys and its per-epoch metrics (column → array)."""
+
+    setting: str
+    env: str
+    method: str
+    seed: int
+    run_dir: Path
+    columns: dict[str, np.ndarray]
+
+    def averaged(self, key: str) -> float:
+        return float(np.mean(self.columns[key]))
+
+
+def read_metrics_csv(path: Path) -> dict[str, np.ndarray]:
+    """A mission's metrics.csv as column → float array (empty cells, e.g. no inducing count, become NaN)."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows:
+        raise ValueError(f"{path} has no metric rows")
+    return {k: np.array([float(r[k]) if r[k] not in ("", "None") else np.nan for r in rows]) for k in rows[0]}
+
+
+def collect(root: Path, specs: Sequence[RunSpec]) -> list[RunRecord]:
+    """The finished runs of ``specs`` under ``root`` (unfinished and failed ones are left out)."""
+    records = []
+    for spec in specs:
+        run_dir = Path(root) / spec.run_id
+        if not is_finished(run_dir, spec):
+            continue
+        parts = spec.run_id.split("/")
+        setting = parts[0] if len(parts) == 4 else ""  # <setting>/<env>/<method>/seed-<k> or <env>/<method>/seed-<k>
+        c = spec.config
+        records.append(RunRecord(setting, _slug(c["env"]), c["model"], int(c["seed"]), run_dir,
+                                 read_metrics_csv(run_dir / "metrics.csv")))
+    return records
+
+
+def _groups(records: Sequence[RunRecord]) -> dict[tuple[str, str, str], list[RunRecord]]:
+    groups: dict[tuple[str, str, str], list[RunRecord]] = {}
+    for r in records:
+        groups.setdefault((r.setting, r.env, r.method), []).append(r)
+    return groups
+
+
+def summarise(records: Sequence[RunRecord], keys: Sequence[str] = SUMMARY_KEYS) -> list[dict[str, Any]]:
+    """Table I: per (setting, env, method), each key averaged over a run's epochs, then mean/std/min/max over seeds."""
+    table = []
+    for (setting, env, method), runs in _groups(records).items():
+        row: dict[str, Any] = {"setting": setting, "env": env, "method": method, "seeds": len(runs)}
+        for key in keys:
+            per_run = np.array([r.averaged(key) for r in runs])
+            row.update({f"{key}_mean": float(per_run.mean()), f"{key}_std": float(per_run.std()),
+                        f"{key}_min": float(per_run.min()), f"{key}_max": float(per_run.max())})
+        table.append(row)
+    return table
+
+
+def _cell(row: dict, key: str, bold: bool) -> str:
+    mean = f"{row[f'{key}_mean']:.3g}"
+    text = (f"{'**' + mean + '**' if bold else mean} ± {row[f'{key}_std']:.2g} "
+            f"<sub>{row[f'{key}_min']:.3g}</sub><sup>{row[f'{key}_max']:.3g}</sup>")
+    return text
+
+
+def write_summary(table: Sequence[dict], out: Path, name: str, title: str, caption: str,
+                  keys: Sequence[str] = SUMMARY_KEYS) -> dict[str, Path]:
+    """``<name>.csv`` (every statistic) and ``<name>.md`` (Table I's layout; the best mean per environment in bold)."""
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, md_path = out / f"{name}.csv", out / f"{name}.md"
+    columns = ["setting", "env", "method", "seeds"] + [f"{k}_{s}" for k in keys for s in ("mean", "std", "min", "max")]
+    with open(csv_path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows({c: row[c] for c in columns} for row in table)
+    settings = list(dict.fromkeys(r["setting"] for r in table))
+    lines = [f"# {title}", "", caption, ""]
+    for setting in settings:
+        rows = [r for r in table if r["setting"] == setting]
+        if setting:
+            lines += [f"## {setting}", ""]
+        lines += ["| Environment | Method | Seeds | " + " | ".join(HEADERS.get(k, k) for k in keys) + " |",
+                  "|---|---|---|" + "---|" * len(keys)]
+        for env in dict.fromkeys(r["env"] for r in rows):
+            env_rows = [r for r in rows if r["env"] == env]
+            best = {k: min(r[f"{k}_mean"] for r in env_rows) for k in keys}
+            for r in env_rows:
+                cells = [_cell(r, k, len(env_rows) > 1 and r[f"{k}_mean"] == best[k]) for k in keys]
+                lines.append(f"| {env} | {label(r['method'])} | {r['seeds']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    md_path.write_text("\n".join(lines))
+    return {"summary_csv": csv_path, "summary_md": md_path}
+
+
+def write_per_run(records: Sequence[RunRecord], path: Path, keys: Sequence[str] = SUMMARY_KEYS) -> Path:
+    """One row per finished run with its epoch-averaged metrics and final SMSE/MSLL (the table's raw numbers)."""
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["setting", "env", "method", "seed", *[f"averaged_{k}" for k in keys], "final_smse",
+                         "final_msll", "num_samples", "epochs", "run_dir"])
+        for r in records:
+            writer.writerow([r.setting, r.env, r.method, r.seed, *[r.averaged(k) for k in keys],
+                             r.columns["smse"][-1], r.columns["msll"][-1], int(r.columns["num_samples"][-1]),
+                             len(r.columns["smse"]), str(r.run_dir)])
+    return path
+
+
+# ---------------------------------------------------------------------- figures
+def curves(records: Sequence[RunRecord], key: str, num_points: int = 100) -> dict[tuple[str, str, str], dict]:
+    """Fig. 5's curves: per group, ``key`` against samples as mean ± std over seeds.
+
+    Runs evaluate at different sample counts, so each run's curve is interpolated linearly onto a common grid
+    spanning the sample counts every run of the group covers.
+    """
+    out = {}
+    for group, runs in _groups(records).items():
+        lo = max(float(r.columns["num_samples"][0]) for r in runs)
+        hi = min(float(r.columns["num_samples"][-1]) for r in runs)
+        grid = np.linspace(lo, hi, num_points) if hi > lo else np.array([hi])
+        values = np.stack([np.interp(grid, r.columns["num_samples"], r.columns[key]) for r in runs])
+        out[group] = {"samples": grid, "mean": values.mean(0), "std": values.std(0), "seeds": len(runs)}
+    return out
+
+
+def curve_figures(records: Sequence[RunRecord], out: Path, keys: Sequence[str], prefix: str) -> dict[str, Path]:
+    """One figure per setting: rows are ``keys``, columns environments, a line and ±std band per method."""
+    from ..plots import plot_sweep_curves
+
+    files = {}
+    per_key = {k: curves(records, k) for k in keys}
+    for setting in dict.fromkeys(r.setting for r in records):
+        panels = {(key, env): {label(m): c for (s, e, m), c in per_key[key].items() if s == setting and e == env}
+                  for key in keys for env in dict.fromkeys(r.env for r in records if r.setting == setting)}
+        name = f"{prefix}{'-' + setting if setting else ''}"
+        files[name] = plot_sweep_curves(panels, out / f"{name}.png", title=f"{name} (mean ± std over seeds)")
+    return files
+
+
+def lengthscale_figure(records: Sequence[RunRecord], specs: Sequence[RunSpec], root: Path, path: Path,
+                       resolution: int = 60) -> Path | None:
+    """Fig. 7: ground truth per environment and each method's learnt length-scale map with its inducing inputs,
+    from the final model of the lowest seed. Methods without a length-scale (non-AK kernels) are left out."""
+    from ..plots import plot_lengthscale_grid
+
+    config_of = {spec.run_id: spec.config for spec in specs}
+    first: dict[tuple[str, str], RunRecord] = {}
+    for r in sorted(records, key=lambda r: r.seed):
+        if r.setting == records[0].setting:
+            first.setdefault((r.env, r.method), r)
+    truths, maps = {}, {}
+    for (env, method), r in first.items():
+        config = MissionConfig(**config_of[r.run_dir.relative_to(root).as_posix()])
+        fld = load_field(config.env)
+        grid = fld.grid(resolution, tuple(config.task_extent))
+        truths.setdefault(env, (fld(grid).reshape(resolution, resolution), list(config.task_extent)))
+        model = build_model(config)
+        model.load(str(r.run_dir / "model.pt"))
+        ls = lengthscale_grid(model, grid)
+        if ls is None:
+            continue
+        Z = getattr(model, "inducing_inputs", None)
+        maps[(label(method), env)] = (ls.reshape(resolution, resolution),
+                                      None if Z is None else np.asarray(Z.detach(), dtype=np.float64))
+    if not maps:
+        return None
+    return plot_lengthscale_grid(truths, maps, path)
+
+
+# ---------------------------------------------------------------------- experiments
+@dataclass
+class Report:
+    """What a bench command produced: the sweep's outcome and every written file."""
+
+    sweep: SweepResult
+    files: dict[str, Path]
+
+    def describe(self) -> str:
+        s = self.sweep
+        counts = {k: len(s.by_status(k)) for k in ("done", "skipped", "failed")}
+        lines = [f"{len(s.runs)} runs under {s.root}: {counts['done']} run now, {counts['skipped']} already "
+                 f"finished, {counts['failed']} failed"]
+        lines += [f"  FAILED {r.run_id}: {r.error} (traceback: {r.run_dir / 'error.txt'})" for r in s.failed]
+        lines += [f"{k}: {v}" for k, v in self.files.items()]
+        return "\n".join(lines)
+
+
+def run_experiment(exp: Experiment, out: str | Path, options: RunnerOptions | None = None,
+                   curve_keys: Sequence[str] = SUMMARY_KEYS, lengthscales: bool = False) -> Report:
+    """Run (or resume) every mission of ``exp`` and write the summary table, curves and figures to ``out``."""
+    out = Path(out)
+    specs = exp.specs()
+    sweep = run_sweep(specs, mission_job, out, options, title=exp.name)
+    records = collect(out, specs)
+    files: dict[str, Path] = {}
+    if records:
+        caption = (f"Missions: budget {exp.mission.get('budget')} samples, M = {exp.mission.get('num_inducing')}, "
+                   f"{exp.mission.get('num_steps')} gradient steps per epoch, kernel {exp.mission.get('kernel')}; "
+                   f"seeds {','.join(map(str, exp.seeds))}. Each run's metrics are averaged over all its evaluations "
+                   "(pilot survey and every decision epoch); cells show mean ± std over seeds with "
+                   "<sub>min</sub><sup>max</sup>; the best mean per environment is bold.")
+        files.update(write_summary(summarise(records), out, "summary", exp.title, caption))
+        files["per_run_csv"] = write_per_run(records, out / "runs.csv")
+        files.update(curve_figures(records, out, curve_keys, exp.name))
+        if lengthscales:
+            ls = lengthscale_figure(records, specs, out, out / f"{exp.name}-lengthscales.png")
+            if ls is not None:
+                files["lengthscales"] = ls
+    (out / "report.json").write_text(json.dumps({k: str(v) for k, v in files.items()}, indent=1))
+    return Report(sweep, files)
+
+
+def _mission_settings(budget: int, num_inducing: int, num_steps: int, **extra: Any) -> dict:
+    return {**PAPER_SETTINGS, "budget": int(budget), "num_inducing": int(num_inducing), "num_steps": int(num_steps),
+            **extra}
+
+
+def table1(envs: str | Sequence[str] = tuple(ENVIRONMENTS), methods: str | Sequence[str] = TABLE1_METHODS,
+           seeds: str | Sequence[int] = "0-9", budget: int = 5000, num_inducing: int = 500, num_steps: int = 10,
+           out: str | Path = "runs/poam-table1", options: RunnerOptions | None = None, **mission: Any) -> Report:
+    """Table I, Fig. 5 and Fig. 7 (bundled environments; ``mission`` overrides any other MissionConfig field)."""
+    exp = Experiment("poam-table1", "Table I (paper 000): benchmarking",
+                     parse_names(envs, "environment"), parse_names(methods, "method"),
+                     parse_seeds(seeds), _mission_settings(budget, num_inducing, num_steps, **mission))
+    return run_experiment(exp, out, options, lengthscales=True)
+
+
+def ablation(envs: str | Sequence[str] = (DEFAULT_ENV,), methods: str | Sequence[str] = ABLATION_METHODS,
+             seeds: str | Sequence[int] = "0-9", budget: int = 5000, num_inducing: int = 500, num_steps: int = 10,
+             out: str | Path = "runs/poam-ablation", options: RunnerOptions | None = None, **mission: Any) -> Report:
+    """The ablation study (§V-C, Fig. 8) in Env1 by default."""
+    exp = Experiment("poam-ablation", "Ablation study (paper 000, §V-C, Fig. 8)",
+                     parse_names(envs, "environment"), parse_names(methods, "method"),
+                     parse_seeds(seeds), _mission_settings(budget, num_inducing, num_steps, **mission))
+    return run_experiment(exp, out, options)
+
+
+def robustness(envs: str | Sequence[str] = tuple(ENVIRONMENTS), methods: str | Sequence[str] = ROBUSTNESS_METHODS,
+               seeds: str | Sequence[int] = "0-9", budget: int = 5000, num_inducing: int = 500, num_steps: int = 10,
+               settings: str | Sequence[str] = tuple(ROBUSTNESS_SETTINGS), out: str | Path = "runs/poam-robustness",
+               options: RunnerOptions | None = None, **mission: Any) -> Report:
+    """Appendix B (Fig. 9): random initialisation, and random initialisation with the random planner."""
+    chosen = parse_names(settings, "setting")
+    unknown = [s for s in chosen if s not in ROBUSTNESS_SETTINGS]
+    if unknown:
+        raise ValueError(f"unknown robustness setting(s) {unknown}; choose from {', '.join(ROBUSTNESS_SETTINGS)}")
+    exp = Experiment("poam-robustness", "Robustness (paper 000, appendix B, Fig. 9)",
+                     parse_names(envs, "environment"), parse_names(methods, "method"),
+                     parse_seeds(seeds), _mission_settings(budget, num_inducing, num_steps, **mission),
+                     {s: ROBUSTNESS_SETTINGS[s] for s in chosen})
+    return run_experiment(exp, out, options, curve_keys=("smse", "msll"))

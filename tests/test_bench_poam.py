@@ -1,0 +1,154 @@
+"""POAM paper experiments (onlinegp.bench.poam): tiny real mission sweeps, summaries checked by hand, resume,
+failures, and the Ray backend against the local one."""
+
+import csv
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from onlinegp.bench import poam
+from onlinegp.bench.runner import ERROR_FILE, RunnerOptions, RunSpec, is_finished, run_sweep
+
+# cheap missions: random start with 60 pilot samples, 150-sample budget, M=30, one gradient step per epoch
+TINY = dict(envs="valley-ridges", methods="poam,ovc++", seeds="0-1", budget=150, num_inducing=30, num_steps=1,
+            init="random", num_random_init=60, num_candidates=100, eval_grid=20)
+RUN_IDS = ["valley-ridges/poam/seed-0", "valley-ridges/poam/seed-1", "valley-ridges/ovc++/seed-0",
+           "valley-ridges/ovc++/seed-1"]
+
+
+def hand_summary(root: Path, run_ids, key: str) -> dict[str, float]:
+    """Table I's cell by hand: the key averaged over a run's metrics.csv rows, then statistics over runs."""
+    per_run = []
+    for rid in run_ids:
+        with open(root / rid / "metrics.csv") as fh:
+            values = [float(row[key]) for row in csv.DictReader(fh)]
+        per_run.append(sum(values) / len(values))
+    return {"mean": statistics.fmean(per_run), "std": statistics.pstdev(per_run), "min": min(per_run),
+            "max": max(per_run)}
+
+
+def read_summary(path: Path) -> dict[str, dict]:
+    with open(path) as fh:
+        return {row["method"]: row for row in csv.DictReader(fh)}
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory):
+    out = tmp_path_factory.mktemp("table1")
+    return out, poam.table1(out=out, options=RunnerOptions(quiet=True, threads=1), **TINY)
+
+
+def test_tiny_table1_completes_with_outputs(tiny_sweep):
+    out, report = tiny_sweep
+    assert report.sweep.ok and [r.run_id for r in report.sweep.runs] == RUN_IDS
+    for rid in RUN_IDS:
+        run = out / rid
+        assert is_finished(run)
+        for name in ("config.json", "metrics.csv", "metrics.json", "model.pt"):
+            assert (run / name).is_file(), f"{rid} lacks {name}"
+        with open(run / "metrics.csv") as fh:
+            rows = list(csv.DictReader(fh))
+        assert len(rows) >= 2 and int(rows[-1]["num_samples"]) == 150
+    for key in ("summary_csv", "summary_md", "per_run_csv", "poam-table1", "lengthscales"):
+        assert report.files[key].is_file() and report.files[key].stat().st_size > 0
+    md = report.files["summary_md"].read_text()
+    assert "| valley-ridges | POAM | 2 |" in md and "| valley-ridges | OVC++ | 2 |" in md
+    assert md.count("**") == 2 * 3  # one bold best mean per column
+
+
+def test_summary_matches_hand_computation(tiny_sweep):
+    out, report = tiny_sweep
+    table = read_summary(report.files["summary_csv"])
+    assert set(table) == {"poam", "ovc++"}
+    for method in ("poam", "ovc++"):
+        ids = [rid for rid in RUN_IDS if f"/{method}/" in rid]
+        assert table[method]["seeds"] == "2"
+        for key in ("smse", "msll", "update_time"):
+            expected = hand_summary(out, ids, key)
+            for stat, value in expected.items():
+                assert math.isclose(float(table[method][f"{key}_{stat}"]), value, rel_tol=1e-12, abs_tol=1e-15), \
+                    (method, key, stat)
+    poam_row = table["poam"]
+    assert float(poam_row["smse_min"]) <= float(poam_row["smse_mean"]) <= float(poam_row["smse_max"])
+    assert float(poam_row["smse_std"]) > 0  # two different seeds give two different missions
+
+
+def test_rerun_skips_finished_runs(tiny_sweep):
+    out, first = tiny_sweep
+    stamps = {rid: (out / rid / "metrics.csv").stat().st_mtime_ns for rid in RUN_IDS}
+    again = poam.table1(out=out, options=RunnerOptions(quiet=True, threads=1), **TINY)
+    assert [r.status for r in again.sweep.runs] == ["skipped"] * 4
+    assert {rid: (out / rid / "metrics.csv").stat().st_mtime_ns for rid in RUN_IDS} == stamps
+    assert again.files["summary_csv"].read_text() == first.files["summary_csv"].read_text()
+
+
+def test_failing_mission_is_reported_and_others_complete(tmp_path):
+    exp = poam.Experiment("t", "t", ["valley-ridges"], ["poam", "ovc++"], [0, 1],
+                          {k: v for k, v in TINY.items() if k not in ("envs", "methods", "seeds")})
+    specs = exp.specs()
+    bad = specs[1]
+    specs[1] = RunSpec(bad.run_id, {**bad.config, "model_options": {"no_such_option": 1}})
+    sweep = run_sweep(specs, poam.mission_job, tmp_path, RunnerOptions(quiet=True, threads=1))
+    assert [r.status for r in sweep.runs] == ["done", "failed", "done", "done"]
+    assert "no_such_option" in sweep.failed[0].error
+    assert "Traceback" in (tmp_path / bad.run_id / ERROR_FILE).read_text()
+    records = poam.collect(tmp_path, specs)
+    assert sorted((r.method, r.seed) for r in records) == [("ovc++", 0), ("ovc++", 1), ("poam", 0)]
+    table = {row["method"]: row for row in poam.summarise(records)}
+    assert table["poam"]["seeds"] == 1 and table["poam"]["smse_std"] == 0.0
+    assert table["poam"]["smse_mean"] == pytest.approx(hand_summary(tmp_path, [specs[0].run_id], "smse")["mean"])
+
+
+@pytest.mark.slow
+def test_ray_backend_gives_the_same_summary(tiny_sweep, tmp_path):
+    ray = pytest.importorskip("ray")
+    out, local = tiny_sweep
+    try:
+        remote = poam.table1(out=tmp_path, options=RunnerOptions(workers=2, backend="ray", quiet=True, threads=1),
+                             **TINY)
+    finally:
+        ray.shutdown()
+    assert remote.sweep.ok and [r.status for r in remote.sweep.runs] == ["done"] * 4
+    a, b = read_summary(local.files["summary_csv"]), read_summary(remote.files["summary_csv"])
+    for method in a:
+        for key in ("smse", "msll"):
+            for stat in ("mean", "std", "min", "max"):
+                col = f"{key}_{stat}"
+                assert math.isclose(float(a[method][col]), float(b[method][col]), rel_tol=1e-9, abs_tol=1e-12), \
+                    (method, col)
+    assert (tmp_path / RUN_IDS[0] / "figures").is_dir()  # the run's files came back from the Ray worker
+
+
+def test_cli_runs_a_sweep_and_rejects_bad_options(tmp_path):
+    from typer.testing import CliRunner
+
+    from onlinegp.cli import app
+
+    args = ["bench", "poam-table1", "--envs", "seafloor", "--methods", "poam", "--seeds", "0", "--budget", "120",
+            "--num-inducing", "20", "--num-steps", "1", "--out", str(tmp_path), "--quiet"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "seafloor/poam/seed-0/metrics.csv").is_file()
+    assert "| seafloor | POAM | 1 |" in (tmp_path / "summary.md").read_text()
+    wide = {"COLUMNS": "300"}
+    bad = CliRunner().invoke(app, [*args[:6], "--seeds", "9-1"], env=wide)
+    assert bad.exit_code == 2 and "cannot read seeds" in bad.output
+    bad = CliRunner().invoke(app, [*args[:4], "--methods", "nope", "--out", str(tmp_path / "x"), "--quiet"], env=wide)
+    assert bad.exit_code == 2 and "unknown model 'nope'" in bad.output
+
+
+def test_parsing_and_validation():
+    assert poam.parse_seeds("0-2,7") == [0, 1, 2, 7] and poam.parse_seeds([3, 1, 3]) == [1, 3]
+    assert poam.parse_names("POAM, ovc++,poam", "method") == ["poam", "ovc++"]
+    for bad in ("", "3-1", "a"):
+        with pytest.raises(ValueError, match="seed"):
+            poam.parse_seeds(bad)
+    with pytest.raises(ValueError, match="unknown model"):
+        poam.Experiment("t", "t", ["valley-ridges"], ["nope"], [0]).specs()
+    with pytest.raises(ValueError, match="unknown environment"):
+        poam.Experiment("t", "t", ["atlantis"], ["poam"], [0]).specs()
+    with pytest.raises(ValueError, match="robustness setting"):
+        poam.robustness(settings="sideways")
+    assert poam.label("z-opt") == "POAM-Z-OPT" and poam.label("ssgp++") == "SSGP++"
