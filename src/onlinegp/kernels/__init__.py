@@ -25,7 +25,9 @@ def make_kernel(name: str | gpytorch.kernels.Kernel, input_dim: int, dtype: torc
                 **options) -> gpytorch.kernels.Kernel:
     """Build a scaled kernel by name: 'ak' (Attentive), 'rbf', 'matern12', 'matern32', 'matern52'.
 
-    A gpytorch ``Kernel`` instance is returned as is (moved to ``dtype``).
+    A gpytorch ``Kernel`` instance is returned as is (moved to ``dtype``). For the stationary kernels,
+    ``lengthscale`` sets the initial length-scale and ``ard=False`` shares one length-scale across dimensions
+    (default: one per dimension).
     """
     if isinstance(name, gpytorch.kernels.Kernel):
         return name.to(dtype)
@@ -33,13 +35,13 @@ def make_kernel(name: str | gpytorch.kernels.Kernel, input_dim: int, dtype: torc
     if key in ("ak", "attentive"):
         base = AttentiveKernel(input_dim, **options)
     elif key == "rbf":
-        base = gpytorch.kernels.RBFKernel(ard_num_dims=input_dim)
+        base = gpytorch.kernels.RBFKernel(ard_num_dims=input_dim if options.get("ard", True) else None)
         base.lengthscale = options.get("lengthscale", 0.3)
     elif key.startswith("matern"):
         nu = {"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}.get(key)
         if nu is None:
             raise ValueError(f"unknown kernel {name!r}: choose ak, rbf, matern12, matern32 or matern52")
-        base = gpytorch.kernels.MaternKernel(nu=nu, ard_num_dims=input_dim)
+        base = gpytorch.kernels.MaternKernel(nu=nu, ard_num_dims=input_dim if options.get("ard", True) else None)
         base.lengthscale = options.get("lengthscale", 0.3)
     else:
         raise ValueError(f"unknown kernel {name!r}: choose ak, rbf, matern12, matern32 or matern52")
