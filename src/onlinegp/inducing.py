@@ -7,14 +7,18 @@ model size works for every method. ``model`` gives strategies that need it (VIPS
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import gpytorch
+import numpy as np
 import torch
 from torch import Tensor
 
 from .kernels import dense, diagonal
-from .linalg import pivoted_cholesky, pivoted_cholesky_dense
+from .linalg import cholesky, pivoted_cholesky, pivoted_cholesky_dense, trisolve
+from .objectives import noise_log_lik, online_bounds
+from .posterior import InducingPosterior, kuu
 
 #: largest candidate set for which the dense LAPACK path forms the full kernel matrix
 DENSE_LIMIT = 3000
@@ -126,7 +130,167 @@ class Resample:
         return torch.cat([old, new]).clone()
 
 
-SELECTORS = {"pivoted": PivotedCholesky, "random": RandomSubset, "kmeans": KMeans, "resample": Resample}
+@torch.no_grad()
+def residual_traces(kernel: gpytorch.kernels.Kernel, C: Tensor, idx: Tensor, rows: Tensor | None = None) -> Tensor:
+    """tr(K − Q) over the rows ``rows`` of C (default: all) for every prefix of the inducing set C[idx].
+
+    Element m−1 uses the first m pivots; one Cholesky of K at the pivots serves every prefix.
+    """
+    target = C if rows is None else C[rows]
+    if idx.numel() == 0:
+        return diagonal(kernel, target).sum().reshape(1)
+    L = cholesky(kuu(kernel, C[idx]))
+    F = trisolve(L, dense(kernel, C[idx], target))
+    return diagonal(kernel, target).sum() - F.pow(2).sum(1).cumsum(0)
+
+
+class ConditionalVariance:
+    """Greedy variance from the pool [Z; X] until tr(K − Q) ≤ η over the pool (Burt et al. 2020; paper 001 app. E).
+
+    The pivots come from a pivoted Cholesky run to a largest remaining variance of η / |pool| (so the trace rule
+    is met on the way); the set is then cut at the first prefix whose residual trace is at most η.
+    ``max_inducing`` optionally caps M.
+    """
+
+    def __init__(self, eta: float = 0.1, max_inducing: int | None = None):
+        if eta <= 0:
+            raise ValueError(f"eta must be positive, got {eta}")
+        self.eta, self.max_inducing = float(eta), max_inducing
+
+    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+        C = candidates(Z, X)
+        cap = C.shape[0] if self.max_inducing is None else min(int(self.max_inducing), C.shape[0])
+        idx, _ = greedy_variance(kernel, C, cap, self.eta / C.shape[0])
+        traces = residual_traces(kernel, C, idx)
+        below = (traces <= self.eta).nonzero()
+        m = int(below[0]) + 1 if below.numel() else idx.numel()
+        return C[idx[:max(m, 1)]].clone()
+
+
+class OIPS:
+    """Online Inducing Points Selection (Galy-Fajou & Opper 2021; paper 001 app. E): keep Z and add each new
+    input, in stream order, whose largest kernel correlation k(x, z) / √(k(x, x) k(z, z)) with the inducing set
+    so far is below ρ (default 0.8; for a stationary kernel of unit variance this is max_z k(x, z) < ρ)."""
+
+    def __init__(self, rho: float = 0.8, max_inducing: int | None = None):
+        if not 0.0 < rho < 1.0:
+            raise ValueError(f"rho must be in (0, 1), got {rho}")
+        self.rho, self.max_inducing = float(rho), max_inducing
+
+    @torch.no_grad()
+    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+        dx = diagonal(kernel, X).clamp_min(1e-300).sqrt()
+        corr_new = (dense(kernel, X) / dx[:, None] / dx[None, :]).cpu().numpy()
+        if Z is None or Z.shape[0] == 0:
+            old = np.full(X.shape[0], -np.inf)
+        else:
+            dz = diagonal(kernel, Z).clamp_min(1e-300).sqrt()
+            old = (dense(kernel, X, Z) / dx[:, None] / dz[None, :]).max(1).values.cpu().numpy()
+        budget = np.inf if self.max_inducing is None else self.max_inducing - (0 if Z is None else Z.shape[0])
+        added: list[int] = []
+        for i in range(X.shape[0]):
+            if len(added) >= budget:
+                break
+            if old[i] < self.rho and (not added or corr_new[i, added].max() < self.rho):
+                added.append(i)
+        new = X[torch.as_tensor(added, dtype=torch.long)]
+        return new.clone() if Z is None or Z.shape[0] == 0 else torch.cat([Z, new]).clone()
+
+
+@dataclass
+class VIPSStep:
+    """What one VIPS selection saw: sizes, Û(M), L̂(M_b), L_noise, the tolerance α and the gap at the stop."""
+
+    num_old: int
+    num_added: int
+    bound_size: int
+    upper: float
+    lower: float
+    noise_log_lik: float
+    alpha: float
+    lower_path: Tensor
+
+    @property
+    def gap(self) -> float:
+        return self.upper - self.lower
+
+
+def _vips_context(model: Any, X: Tensor):
+    """(y, old summary, σ², mean and variance of all targets so far), in scaled units, from the model.
+
+    Sources, in order: a model's ``vips_context(X)`` (the VIPS/OSGPR family exposes its summary and the batch);
+    otherwise a POAM-style model's stored terms (a, B at Z, noise-weighted or not), turned into the same
+    summary q(u) with the current θ, and its data buffer, whose last rows are the batch being absorbed.
+    """
+    if model is None:
+        raise ValueError("the VIPS selector needs the model (batch targets, noise, old summary): "
+                         "call it as selector(kernel, Z, X, model=model)")
+    if hasattr(model, "vips_context"):
+        return model.vips_context(X)
+    data = getattr(model, "data", None)
+    if data is None or data.n < X.shape[0]:
+        raise ValueError(f"{type(model).__name__} exposes neither vips_context() nor a data buffer; "
+                         "VIPS cannot see the batch targets")
+    X_all, y_all = data.data
+    if not torch.equal(X_all[-X.shape[0]:], X):
+        raise ValueError("VIPS expects the model's data buffer to end with the batch being selected from")
+    old = None
+    if getattr(model, "Z", None) is not None and getattr(model, "a", None) is not None:
+        prec = 1.0 if getattr(model, "noise_weighted", False) else 1.0 / model.noise.detach()
+        old = InducingPosterior.from_terms(model.kernel, model.Z, prec * model.a, prec * model.B)
+    var = float(y_all.var()) if y_all.numel() > 1 else 1.0
+    return y_all[-X.shape[0]:], old, model.noise.detach(), (float(y_all.mean()), var if var > 0 else 1.0)
+
+
+class VIPS:
+    """Vegas Inducing Point Selection (paper 001 §4, Algorithm 1 in appendix C).
+
+    Keep the old inducing inputs; order the new inputs by greedy variance given them; add them one at a time
+    until Û(M) − L̂(M_b) ≤ δ |Û(M) − L_noise| (eqs. 20–21). Û(M) uses the old inputs plus up to ``max_new``
+    greedy picks (all of the batch when it fits: then Û = L*, the best reachable bound; paper 001 caps M at 5000),
+    L_noise = Σ log N(y_n; ȳ, s²) with ȳ, s² over all targets so far. One evaluation of
+    :func:`~onlinegp.objectives.online_bounds` gives L̂ for every prefix, so the stopping point is exact.
+
+    The model supplies the batch targets, σ² and the summary of the past (see ``_vips_context``): OSGPR/VIPS pass
+    their q(u); POAM's projected terms (a, B) are turned into the q(u) they define, so POAM and OVC accept this
+    selector too. ``last`` holds the :class:`VIPSStep` of the latest call.
+    """
+
+    def __init__(self, delta: float = 0.05, max_new: int = 2000, rel_tol: float = 1e-8):
+        if delta <= 0:
+            raise ValueError(f"delta must be positive, got {delta}")
+        if max_new < 1:
+            raise ValueError(f"max_new must be positive, got {max_new}")
+        self.delta, self.max_new, self.rel_tol = float(delta), int(max_new), rel_tol
+        self.last: VIPSStep | None = None
+
+    @torch.no_grad()
+    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+        y, old, noise, (mean, var) = _vips_context(model, X)
+        Ma = 0 if Z is None else Z.shape[0]
+        C = candidates(Z, X)
+        scale = float(diagonal(kernel, C).max())
+        size = min(C.shape[0], Ma + self.max_new)
+        idx, _ = greedy_variance(kernel, C, size, self.rel_tol * scale,
+                                 initial=torch.arange(Ma) if Ma else None)
+        Zb = C[idx]
+        bounds = online_bounds(kernel, noise, Zb, X, y, old if Ma else None)
+        l_noise = float(noise_log_lik(y, mean, var))
+        upper = float(bounds.upper)
+        alpha = self.delta * abs(upper - l_noise)
+        first = max(Ma, 1)
+        ok = ((upper - bounds.lower[first - 1:]) <= alpha).nonzero()
+        m = first + int(ok[0]) if ok.numel() else Zb.shape[0]
+        self.last = VIPSStep(num_old=Ma, num_added=m - Ma, bound_size=Zb.shape[0], upper=upper,
+                             lower=float(bounds.lower[m - 1]), noise_log_lik=l_noise, alpha=alpha,
+                             lower_path=bounds.lower.clone())
+        return Zb[:m].clone()
+
+
+SELECTORS = {"pivoted": PivotedCholesky, "random": RandomSubset, "kmeans": KMeans, "resample": Resample,
+             # adaptive size (paper 001): the rule decides M, so the requested size is not used
+             "vips": lambda _m: VIPS(), "conditional-variance": lambda _m: ConditionalVariance(),
+             "oips": lambda _m: OIPS()}
 
 
 def make_selector(spec: str | Selector, num_inducing: int = 500) -> Selector:

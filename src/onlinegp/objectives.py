@@ -1,5 +1,6 @@
 """Objectives: the collapsed SGPR bound, the mini-batch uncollapsed SVGP ELBO, the exact marginal likelihood,
-the online (streaming) collapsed bound of Bui et al. (2017).
+the online (streaming) collapsed bound of Bui et al. (2017), and paper 001's online upper bound (with the lower
+bound for every prefix of a nested inducing set, as VIPS needs).
 
 All are differentiable in the kernel and likelihood parameters and return the total (not per-datum) value
 unless stated otherwise.
@@ -196,3 +197,111 @@ def online_svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, q: Variatio
     logdet_old_prior = 2 * Lo.diagonal().log().sum()
     return value + beta * (expected_log_density(old.mean.detach(), Ro, old.logdet.detach())
                            - expected_log_density(torch.zeros_like(mean_a), Lo, logdet_old_prior))
+
+
+@dataclass
+class OnlineBounds:
+    """The online bounds of paper 001 on one batch, for every prefix of the inducing inputs Z (nested sets).
+
+    ``lower[m-1]`` is the online lower bound L̂ (eq. 8, :func:`online_bound`) with the first m rows of Z as
+    inducing inputs; ``upper`` is the online upper bound Û (the bound after eq. 17) with all of Z:
+
+        L* ≤ Û = −N/2 log 2πσ² − ½ log|D| − yᵀy / 2(σ²+t) + ½‖L_D̂⁻¹ ĉ‖² + ½ t ηᵀ(I + tΛ)⁻¹η
+                 − ½ log|S|/|K'ₐₐ| − ½ mᵀS⁻¹m,
+
+    with t = tr(K̂ − Q̂) (``trace_f + trace_a``), Λ = S⁻¹ − K'ₐₐ⁻¹ = D_a⁻¹, η = S⁻¹m, and D̂, ĉ the D, c of the
+    lower bound with σ² → σ² + t and D_a → D_a + tI (appendix H). L* = L̂ when Z holds the old inducing inputs and
+    every new input. The old summary enters in whitened form: Γ = L_Dₒ L_Dₒᵀ − I = L_uᵀ Λ L_u (eigen-root Γ = G Gᵀ)
+    and pseudo-targets r with η = L_u⁻ᵀ G r, so Λ = H Hᵀ with H = L_u⁻ᵀ G and every t-term goes through
+    M_t = I + t HᵀH (eigenvalues ≥ 1): (D_a + tI)⁻¹ = H M_t⁻¹ Hᵀ, (I + tΛ)⁻¹η = H M_t⁻¹ r. Nothing needs D_a
+    itself, which is infinite in directions the old data never constrained.
+    """
+
+    lower: Tensor
+    upper: Tensor
+    trace_f: Tensor
+    trace_a: Tensor
+
+    @property
+    def t(self) -> Tensor:
+        return (self.trace_f[-1] + self.trace_a[-1]).clamp_min(0.0)
+
+
+def _whitened_summary(old: InducingPosterior) -> tuple[Tensor, Tensor]:
+    """Root G of Γ = L_D L_Dᵀ − I (Ma × r, from its eigen-decomposition) and pseudo-targets r with G r = L_D β."""
+    LD = old.LW.detach()
+    Gamma = LD @ LD.mT - torch.eye(LD.shape[0], dtype=LD.dtype, device=LD.device)
+    evals, V = torch.linalg.eigh(0.5 * (Gamma + Gamma.mT))
+    keep = evals > evals.abs().max().clamp_min(1.0) * torch.finfo(LD.dtype).eps * LD.shape[0]
+    V, root = V[:, keep], evals[keep].sqrt()
+    G = V * root
+    r = (V.mT @ (LD @ old.beta.detach())) / root
+    return G, r
+
+
+def online_bounds(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
+                  old: InducingPosterior | None = None, jitter_log: JitterLog | None = None) -> OnlineBounds:
+    """L̂ for every prefix of ``Z`` and Û for all of ``Z`` (paper 001 eqs. 8 and after 17, appendix H).
+
+    One Cholesky of K_ZZ and of D serves all prefixes: the first m rows of L_Z⁻¹ K_Z· and the leading m×m
+    block of chol(D) are those of the m-point problem. Cost O((N + Ma) M² + M³). ``old`` is the summary q(u)
+    of the previous batches (an :class:`~onlinegp.posterior.InducingPosterior` with L_u under the old θ).
+    """
+    n, M = X.shape[0], Z.shape[0]
+    dtype = Z.dtype
+    eye = torch.eye(M, dtype=dtype, device=Z.device)
+    Lb = cholesky(kuu(kernel, Z), jitter_log)
+    Af = trisolve(Lb, dense(kernel, Z, X))                             # L_b⁻¹ K_bf
+    D = eye + Af @ Af.mT / noise
+    c = Af @ y / noise
+    trace_f = diagonal(kernel, X).sum() - Af.pow(2).sum(1).cumsum(0)
+    zero = torch.zeros((), dtype=dtype)
+    const = -0.5 * n * (LOG2PI + noise.log()) - 0.5 * (y @ y) / noise
+    weighted_a, trace_a = zero.expand(M), zero.expand(M)
+    J = r = None
+    if old is not None:
+        Lu = old.Lu.detach()
+        G, r = _whitened_summary(old)
+        Kub = kuv(kernel, old.Z, Z)
+        W = trisolve(Lu, Kub)                                          # L_u⁻¹ K_ub
+        Ab = trisolve(Lb, Kub.mT)                                      # L_b⁻¹ K_ba (rows: prefixes)
+        J = G.mT @ trisolve(Lb, W.mT).mT                               # Gᵀ L_u⁻¹ K_ab L_b⁻ᵀ
+        D = D + J.mT @ J
+        c = c + J.mT @ r
+        Kaa = kuu(kernel, old.Z)
+        Ga = trisolve(Lu, trisolve(Lu, Kaa).mT)                         # L_u⁻¹ K_aa L_u⁻ᵀ
+        weighted_a = (G * (Ga @ G)).sum() - J.pow(2).sum(0).cumsum(0)  # tr(Λ (K_aa − Q_aa))
+        trace_a = Kaa.diagonal().sum() - Ab.pow(2).sum(1).cumsum(0)
+        const = const + old.LW.detach().diagonal().log().sum() - 0.5 * old.beta.detach().pow(2).sum()
+    LD = cholesky(0.5 * (D + D.mT), jitter_log)
+    v = trisolve(LD, c)
+    logdet = LD.diagonal().log().cumsum(0)
+    lower = const - logdet + 0.5 * v.pow(2).cumsum(0) - 0.5 * weighted_a - 0.5 * trace_f / noise
+
+    t = (trace_f[-1] + trace_a[-1]).clamp_min(0.0)
+    s = noise + t
+    Dh = eye + Af @ Af.mT / s
+    ch = Af @ y / s
+    upper = -0.5 * n * (LOG2PI + noise.log()) - 0.5 * (y @ y) / s - logdet[-1]
+    if old is not None:
+        H = trisolve(Lu, G, transpose=True)                             # L_u⁻ᵀ G
+        Lt = cholesky(torch.eye(H.shape[1], dtype=dtype) + t * H.mT @ H, jitter_log)
+        Jt, rt = trisolve(Lt, J), trisolve(Lt, r)
+        Dh = Dh + Jt.mT @ Jt
+        ch = ch + Jt.mT @ rt
+        upper = upper + 0.5 * (r @ r - rt @ rt) + old.LW.detach().diagonal().log().sum() \
+            - 0.5 * old.beta.detach().pow(2).sum()
+    vh = trisolve(cholesky(0.5 * (Dh + Dh.mT), jitter_log), ch)
+    upper = upper + 0.5 * (vh @ vh)
+    return OnlineBounds(lower=lower, upper=upper, trace_f=trace_f, trace_a=trace_a)
+
+
+def online_upper_bound(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
+                       old: InducingPosterior | None = None, jitter_log: JitterLog | None = None) -> Tensor:
+    """Paper 001's online upper bound Û(M) on the batch (X, y) with inducing inputs Z (M = len(Z))."""
+    return online_bounds(kernel, noise, Z, X, y, old, jitter_log).upper
+
+
+def noise_log_lik(y: Tensor, mean: float, var: float) -> Tensor:
+    """L_noise = Σ log N(y_n; ȳ, s²) (paper 001 eq. 20): the code length of the batch under independent noise."""
+    return -0.5 * (y.shape[0] * (LOG2PI + math.log(var)) + (y - mean).pow(2).sum() / var)

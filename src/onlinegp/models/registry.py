@@ -16,6 +16,7 @@ from .osvgp import OSVGP
 from .poam import FULL, PAM, POAM
 from .poam_ablations import OnlineELBO, VarSSGP
 from .wiski import WISKI
+from .vips import VIPS, ConditionalVarianceGP, OIPSGP
 
 MODELS: dict[str, tuple[Callable[..., OnlineGP], str]] = {
     "poam": (POAM, "POAM: pivoted-Cholesky Z, projected terms, analytic q(u), Adam M-step (paper 000)"),
@@ -33,6 +34,9 @@ MODELS: dict[str, tuple[Callable[..., OnlineGP], str]] = {
     "osvgp": (OSVGP, "O-SVGP: uncollapsed streaming SVGP, β-tempered KL terms, mini-batch Adam (paper 002 app. B)"),
     "var-ssgp": (VarSSGP, "POAM ablation: SSGP's variational update"),
     "online-elbo": (OnlineELBO, "POAM ablation: M-step on SSGP's online bound"),
+    "vips": (VIPS, "VIPS: OSGPR that sizes itself by the online upper/lower bound gap, L-BFGS on θ (paper 001)"),
+    "conditional-variance": (ConditionalVarianceGP, "OSGPR with Conditional Variance Z: greedy until tr(K − Q) ≤ η (paper 001)"),
+    "oips": (OIPSGP, "OSGPR with OIPS Z: add x when max_z k(x, z) < ρ (paper 001 baseline)"),
     "wiski": (WISKI, "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point (paper 002)"),
     "exact": (ExactGP, "exact GP refit on all data (O(N³) baseline)"),
 }

@@ -1,0 +1,83 @@
+"""VIPS: an online sparse GP that decides its own size (paper 001, "How big is big enough?").
+
+VIPS is OSGPR (Bui et al. 2017; :class:`~onlinegp.models.osgpr.OSGPR`) with the VIPS selector
+(:class:`~onlinegp.inducing.VIPS`): per batch, keep the old inducing inputs, add new inputs by greedy variance
+until Û(M) − L̂(M_b) ≤ δ |Û(M) − L_noise|, then fit θ by L-BFGS on the online lower bound L̂ (eq. 8) with the
+locations fixed. The baselines of paper 001 Table 1 differ only in the selector: Conditional Variance
+(tr(K − Q) ≤ η over [Z; X]) and OIPS (add x when max_z k(x, z) < ρ).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..base import PhaseTimer
+from ..inducing import OIPS, ConditionalVariance
+from ..inducing import VIPS as VIPSSelector
+from ..posterior import InducingPosterior
+from .osgpr import OSGPR
+
+
+class VIPS(OSGPR):
+    """OSGPR + VIPS inducing-point selection (paper 001 Algorithm 1), θ by L-BFGS on the online bound.
+
+    Args:
+        input_dim: D.
+        delta: δ, the fraction of the batch's information (relative to a noise code) the model may leave
+            uncaptured (default 0.05).
+        max_new: at most this many greedy picks of each batch enter Û(M) (all of the batch when smaller).
+        kernel: 'rbf' (default, squared exponential with ARD), or any name/kernel OSGPR accepts.
+        optimizer, num_steps, noise, x_bounds, y_stats, seed, dtype, kernel_options: as :class:`OSGPR`.
+
+    ``update`` reports the selection in ``extra``: points added, Û, L̂ at the chosen size, L_noise and α.
+    """
+
+    _dynamic = OSGPR._dynamic + ("target_moments",)
+
+    def __init__(self, input_dim: int, delta: float = 0.05, max_new: int = 2000, kernel: Any = "rbf",
+                 optimizer: str = "lbfgs", num_steps: int | None = None, **kwargs: Any):
+        if "inducing" in kwargs:
+            raise ValueError("VIPS chooses its own inducing inputs; use OSGPR(inducing=...) for another selector")
+        super().__init__(input_dim, kernel=kernel, inducing=VIPSSelector(delta, max_new), optimizer=optimizer,
+                         num_steps=num_steps, **kwargs)
+        self.target_moments = torch.zeros(3, dtype=self.dtype)   # count, sum, sum of squares (scaled targets)
+        self._batch_targets: Tensor | None = None
+
+    def vips_context(self, X: Tensor) -> tuple[Tensor, InducingPosterior | None, Tensor, tuple[float, float]]:
+        """What the VIPS selector needs: batch targets, old summary q(u), σ², and ȳ, s² over all targets so far."""
+        if self._batch_targets is None or self._batch_targets.shape[0] != X.shape[0]:
+            raise ValueError("vips_context is only available while VIPS.update absorbs a batch")
+        n, s, ss = (float(v) for v in self.target_moments)
+        mean = s / n
+        var = ss / n - mean**2 if n > 1 else 1.0
+        return self._batch_targets, self.summary, self.noise.detach(), (mean, var if var > 0 else 1.0)
+
+    def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
+        self.target_moments = self.target_moments + torch.stack([torch.tensor(float(ys.shape[0]), dtype=ys.dtype),
+                                                                 ys.sum(), ys.pow(2).sum()])
+        self._batch_targets = ys
+        try:
+            info = super()._update(xs, ys, timer)
+        finally:
+            self._batch_targets = None
+        step = self.selector.last
+        info.update(num_added=step.num_added, upper_bound=step.upper, lower_bound_at_selection=step.lower,
+                    noise_log_lik=step.noise_log_lik, alpha=step.alpha)
+        return info
+
+
+class ConditionalVarianceGP(OSGPR):
+    """OSGPR whose inducing inputs come from Conditional Variance (greedy variance until tr(K − Q) ≤ η)."""
+
+    def __init__(self, input_dim: int, eta: float = 0.1, kernel: Any = "rbf", **kwargs: Any):
+        super().__init__(input_dim, kernel=kernel, inducing=ConditionalVariance(eta), **kwargs)
+
+
+class OIPSGP(OSGPR):
+    """OSGPR whose inducing inputs come from OIPS (add x when max_z k(x, z) < ρ)."""
+
+    def __init__(self, input_dim: int, rho: float = 0.8, kernel: Any = "rbf", **kwargs: Any):
+        super().__init__(input_dim, kernel=kernel, inducing=OIPS(rho), **kwargs)
