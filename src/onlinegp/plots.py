@@ -98,7 +98,8 @@ def animate_maps(frames: Sequence[dict], truth: np.ndarray, extent: Sequence[flo
     im_mean = _image(axes[1], frames[0]["mean"], extent, "predicted mean", vmin=vmin, vmax=vmax)
     im_std = _image(axes[2], frames[0]["std"], extent, "predictive std", cmap="viridis", vmin=0.0, vmax=smax)
     lines = [ax.plot([], [], "-", color="k", lw=0.6)[0] for ax in axes[1:]]
-    heading = fig.suptitle("")
+    heading = fig.suptitle(" ")
+    fig.tight_layout()
     writer = PillowWriter(fps=fps)
     with writer.saving(fig, str(path), dpi):
         for f in frames:
@@ -174,6 +175,111 @@ def plot_lengthscale_grid(truths: dict[str, tuple[np.ndarray, Sequence[float]]],
             ax.set_ylim(extent[2], extent[3])
     for ax in axes.flat:
         ax.title.set_fontsize(8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_toy_ensembles(panels: dict[str, dict[str, np.ndarray]], path: str | Path, dpi: int = 100) -> Path:
+    """Paper 004 Fig. 1: per ensemble, the 1-D training data and the predictive mean ± 2 std, coloured by the local
+    model that predicts there. ``panels[label]`` holds arrays ``x, mean, std, model, train_x, train_y``."""
+    path = Path(path)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.8 * len(panels)), squeeze=False, sharex=True)
+    for ax, (label, p) in zip(axes[:, 0], panels.items()):
+        ax.plot(p["train_x"], p["train_y"], ".", color="0.6", ms=2, label="training data")
+        models = np.unique(p["model"])
+        colours = plt.cm.tab20(np.linspace(0, 1, max(len(models), 2)))
+        for c, j in zip(colours, models):
+            m = np.ma.masked_where(p["model"] != j, p["mean"])
+            ax.plot(p["x"], m, "-", color=c, lw=1.6)
+            ax.fill_between(p["x"], p["mean"] - 2 * p["std"], p["mean"] + 2 * p["std"], where=p["model"] == j,
+                            color=c, alpha=0.2, lw=0)
+        ax.set_title(f"{label}: {len(models)} model(s) predicting", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("x")
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_models_tradeoff(rows: Sequence[dict], path: str | Path, title: str = "", dpi: int = 100) -> Path:
+    """Paper 004 Fig. 2: RMSE and training rate (samples/s) against the number of local models, a line per method
+    (rows hold ``method, num_models, rmse, rate``, e.g. one per threshold of a sweep)."""
+    path = Path(path)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for i, method in enumerate(dict.fromkeys(r["method"] for r in rows)):
+        pts = sorted((r["num_models"], r["rmse"], r["rate"]) for r in rows if r["method"] == method)
+        n, err, rate = (np.array(v, dtype=np.float64) for v in zip(*pts))
+        for ax, v in zip(axes, (err, rate)):
+            ax.plot(n, v, "o-", color=plt.cm.tab10(i), label=method, ms=4)
+    for ax, ylabel in zip(axes, ("RMSE", "training rate (samples/s)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("number of models")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_rmse_curves(rows: Sequence[dict], path: str | Path, labels: dict[str, str] | None = None,
+                     dpi: int = 100) -> Path:
+    """Paper 004 Fig. 3: test RMSE as training batches arrive, a panel per dataset and a line per method
+    (rows hold ``dataset, method`` and ``curve``, a list of ``{num_data, rmse}``)."""
+    path = Path(path)
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.8 * len(datasets), 3.2), squeeze=False)
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    for ax, d in zip(axes[0], datasets):
+        for r in rows:
+            if r["dataset"] == d and r["curve"]:
+                ax.plot([c["num_data"] for c in r["curve"]], [c["rmse"] for c in r["curve"]], "o-", ms=3,
+                        color=plt.cm.tab10(methods.index(r["method"])),
+                        label=(labels or {}).get(r["method"], r["method"]))
+        ax.set_title(d, fontsize=9)
+        ax.set_xlabel("training samples")
+        ax.set_ylabel("RMSE")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_panel_curves(rows: Sequence[dict], path: str | Path, y_keys: Sequence[str], x_key: str = "num_data",
+                      panel_key: str = "dataset", line_key: str = "model", log_keys: Sequence[str] = (),
+                      title: str = "", dpi: int = 100) -> Path:
+    """Curves of each ``y_key`` (a row of panels each) against ``x_key``: a column per ``panel_key`` value and a
+    line per ``line_key`` value; rows are flat dicts (one point each). Keys in ``log_keys`` get a log axis."""
+    path = Path(path)
+    panels = list(dict.fromkeys(r[panel_key] for r in rows))
+    lines = list(dict.fromkeys(r[line_key] for r in rows))
+    fig, axes = plt.subplots(len(y_keys), len(panels), figsize=(3.8 * len(panels), 2.9 * len(y_keys)), squeeze=False)
+    for j, p in enumerate(panels):
+        for i, k in enumerate(y_keys):
+            ax = axes[i, j]
+            for name in lines:
+                pts = [(r[x_key], r[k]) for r in rows if r[panel_key] == p and r[line_key] == name
+                       and r.get(k) is not None and np.isfinite(r[k])]
+                if pts:
+                    x, y = zip(*pts)
+                    ax.plot(x, y, "-", lw=1.2, color=plt.cm.tab10(lines.index(name) % 10), label=str(name))
+            if k in log_keys:
+                ax.set_yscale("log")
+            ax.set_title(f"{p}: {k}", fontsize=9)
+            ax.set_xlabel(x_key.replace("_", " "))
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
