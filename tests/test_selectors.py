@@ -1,0 +1,122 @@
+"""Adaptive-size selectors: Conditional Variance, OIPS and VIPS follow their rules; names; POAM accepts VIPS."""
+
+import numpy as np
+import pytest
+import torch
+
+from onlinegp import POAM
+from onlinegp.inducing import (OIPS, SELECTORS, VIPS, ConditionalVariance, make_selector, residual_traces)
+from onlinegp.kernels import dense, diagonal, make_kernel
+from onlinegp.objectives import noise_log_lik, online_bounds
+from onlinegp.posterior import InducingPosterior, kuu
+
+D = torch.float64
+
+
+def data(n, dim=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, dim, dtype=D, generator=g) * 2 - 1
+    return X, torch.sin(3 * X[:, 0]) * torch.cos(2 * X[:, -1]) + 0.05 * torch.randn(n, dtype=D, generator=g)
+
+
+@torch.no_grad()
+def dense_trace(kernel, Z, C):
+    Kzc = dense(kernel, Z, C)
+    return float(diagonal(kernel, C).sum() - (Kzc * torch.linalg.solve(kuu(kernel, Z), Kzc)).sum())
+
+
+@pytest.mark.parametrize("eta", [0.5, 0.1, 0.01])
+def test_conditional_variance_stops_at_first_prefix_below_eta(eta):
+    k = make_kernel("rbf", 2, D, lengthscale=0.3)
+    Zold, _ = data(15, seed=1)
+    X, _ = data(200, seed=2)
+    Z = ConditionalVariance(eta)(k, Zold, X)
+    C = torch.cat([Zold, X])
+    assert dense_trace(k, Z, C) <= eta + 1e-9
+    assert dense_trace(k, Z[:-1], C) > eta                              # one point fewer breaks the rule
+    assert all(bool((C == z).all(1).any()) for z in Z)                  # chosen from the pool [Z_old; X]
+    Zs = ConditionalVariance(eta)(k, None, X)
+    assert dense_trace(k, Zs, X) <= eta + 1e-9 < dense_trace(k, Zs[:-1], X)
+
+
+def test_residual_traces_match_dense():
+    k = make_kernel("matern32", 2, D, lengthscale=0.4)
+    C, _ = data(80, seed=3)
+    idx = torch.tensor([5, 17, 2, 40, 61])
+    tr = residual_traces(k, C, idx)
+    for m in range(1, 6):
+        assert float(tr[m - 1]) == pytest.approx(dense_trace(k, C[idx[:m]], C), rel=1e-8, abs=1e-8)
+
+
+@pytest.mark.parametrize("rho", [0.5, 0.8, 0.95])
+def test_oips_adds_exactly_the_points_uncorrelated_with_the_set_so_far(rho):
+    k = make_kernel("rbf", 2, D, lengthscale=0.25)
+    k.outputscale = 2.0                                                 # the rule uses correlations
+    Zold, _ = data(6, seed=4)
+    X, _ = data(120, seed=5)
+    Z = OIPS(rho)(k, Zold, X)
+    assert torch.equal(Z[:6], Zold)                                     # old inducing inputs kept
+    corr = lambda A, B: (dense(k, A, B) / 2.0).detach().numpy()         # unit-variance correlation
+    chosen = Zold
+    for x in X:                                                         # replay the rule in stream order
+        if corr(x[None], chosen).max() < rho:
+            chosen = torch.cat([chosen, x[None]])
+    assert torch.equal(Z, chosen)
+    new = Z[6:]
+    c = corr(new, new) - np.eye(len(new))
+    assert c.max() < rho
+
+
+def test_vips_selector_keeps_old_points_and_stops_where_the_rule_says():
+    k = make_kernel("rbf", 2, D, lengthscale=0.3)
+    s2 = torch.tensor(0.01, dtype=D)
+    Xo, yo = data(60, seed=6)
+    Zold = Xo[:12]
+    K = dense(k, Zold, Xo)
+    old = InducingPosterior.from_terms(k, Zold, K @ yo / s2, K @ K.T / s2)
+    X, y = data(150, seed=7)
+
+    class Model:                                                        # the context a model provides
+        def vips_context(self, X_):
+            return y, old, s2, (float(yo.mean()), float(yo.var()))
+
+    sel = VIPS(delta=0.05)
+    Z = sel(k, Zold, X, model=Model())
+    assert torch.equal(Z[:12], Zold) and Z.shape[0] > 12
+    step = sel.last
+    m = Z.shape[0]
+    assert step.num_old == 12 and step.num_added == m - 12
+    b = online_bounds(k, s2, Z, X, y, old)
+    l_noise = float(noise_log_lik(y, float(yo.mean()), float(yo.var())))
+    assert step.noise_log_lik == pytest.approx(l_noise)
+    assert step.alpha == pytest.approx(0.05 * abs(step.upper - l_noise))
+    assert step.upper - float(b.lower[-1]) <= step.alpha + 1e-9         # rule met at M_b
+    if m > 13:
+        assert step.upper - float(b.lower[-2]) > step.alpha             # and not one point earlier
+    tighter = VIPS(delta=0.005)(k, Zold, X, model=Model())
+    assert tighter.shape[0] >= m
+
+
+def test_selector_names_and_errors():
+    assert {"vips", "conditional-variance", "oips"} <= set(SELECTORS)
+    assert isinstance(make_selector("vips"), VIPS) and isinstance(make_selector("oips", 100), OIPS)
+    for bad in (lambda: VIPS(delta=0), lambda: OIPS(rho=1.5), lambda: ConditionalVariance(eta=-1)):
+        with pytest.raises(ValueError):
+            bad()
+    with pytest.raises(ValueError, match="needs the model"):
+        VIPS()(make_kernel("rbf", 1, D), None, torch.zeros(3, 1, dtype=D))
+
+
+def test_poam_with_vips_grows_with_an_expanding_domain():
+    """POAM takes the VIPS selector (bound computed from its projected terms) and sizes itself."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.sort(torch.rand(400, dtype=D, generator=g) * 10).values[:, None]
+    y = torch.sin(2 * x[:, 0]) + torch.cos(5 * x[:, 0]) + 0.3 * torch.randn(400, dtype=D, generator=g)
+    model = POAM(1, kernel="rbf", inducing=VIPS(), num_steps=0, x_bounds=[[0.0], [10.0]],
+                 kernel_options={"lengthscale": 0.1}, noise=0.09)
+    sizes = [model.update(x[i:i + 40], y[i:i + 40]).num_inducing for i in range(0, 400, 40)]
+    steps = np.diff(sizes)
+    assert (steps > 0).all() and sizes[-1] >= 5 * sizes[0]
+    grid = torch.linspace(0.5, 9.5, 100, dtype=D)[:, None]
+    err = model.predict(grid).mean - (torch.sin(2 * grid[:, 0]) + torch.cos(5 * grid[:, 0]))
+    assert float(err.pow(2).mean().sqrt()) < 0.2
