@@ -85,7 +85,8 @@ def _poam_bench(kind: str, out: str, workers: int, backend: str, address: str | 
         raise typer.BadParameter(str(err)) from err
     if not quiet and "summary_md" in report.files:
         typer.echo(report.files["summary_md"].read_text())
-    typer.echo(report.describe(), err=bool(report.sweep.failed) or quiet)
+    if report.sweep.failed or not quiet:
+        typer.echo(report.describe(), err=bool(report.sweep.failed))
     if report.sweep.failed:
         raise typer.Exit(1)
 
