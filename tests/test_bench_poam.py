@@ -101,6 +101,24 @@ def test_failing_mission_is_reported_and_others_complete(tmp_path):
     assert table["poam"]["smse_mean"] == pytest.approx(hand_summary(tmp_path, [specs[0].run_id], "smse")["mean"])
 
 
+def test_interrupted_mission_resumes_to_the_uninterrupted_result(tmp_path):
+    from onlinegp.rig.mission import MissionConfig, open_mission, run_mission
+
+    exp = poam.Experiment("t", "t", ["valley-ridges"], ["poam"], [0],
+                          {k: v for k, v in TINY.items() if k not in ("envs", "methods", "seeds")})
+    specs = exp.specs()
+    run_sweep(specs, poam.mission_job, tmp_path / "whole", RunnerOptions(quiet=True, threads=1))
+    cut = tmp_path / "cut" / specs[0].run_id  # a sweep killed after the first epoch of this mission
+    partial = run_mission(open_mission(MissionConfig(**specs[0].config), cut), cut, quiet=True, stop_after_epochs=1)
+    assert not partial.completed and not is_finished(cut)
+    resumed = run_sweep(specs, poam.mission_job, tmp_path / "cut", RunnerOptions(quiet=True, threads=1))
+    assert resumed.runs[0].status == "done"
+    whole = poam.read_metrics_csv(tmp_path / "whole" / specs[0].run_id / "metrics.csv")
+    again = poam.read_metrics_csv(cut / "metrics.csv")
+    for key in ("num_samples", "smse", "msll", "rmse"):
+        assert whole[key].tolist() == again[key].tolist(), key
+
+
 @pytest.mark.slow
 def test_ray_backend_gives_the_same_summary(tiny_sweep, tmp_path):
     ray = pytest.importorskip("ray")
