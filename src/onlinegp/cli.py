@@ -153,3 +153,60 @@ def bench_poam_robustness(
     """Paper 000 appendix B (Fig. 9): random initialisation and random planner, with FULL."""
     _poam_bench("robustness", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
                 budget=budget, num_inducing=num_inducing, num_steps=num_steps, settings=settings)
+
+
+# ------------------------------------------------------------------------------------------- WISKI (paper 002)
+@bench_app.command("wiski-bo")
+def bench_wiski_bo(
+    functions: str = typer.Option("levy,ackley", "--functions", help="comma-separated: levy, ackley"),
+    models: str = typer.Option("wiski,exact", "--models", help="comma-separated registered models"),
+    iterations: int = typer.Option(20, "--iterations", help="BO iterations (q points each)"),
+    seeds: str = typer.Option("0", "--seeds", help="comma-separated seeds"),
+    grid_size: int = typer.Option(8, "--grid-size", help="WISKI grid points per dimension (m = g³)"),
+    steps: int = typer.Option(5, "--steps", help="Adam steps per BO iteration (50 on the initial points)"),
+    out: str = typer.Option("runs/wiski-bo", "--out", help="output directory"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+) -> None:
+    """Paper 002 §5.3: batch UCB (q = 3) on noisy 3-D Levy and Ackley with WISKI and an exact GP."""
+    from .bench.wiski import run_bo
+
+    run_bo(out, functions=[f for f in functions.split(",") if f], models=[m for m in models.split(",") if m],
+           iterations=iterations, seeds=[int(s) for s in seeds.split(",") if s], grid_size=grid_size, steps=steps,
+           quiet=quiet, log=typer.echo)
+
+
+@bench_app.command("wiski-uci")
+def bench_wiski_uci(
+    datasets: str = typer.Option("skillcraft,elevators,protein,kin40k", "--datasets", help="comma-separated UCI sets"),
+    models: str = typer.Option("wiski,osgpr,osvgp,exact", "--models", help="comma-separated registered models"),
+    max_points: int = typer.Option(500, "--max-points", help="points streamed one at a time after pre-training"),
+    eval_every: int = typer.Option(50, "--eval-every", help="evaluate on the test set every this many points"),
+    max_test: int = typer.Option(1000, "--max-test", help="at most this many test points"),
+    pretrain_steps: int = typer.Option(100, "--pretrain-steps", help="optimiser steps on the 5% pre-training batch"),
+    exact_max: int = typer.Option(3000, "--exact-max", help="run the exact GP only up to this many points"),
+    seed: int = typer.Option(0, "--seed"),
+    out: str = typer.Option("runs/wiski-uci", "--out", help="output directory"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+) -> None:
+    """Paper 002 §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
+    from .bench.wiski import run_uci
+
+    run_uci(out, datasets=[d for d in datasets.split(",") if d], models=[m for m in models.split(",") if m],
+            max_points=max_points, max_test=max_test, eval_every=eval_every, pretrain_steps=pretrain_steps,
+            exact_max=exact_max, seed=seed, quiet=quiet, log=typer.echo)
+
+
+@bench_app.command("wiski-banana")
+def bench_wiski_banana(
+    pretrain_steps: int = typer.Option(100, "--pretrain-steps", help="optimiser steps on the 5% pre-training batch"),
+    eval_every: int = typer.Option(20, "--eval-every", help="evaluate every this many points"),
+    grid_size: int = typer.Option(16, "--grid-size", help="grid points per dimension (m = g²)"),
+    seed: int = typer.Option(0, "--seed"),
+    out: str = typer.Option("runs/wiski-banana", "--out", help="output directory"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+) -> None:
+    """Paper 002 §5.2: online Dirichlet classification on banana with WISKI (accuracy, NLL vs points seen)."""
+    from .bench.wiski import run_banana
+
+    run_banana(out, pretrain_steps=pretrain_steps, eval_every=eval_every, grid_size=grid_size, seed=seed,
+               quiet=quiet, log=typer.echo)

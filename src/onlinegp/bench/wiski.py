@@ -1,0 +1,260 @@
+"""Paper 002's experiments (WISKI, §5): online regression on UCI sets, online Dirichlet classification on banana,
+and batch Bayesian optimisation with qUCB.
+
+* ``run_uci`` (§5.1, Fig. 3): a 90/10 split, inputs min-max to [-1, 1] over the whole set, targets standardised
+  with the training mean and std (all models share this scaling); the first 5% of the (shuffled) training stream
+  pre-trains each model (``pretrain_steps`` steps), then points arrive one at a time with one optimiser step each.
+  Test NLL and RMSE (standardised units) every ``eval_every`` points, and the wall-clock time of every update.
+  WISKI learns its 2-D projection (§4.3); the other models work on all D inputs with their own kernels (the paper
+  gave them the projection too). An exact GP runs only when the stream fits in ``exact_max`` points.
+* ``run_banana`` (§5.2, Fig. 4): the WISKI Dirichlet classifier, 5% pre-training then one point at a time; test
+  accuracy and NLL against points seen, with the hindsight classifier trained on all the data in one batch.
+* ``run_bo`` (§5.3, appendix C.2): noisy 3-D Levy (noise std 10) and Ackley (4) from ``botorch.test_functions``,
+  5 random initial points, then qUCB with q = 3 optimised by ``optimize_acqf`` on WISKI and an exact GP, each
+  updated online with the new batch and ``steps`` Adam steps; the best noise-free value found and the time per
+  iteration (acquisition optimisation + update).
+
+Every run writes config.json, the metrics as CSV and JSON, and a figure to ``out``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..data import load_dataset, train_test_split
+from ..metrics import nlpd, rmse
+from ..models.registry import MODELS, make_model
+from ..models.wiski import WISKIClassifier
+from ..plots import plot_panel_curves
+
+UCI_SETS = ("skillcraft", "elevators", "protein", "kin40k")
+UCI_MODELS = ("wiski", "osgpr", "osvgp", "exact")
+#: per-model options of the streaming comparison: m = 256 everywhere (paper 002 Table C.1), one step per point
+STREAM_OPTIONS: dict[str, dict[str, Any]] = {
+    "wiski": {"grid_size": 16, "lr": 1e-2, "lr_projection": 5e-3},
+    "osgpr": {"num_inducing": 256, "optimizer": "adam", "kernel": "rbf"},
+    "osvgp": {"num_inducing": 256},
+    "exact": {},
+}
+BO_FUNCTIONS = {"levy": ("Levy", 10.0), "ackley": ("Ackley", 4.0)}  # noise std of appendix C.2, Table 2
+
+
+def _write(out: Path, name: str, rows: list[dict], config: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2, default=str))
+    (out / f"{name}.json").write_text(json.dumps(rows, indent=1, default=float))
+    if rows:
+        keys = list(dict.fromkeys(k for r in rows for k in r))
+        with open(out / f"{name}.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+
+
+def _progress(total: int, quiet: bool, description: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=quiet, desc=description, leave=False)
+
+
+def _set_steps(model: Any, steps: int) -> None:
+    for m in getattr(model, "models", [model]):
+        m.num_steps = int(steps)
+
+
+# ---------------------------------------------------------------------------------------------- UCI regression
+def run_uci(out: str | Path, datasets: Sequence[str] = UCI_SETS, models: Sequence[str] = UCI_MODELS,
+            max_points: int = 500, max_test: int = 1000, eval_every: int = 50, pretrain_fraction: float = 0.05,
+            pretrain_steps: int = 100, exact_max: int = 3000, seed: int = 0, quiet: bool = False,
+            log: Callable[[str], None] = print) -> list[dict]:
+    """Online regression (paper 002 §5.1); returns one row per evaluation (dataset, model, num_data, ...)."""
+    out = Path(out)
+    config = {"experiment": "wiski-uci", "datasets": list(datasets), "models": list(models), "max_points": max_points,
+              "max_test": max_test, "eval_every": eval_every, "pretrain_fraction": pretrain_fraction,
+              "pretrain_steps": pretrain_steps, "exact_max": exact_max, "seed": seed, "options": STREAM_OPTIONS}
+    rows: list[dict] = []
+    for name in datasets:
+        ds = load_dataset(name)
+        train, test = train_test_split(ds, seed=seed, test_fraction=0.1)
+        test = test.subsample(max_test, seed=seed)
+        order = np.random.default_rng(seed).permutation(len(train))
+        n0 = max(2, int(math.ceil(pretrain_fraction * len(train))))
+        n_stream = min(max_points, len(train) - n0)
+        X, y = train.tensors()
+        X, y = X[order], y[order]
+        Xt, yt = test.tensors()
+        bounds = torch.stack([torch.as_tensor(ds.X.min(0)), torch.as_tensor(ds.X.max(0))])
+        y_mean, y_std = float(y.mean()), float(y.std())
+        for model_name in models:
+            if model_name not in MODELS:
+                log(f"[wiski-uci] skipping {model_name}: not a registered model")
+                continue
+            if model_name == "exact" and n0 + n_stream > exact_max:
+                log(f"[wiski-uci] skipping exact on {name}: {n0 + n_stream} points > exact_max={exact_max}")
+                continue
+            opts = dict(STREAM_OPTIONS.get(model_name, {}))
+            gp = make_model(model_name, ds.input_dim, x_bounds=bounds, y_stats=(y_mean, y_std), seed=seed, **opts)
+
+            def evaluate(n_seen: int, update_time: float) -> None:
+                pred = gp.predict(Xt)
+                ys, ms, vs = (yt - y_mean) / y_std, (pred.mean - y_mean) / y_std, pred.var_y / y_std ** 2
+                rows.append({"dataset": name, "model": model_name, "num_data": n_seen, "nll": nlpd(ys, ms, vs),
+                             "rmse": rmse(ys, ms), "update_time": update_time})
+
+            _set_steps(gp, pretrain_steps)
+            t0 = time.perf_counter()
+            gp.update(X[:n0], y[:n0])
+            evaluate(n0, time.perf_counter() - t0)
+            _set_steps(gp, 1)
+            times: list[float] = []
+            bar = _progress(n_stream, quiet, f"{name}/{model_name}")
+            for i in range(n0, n0 + n_stream):
+                t0 = time.perf_counter()
+                gp.update(X[i:i + 1], y[i:i + 1])
+                times.append(time.perf_counter() - t0)
+                bar.update(1)
+                if (i + 1 - n0) % eval_every == 0 or i + 1 == n0 + n_stream:
+                    evaluate(i + 1, float(np.median(times[-eval_every:])))
+            bar.close()
+            last = rows[-1]
+            log(f"[wiski-uci] {name:10s} {model_name:6s} n={last['num_data']:6d} nll={last['nll']:.3f} "
+                f"rmse={last['rmse']:.3f} median update {1e3 * float(np.median(times)):.1f} ms")
+    _write(out, "metrics", rows, config)
+    if rows:
+        plot_panel_curves(rows, out / "uci.png", ("nll", "rmse", "update_time"), log_keys=("update_time",),
+                          title="WISKI online regression (paper 002 Fig. 3)")
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- classification
+def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps: int = 100, hindsight_steps: int = 200,
+               eval_every: int = 20, max_test: int = 2000, grid_size: int = 16, lr: float = 5e-3, seed: int = 0,
+               quiet: bool = False, log: Callable[[str], None] = print) -> list[dict]:
+    """Online Dirichlet classification on banana (paper 002 §5.2); one row per evaluation."""
+    out = Path(out)
+    config = {"experiment": "wiski-banana", "pretrain_fraction": pretrain_fraction, "pretrain_steps": pretrain_steps,
+              "hindsight_steps": hindsight_steps, "eval_every": eval_every, "max_test": max_test,
+              "grid_size": grid_size, "lr": lr, "seed": seed}
+    train, test = load_dataset("banana", split="train"), load_dataset("banana", split="test").subsample(max_test, seed)
+    X, labels = train.tensors()
+    order = torch.as_tensor(np.random.default_rng(seed).permutation(len(train)))
+    X, labels = X[order], labels[order].long()
+    Xt, lt = test.tensors()
+    lt = lt.long()
+    bounds = torch.stack([torch.as_tensor(np.minimum(train.X.min(0), test.X.min(0))),
+                          torch.as_tensor(np.maximum(train.X.max(0), test.X.max(0)))])
+    n0 = max(2, int(math.ceil(pretrain_fraction * len(train))))
+    rows: list[dict] = []
+
+    def evaluate(clf: WISKIClassifier, model: str, n_seen: int, update_time: float) -> None:
+        proba = clf.predict_proba(Xt)
+        acc = float((clf.predict(Xt) == lt).double().mean())
+        nll = float(-proba.gather(1, lt[:, None]).clamp_min(1e-12).log().mean())
+        rows.append({"dataset": "banana", "model": model, "num_data": n_seen, "accuracy": acc, "nll": nll,
+                     "update_time": update_time})
+
+    def classifier(steps: int) -> WISKIClassifier:
+        clf = WISKIClassifier(2, 2, grid_size=grid_size, lr=lr, x_bounds=bounds, seed=seed)
+        _set_steps(clf, steps)
+        return clf
+
+    hindsight = classifier(hindsight_steps)
+    t0 = time.perf_counter()
+    hindsight.update(X, labels)
+    evaluate(hindsight, "wiski-hindsight", len(train), time.perf_counter() - t0)
+    clf = classifier(pretrain_steps)
+    t0 = time.perf_counter()
+    clf.update(X[:n0], labels[:n0])
+    evaluate(clf, "wiski", n0, time.perf_counter() - t0)
+    _set_steps(clf, 1)
+    times: list[float] = []
+    bar = _progress(len(train) - n0, quiet, "banana/wiski")
+    for i in range(n0, len(train)):
+        t0 = time.perf_counter()
+        clf.update(X[i:i + 1], labels[i:i + 1])
+        times.append(time.perf_counter() - t0)
+        bar.update(1)
+        if (i + 1 - n0) % eval_every == 0 or i + 1 == len(train):
+            evaluate(clf, "wiski", i + 1, float(np.median(times[-eval_every:])))
+    bar.close()
+    rows.append({**rows[0], "num_data": len(train)})  # the hindsight level at the end of the x-axis, for the plot
+    rows[0] = {**rows[0], "num_data": n0}
+    log(f"[wiski-banana] online accuracy {rows[-2]['accuracy']:.3f} nll {rows[-2]['nll']:.3f}; hindsight accuracy "
+        f"{rows[-1]['accuracy']:.3f} nll {rows[-1]['nll']:.3f}; median update {1e3 * float(np.median(times)):.1f} ms")
+    _write(out, "metrics", rows, config)
+    plot_panel_curves(rows, out / "banana.png", ("accuracy", "nll"), title="WISKI Dirichlet classification (paper 002 Fig. 4)")
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- Bayesian optimisation
+def run_bo(out: str | Path, functions: Sequence[str] = ("levy", "ackley"), models: Sequence[str] = ("wiski", "exact"),
+           iterations: int = 20, q: int = 3, n_init: int = 5, seeds: Sequence[int] = (0,), init_steps: int = 50,
+           steps: int = 5, grid_size: int = 8, beta: float = 2.0, num_restarts: int = 4, raw_samples: int = 64,
+           mc_samples: int = 128, quiet: bool = False, log: Callable[[str], None] = print) -> list[dict]:
+    """Batch UCB (paper 002 §5.3); one row per iteration (function, model, seed, iteration, best, times)."""
+    from botorch import test_functions
+    from botorch.acquisition import qUpperConfidenceBound
+    from botorch.optim import optimize_acqf
+    from botorch.sampling import SobolQMCNormalSampler
+
+    from ..botorch import OnlineGPModel
+
+    out = Path(out)
+    config = {"experiment": "wiski-bo", "functions": list(functions), "models": list(models), "iterations": iterations,
+              "q": q, "n_init": n_init, "seeds": list(seeds), "init_steps": init_steps, "steps": steps,
+              "grid_size": grid_size, "beta": beta, "num_restarts": num_restarts, "raw_samples": raw_samples,
+              "mc_samples": mc_samples}
+    rows: list[dict] = []
+    bar = _progress(len(functions) * len(models) * len(seeds) * iterations, quiet, "wiski-bo")
+    for fname in functions:
+        if fname not in BO_FUNCTIONS:
+            raise ValueError(f"unknown test function {fname!r}; choose from {', '.join(BO_FUNCTIONS)}")
+        cls, noise_std = BO_FUNCTIONS[fname]
+        f = getattr(test_functions, cls)(dim=3, noise_std=noise_std, negate=True).to(torch.float64)
+        bounds = f.bounds.to(torch.float64)
+        for seed in seeds:
+            g = torch.Generator().manual_seed(int(seed))
+            X0 = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(n_init, 3, dtype=torch.float64, generator=g)
+            torch.manual_seed(int(seed))
+            Y0 = f(X0)
+            for model_name in models:
+                opts = {"grid_size": grid_size} if model_name == "wiski" else {}
+                gp = make_model(model_name, 3, x_bounds=bounds, seed=int(seed), **opts)
+                _set_steps(gp, init_steps)
+                gp.update(X0, Y0)
+                _set_steps(gp, steps)
+                X_all = X0.clone()
+                torch.manual_seed(int(seed) + 1)
+                for it in range(1, iterations + 1):
+                    t0 = time.perf_counter()
+                    acqf = qUpperConfidenceBound(OnlineGPModel(gp), beta=beta,
+                                                 sampler=SobolQMCNormalSampler(torch.Size([mc_samples]), seed=it))
+                    cand, _ = optimize_acqf(acqf, bounds=bounds, q=q, num_restarts=num_restarts,
+                                            raw_samples=raw_samples, options={"maxiter": 100})
+                    t1 = time.perf_counter()
+                    gp.update(cand, f(cand))
+                    t2 = time.perf_counter()
+                    X_all = torch.cat([X_all, cand])
+                    best = float(f(X_all, noise=False).max())  # noise-free, negated: maximised
+                    rows.append({"function": fname, "model": model_name, "seed": int(seed),
+                                 "run": f"{model_name}/seed{seed}", "iteration": it,
+                                 "num_data": X_all.shape[0], "best": best, "acquisition_time": t1 - t0,
+                                 "update_time": t2 - t1, "time": t2 - t0})
+                    bar.update(1)
+                last = rows[-1]
+                log(f"[wiski-bo] {fname:6s} {model_name:6s} seed {seed}: best {last['best']:.3f} after "
+                    f"{last['num_data']} evaluations, mean {np.mean([r['time'] for r in rows[-iterations:]]):.2f} s/iter")
+    bar.close()
+    _write(out, "metrics", rows, config)
+    if rows:
+        plot_panel_curves(rows, out / "bo.png", ("best", "time"), x_key="iteration", panel_key="function", line_key="run",
+                          title="Batch UCB (q = 3) on noisy 3-D test functions (paper 002 §5.3)")
+    return rows
