@@ -183,7 +183,7 @@ def bench_wiski_uci(
     eval_every: int = typer.Option(50, "--eval-every", help="evaluate on the test set every this many points"),
     max_test: int = typer.Option(1000, "--max-test", help="at most this many test points"),
     pretrain_steps: int = typer.Option(100, "--pretrain-steps", help="optimiser steps on the 5% pre-training batch"),
-    exact_max: int = typer.Option(3000, "--exact-max", help="run the exact GP only up to this many points"),
+    exact_max: int = typer.Option(1500, "--exact-max", help="run the exact GP only up to this many points"),
     seed: int = typer.Option(0, "--seed"),
     out: str = typer.Option("runs/wiski-uci", "--out", help="output directory"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),

@@ -73,7 +73,7 @@ def _set_steps(model: Any, steps: int) -> None:
 # ---------------------------------------------------------------------------------------------- UCI regression
 def run_uci(out: str | Path, datasets: Sequence[str] = UCI_SETS, models: Sequence[str] = UCI_MODELS,
             max_points: int = 500, max_test: int = 1000, eval_every: int = 50, pretrain_fraction: float = 0.05,
-            pretrain_steps: int = 100, exact_max: int = 3000, seed: int = 0, quiet: bool = False,
+            pretrain_steps: int = 100, exact_max: int = 1500, seed: int = 0, quiet: bool = False,
             log: Callable[[str], None] = print) -> list[dict]:
     """Online regression (paper 002 §5.1); returns one row per evaluation (dataset, model, num_data, ...)."""
     out = Path(out)

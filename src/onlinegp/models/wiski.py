@@ -99,6 +99,13 @@ class CubicGrid:
             val = (val.unsqueeze(-1) * w.unsqueeze(1)).reshape(n, -1)
         return idx, val, int(clamped.sum())
 
+    def sparse(self, x: Tensor) -> Tensor:
+        """W as a sparse COO n × m matrix (differentiable in its values)."""
+        idx, val, _ = self.weights(x)
+        rows = torch.arange(x.shape[0]).unsqueeze(-1).expand_as(idx)
+        return torch.sparse_coo_tensor(torch.stack([rows.reshape(-1), idx.reshape(-1)]), val.reshape(-1),
+                                       (x.shape[0], self.size), check_invariants=False)
+
     def dense(self, x: Tensor) -> Tensor:
         """The dense n × m interpolation matrix W (for tests and small problems)."""
         idx, val, _ = self.weights(x)
@@ -320,11 +327,9 @@ class WISKI(OnlineGP):
                 "noise": float(self.noise.detach())}
 
     def _predict(self, xs: Tensor, full_cov: bool):
-        idx, val, _ = self.grid.weights(self.features(xs))
-        mean = (val * self.alpha[idx]).sum(-1)
-        chunk = max(1, 2_000_000 // (idx.shape[1] * self.R.shape[1]))
-        Rw = torch.cat([torch.einsum("nk,nkr->nr", val[i:i + chunk], self.R[idx[i:i + chunk]])
-                        for i in range(0, xs.shape[0], chunk)])
+        Ws = self.grid.sparse(self.features(xs))
+        mean = torch.sparse.mm(Ws, self.alpha.unsqueeze(-1)).squeeze(-1)
+        Rw = torch.sparse.mm(Ws, self.R)                  # rows (Rᵀ w*)ᵀ: O(4^d r) per point
         if full_cov:
             cov = Rw @ Rw.mT
             return mean, cov.diagonal().clone(), cov
