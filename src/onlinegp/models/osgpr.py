@@ -128,8 +128,8 @@ class OSGPR(OnlineGP):
             if not bool(torch.isfinite(value)):
                 return value.detach()
             value.backward()
-            if float(value) < best[0]:
-                best[0], best[1] = float(value), [p.detach().clone() for p in params]
+            if float(value.detach()) < best[0]:
+                best[0], best[1] = float(value.detach()), [p.detach().clone() for p in params]
             return value
 
         lbfgs = torch.optim.LBFGS(params, lr=1.0, max_iter=self.num_steps, history_size=20,

@@ -1,0 +1,305 @@
+"""OSGPR (SSGP, SSGP++, O-SGPR) and POAM's SSGP ablations against batch SGPR and dense formulas of Bui et al."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import state_equal
+from onlinegp import POAM
+from onlinegp.inducing import Fixed, Resample
+from onlinegp.kernels import dense, diagonal
+from onlinegp.models.osgpr import OSGPR
+from onlinegp.models.poam_ablations import OnlineELBO, VarSSGP
+from onlinegp.models.registry import make_model
+from onlinegp.objectives import online_terms, sgpr_bound
+from onlinegp.posterior import kuu
+
+D = torch.float64
+BOUNDS = [[-2, -2], [2, 2]]  # scaled inputs are X / 2
+
+
+def toy(n=300, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, 2, dtype=D, generator=g) * 4 - 2
+    y = torch.sin(2 * X[:, 0]) * torch.cos(X[:, 1]) + 0.1 * torch.randn(n, dtype=D, generator=g)
+    return X, y
+
+
+def dense_sgpr(kernel, noise, Z, X, y, Xs):
+    """Titsias (2009) with explicit matrices: q(u) = N(m, S) and the predictive at Xs."""
+    Kuu, Kuf, Ksu = kuu(kernel, Z), dense(kernel, Z, X), dense(kernel, Xs, Z)
+    Sigma = torch.linalg.inv(Kuu + Kuf @ Kuf.T / noise)
+    mean = Ksu @ Sigma @ Kuf @ y / noise
+    var = diagonal(kernel, Xs) - (Ksu @ torch.linalg.solve(Kuu, Ksu.T)).diagonal() + (Ksu @ Sigma @ Ksu.T).diagonal()
+    return Kuu @ Sigma @ Kuf @ y / noise, Kuu @ Sigma @ Kuu, mean, var
+
+
+def fixed(cls, Z, kernel="rbf", **kw):
+    return cls(2, inducing=Fixed(Z), num_steps=0, kernel=kernel, noise=0.05, x_bounds=BOUNDS, y_stats=(0.0, 1.0), **kw)
+
+
+class Sequence:
+    """A selector returning prescribed inducing sets in turn (to move Z between batches in tests)."""
+
+    def __init__(self, *Zs):
+        self.Zs = list(Zs)
+
+    def __call__(self, kernel, Z, X, *, generator=None, model=None):
+        return self.Zs.pop(0).clone()
+
+
+def splits(n, k, seed):
+    cuts = sorted(np.random.default_rng(seed).choice(np.arange(1, n), size=k, replace=False).tolist())
+    return list(zip([0] + cuts, cuts + [n]))
+
+
+@torch.no_grad()
+def test_first_batch_bound_is_the_sgpr_bound():
+    X, y = toy(120)
+    model = fixed(OSGPR, X[:20] / 2)
+    report = model.update(X, y)
+    ref = sgpr_bound(model.kernel, model.noise, X[:20] / 2, X / 2, y)
+    assert report.objective == pytest.approx(float(ref), rel=1e-11)
+    assert float(online_terms(model.kernel, model.noise, X[:20] / 2, X / 2, y).value) == pytest.approx(float(ref), rel=1e-11)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "ak"])
+@pytest.mark.parametrize("split_seed", [0, 1, 2])
+@torch.no_grad()
+def test_fixed_theta_and_z_equals_batch_sgpr_and_bounds_telescope(kernel, split_seed):
+    X, y = toy(300)
+    Xs = torch.rand(50, 2, dtype=D, generator=torch.Generator().manual_seed(9)) * 4 - 2
+    Z = X[torch.randperm(300, generator=torch.Generator().manual_seed(5))[:40]] / 2
+    model = fixed(OSGPR, Z, kernel=kernel, seed=split_seed)
+    total = 0.0
+    for lo, hi in splits(300, 7, split_seed):
+        total += model.update(X[lo:hi], y[lo:hi]).objective
+    # a batch of a single point, and a repeated point, are fine too
+    total += model.update(X[:1], y[:1]).objective
+    Xall, yall = torch.cat([X, X[:1]]), torch.cat([y, y[:1]])
+    pred = model.predict(Xs)
+    _, _, mean, var = dense_sgpr(model.kernel, model.noise, Z, Xall / 2, yall, Xs / 2)
+    assert torch.allclose(pred.mean, mean, rtol=1e-8, atol=1e-8)
+    assert torch.allclose(pred.var_f, var, rtol=1e-8, atol=1e-8)
+    assert torch.allclose(pred.var_y, var + model.noise, rtol=1e-8, atol=1e-8)
+    batch = float(sgpr_bound(model.kernel, model.noise, Z, Xall / 2, yall))
+    assert total == pytest.approx(batch, rel=1e-9, abs=1e-8)
+
+
+def bui_dense(kernel, noise, Zv, X, y, Zu, m_u, S_u, K_old, Xs):
+    """Bui et al. (2017) with explicit matrices: SGPR on the augmented data [y; ŷ] with noise blockdiag(σ²I, C)."""
+    C = torch.linalg.inv(torch.linalg.inv(S_u) - torch.linalg.inv(K_old))
+    yhat = torch.cat([y, C @ torch.linalg.solve(S_u, m_u)])
+    Sig = torch.block_diag(noise * torch.eye(X.shape[0], dtype=D), C)
+    Kvv, Kvf = kuu(kernel, Zv), torch.cat([dense(kernel, Zv, X), dense(kernel, Zv, Zu)], 1)
+    Q = Kvf.T @ torch.linalg.solve(Kvv, Kvf)
+    Post = torch.linalg.inv(Kvv + Kvf @ torch.linalg.solve(Sig, Kvf.T))
+    Ksv = dense(kernel, Xs, Zv)
+    mean = Ksv @ Post @ Kvf @ torch.linalg.solve(Sig, yhat)
+    var = diagonal(kernel, Xs) - (Ksv @ torch.linalg.solve(Kvv, Ksv.T)).diagonal() + (Ksv @ Post @ Ksv.T).diagonal()
+    n_aug = yhat.shape[0]
+    lml = torch.distributions.MultivariateNormal(torch.zeros(n_aug, dtype=D), Q + Sig).log_prob(yhat)
+    Euu = kuu(kernel, Zu) - Q[X.shape[0]:, X.shape[0]:]
+    Eff = diagonal(kernel, X).sum() - Q[: X.shape[0], : X.shape[0]].trace()
+    Su_inv_m = torch.linalg.solve(S_u, m_u)
+    delta = (-0.5 * torch.linalg.slogdet(S_u)[1] + 0.5 * torch.linalg.slogdet(K_old)[1]
+             + 0.5 * torch.linalg.slogdet(C)[1] + 0.5 * Su_inv_m @ C @ Su_inv_m - 0.5 * m_u @ Su_inv_m
+             + 0.5 * Zu.shape[0] * math.log(2 * math.pi))
+    bound = lml - 0.5 * torch.linalg.solve(C, Euu).trace() - 0.5 * Eff / noise + delta
+    return mean, var, bound
+
+
+@torch.no_grad()
+def test_second_batch_matches_dense_bui_formulas_with_new_theta_and_new_z():
+    X, y = toy(90, seed=1)
+    Xs = X[:15] + 0.05
+    Z1, Z2 = X[:12] / 2, (X[40:50] + 0.1) / 2       # disjoint inducing sets, different sizes
+    model = OSGPR(2, inducing=Sequence(Z1, Z2), num_steps=0, kernel="rbf", noise=0.05, x_bounds=BOUNDS,
+                  y_stats=(0.0, 1.0))
+    model.update(X[:40], y[:40])
+    m_u, S_u, _, _ = dense_sgpr(model.kernel, model.noise, Z1, X[:40] / 2, y[:40], Xs / 2)
+    K_old = kuu(model.kernel, Z1)
+    model.kernel.base_kernel.lengthscale = 0.45       # the hyper-parameters move between batches
+    model.kernel.outputscale = 1.3
+    model.likelihood.noise = 0.08
+    report = model.update(X[40:], y[40:])
+    mean, var, bound = bui_dense(model.kernel, model.noise, Z2, X[40:] / 2, y[40:], Z1, m_u, S_u, K_old, Xs / 2)
+    pred = model.predict(Xs)
+    assert torch.allclose(pred.mean, mean, rtol=1e-7, atol=1e-8)
+    assert torch.allclose(pred.var_f, var, rtol=1e-7, atol=1e-8)
+    assert report.objective == pytest.approx(float(bound), rel=1e-8)
+
+
+def test_lbfgs_and_adam_increase_the_online_bound_and_predict_well():
+    X, y = toy(300, seed=3)
+    Xt, yt = toy(200, seed=4)
+    for optimizer, kw in (("lbfgs", {"optimize_inducing": True, "inducing": "resample", "num_steps": 60}),
+                          ("adam", {"num_steps": 30})):
+        frozen = OSGPR(2, num_inducing=30, num_steps=0, noise=0.1, **{k: v for k, v in kw.items() if k == "inducing"})
+        model = OSGPR(2, num_inducing=30, optimizer=optimizer, noise=0.1, **kw)
+        for lo in range(0, 300, 100):
+            r0, r1 = frozen.update(X[lo:lo + 100], y[lo:lo + 100]), model.update(X[lo:lo + 100], y[lo:lo + 100])
+            if lo == 0:
+                assert r1.objective > r0.objective        # same first Z, same start: optimisation helps
+        rmse = float((model.predict(Xt).mean - yt).pow(2).mean().sqrt())
+        assert rmse < 0.3 * float(yt.std()), optimizer
+        assert model.num_inducing == 30
+
+
+def test_memory_is_independent_of_the_number_of_points():
+    X, y = toy(1200, seed=2)
+    model = make_model("ssgp++", 2, num_inducing=30, num_steps=1)
+
+    def size():
+        return sum(t.numel() for t in torch.utils._pytree.tree_leaves(model.state_dict()) if isinstance(t, torch.Tensor))
+
+    sizes = []
+    for lo in range(0, 1200, 100):
+        model.update(X[lo:lo + 100], y[lo:lo + 100])
+        sizes.append(size())
+    assert len(set(sizes[2:])) == 1
+
+
+def test_resample_selector_keeps_a_fraction_of_old_z():
+    g = torch.Generator().manual_seed(0)
+    Z, X = torch.rand(20, 2, dtype=D, generator=g), torch.rand(50, 2, dtype=D, generator=g) + 5
+    new = Resample(20, keep=0.7)(None, Z, X, generator=g)
+    assert new.shape == (20, 2) and int((new < 5).all(1).sum()) == 14
+    assert Resample(20)(None, Z, X[:2], generator=g).shape == (20, 2)      # topped up from the old set
+    assert Resample(20)(None, None, X[:7], generator=g).shape == (7, 2)
+
+
+def magnetic_stream(root, n):
+    """Positions and field strength (norm of the three magnetometer axes) of trajectories 1, 2, ... in time order."""
+    xs, ys = [], []
+    for k in range(1, 6):
+        xs.append(np.loadtxt(root / f"magnetic/invensense/{k}-loc.csv", delimiter=","))
+        ys.append(np.linalg.norm(np.loadtxt(root / f"magnetic/invensense/{k}-mag.csv", delimiter=","), axis=1))
+        if sum(len(a) for a in xs) >= n:
+            break
+    return torch.from_numpy(np.concatenate(xs)[:n]), torch.from_numpy(np.concatenate(ys)[:n])
+
+
+@pytest.mark.slow
+def test_thousand_small_batches_on_the_magnetic_field_stream(shared_data, capsys):
+    X, y = magnetic_stream(shared_data, 12_000)
+    bounds = torch.stack([X.min(0).values, X.max(0).values])
+    stats = (float(y[:2000].mean()), float(y[:2000].std()))      # a pilot survey's scale, not the first 12 points
+    model = OSGPR(2, num_inducing=25, kernel="rbf", optimizer="adam", num_steps=1, noise=0.1, x_bounds=bounds,
+                  y_stats=stats)
+    jitter, batch = 0.0, 12
+    for i in range(1000):
+        report = model.update(X[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch])
+        jitter = max(jitter, report.jitter)
+        assert math.isfinite(report.objective)
+    pred = model.predict(X[-500:])
+    assert torch.isfinite(pred.mean).all() and torch.isfinite(pred.var_y).all() and (pred.var_f >= 0).all()
+    recent = X[11_500:12_000]
+    err = float((model.predict(recent).mean - y[11_500:12_000]).pow(2).mean().sqrt())
+    assert err < float(y.std())
+    with capsys.disabled():
+        print(f"\n[magnetic, 1000 updates of {batch}] largest jitter added: {jitter:.3g}; "
+              f"RMSE on the last 500 points {err:.3f} (field std {float(y.std()):.3f})")
+
+
+@torch.no_grad()
+def test_var_ssgp_uses_the_ssgp_variational_update():
+    """θ moves between batches (set by hand, identically in all models): VAR-SSGP's q(u) follows OSGPR's update,
+    which then differs from POAM's (at a fixed θ the two updates coincide; paper 000 app. A2-A3)."""
+    X, y = toy(240, seed=5)
+    Xs = X[:30]
+    opts = dict(num_inducing=25, num_steps=0, kernel="rbf", noise=0.05, x_bounds=BOUNDS, y_stats=(0.0, 1.0))
+    models = OSGPR(2, **opts), VarSSGP(2, **opts), POAM(2, **opts)
+    for i, lo in enumerate(range(0, 240, 60)):
+        for m in models:
+            m.kernel.base_kernel.lengthscale = 0.3 + 0.05 * i
+            m.likelihood.noise = 0.05 + 0.01 * i
+            m.update(X[lo:lo + 60], y[lo:lo + 60])
+    a, b, c = (m.predict(Xs) for m in models)
+    assert torch.equal(models[0].Z, models[1].Z)                # same pivoted-Cholesky Z
+    assert torch.allclose(a.mean, b.mean, rtol=1e-8, atol=1e-9) and torch.allclose(a.var_f, b.var_f, rtol=1e-8, atol=1e-9)
+    assert not torch.allclose(a.mean, c.mean, atol=1e-3)        # POAM re-projects its terms under the new θ
+
+
+def test_online_elbo_objective_is_the_online_bound_and_training_raises_it():
+    X, y = toy(200, seed=6)
+    Z = X[:20] / 2
+    ref = fixed(OSGPR, Z)
+    probe = OnlineELBO(2, inducing=Fixed(Z), num_steps=1, lr=0.0, lr_attention=0.0, kernel="rbf", noise=0.05,
+                       x_bounds=BOUNDS, y_stats=(0.0, 1.0))
+    for lo in range(0, 200, 50):
+        r_ref, r = ref.update(X[lo:lo + 50], y[lo:lo + 50]), probe.update(X[lo:lo + 50], y[lo:lo + 50])
+        assert r.objective == pytest.approx(r_ref.objective, rel=1e-9)   # fixed θ, Z: POAM's q = OSGPR's q
+    a, b = ref.predict(X[:20]), probe.predict(X[:20])
+    assert torch.allclose(a.mean, b.mean, rtol=1e-8, atol=1e-9)
+    trained = OnlineELBO(2, num_inducing=25, num_steps=40, lr=0.05, kernel="rbf")
+    trained.update(X[:100], y[:100])
+    first = trained.update(X[100:150], y[100:150]).objective
+    with torch.no_grad():
+        after = float(online_terms(trained.kernel, trained.noise, trained.Z, trained.scaler.x(X[100:150]),
+                                   trained.scaler.y(y[100:150]), trained._previous).value)
+    assert after > first
+
+
+@pytest.mark.parametrize("name", ["osgpr", "ssgp", "ssgp++", "var-ssgp", "online-elbo"])
+def test_checkpoint_round_trip_is_exact(name):
+    X, y = toy(240, seed=7)
+    opts = {"num_inducing": 20, "num_steps": 3}
+    if name in ("var-ssgp", "online-elbo"):
+        opts["batch_size"] = 32
+    model = make_model(name, 2, seed=1, **opts)
+    model.update(X[:80], y[:80])
+    model.update(X[80:160], y[80:160])
+    clone = make_model(name, 2, seed=99, **opts)
+    clone.load_state_dict(copy.deepcopy(model.state_dict()))
+    a, b = model.predict(X[:25]), clone.predict(X[:25])
+    assert torch.equal(a.mean, b.mean) and torch.equal(a.var_y, b.var_y)
+    ra, rb = model.update(X[160:], y[160:]), clone.update(X[160:], y[160:])
+    assert ra.objective == rb.objective
+    a, b = model.predict(X[:25]), clone.predict(X[:25])
+    assert torch.equal(a.mean, b.mean) and torch.equal(a.var_f, b.var_f)
+
+
+BAD_INPUTS = [
+    (torch.zeros(5, 3), torch.zeros(5), "columns"),
+    (torch.tensor([[0.0, float("nan")]]), torch.zeros(1), "NaN"),
+    (torch.tensor([[0.0, 1.0]]), torch.tensor([float("inf")]), "NaN or inf"),
+    (torch.zeros(0, 2), torch.zeros(0), "empty"),
+    ("garbage", torch.zeros(1), "numeric"),
+    (torch.zeros(4, 2), torch.zeros(3), "rows"),
+]
+
+
+@pytest.mark.parametrize("x,y,message", BAD_INPUTS)
+@pytest.mark.parametrize("name", ["ssgp", "ssgp++", "var-ssgp", "online-elbo"])
+def test_bad_input_rejected_and_state_unchanged(name, x, y, message):
+    X, Y = toy(60)
+    model = make_model(name, 2, num_inducing=15, num_steps=2)
+    model.update(X, Y)
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(ValueError, match=message):
+        model.update(x, y)
+    assert state_equal(before, model.state_dict())
+
+
+def test_failure_inside_an_update_restores_state(monkeypatch):
+    X, y = toy(80)
+    model = make_model("ssgp++", 2, num_inducing=15, num_steps=2)
+    model.update(X[:40], y[:40])
+    before = copy.deepcopy(model.state_dict())
+    monkeypatch.setattr(model, "_fit", lambda *a: (_ for _ in ()).throw(RuntimeError("simulated failure")))
+    with pytest.raises(RuntimeError, match="simulated"):
+        model.update(X[40:], y[40:])
+    assert state_equal(before, model.state_dict())
+
+
+def test_options_are_validated():
+    with pytest.raises(ValueError, match="optimizer"):
+        OSGPR(2, optimizer="sgd")
+    with pytest.raises(ValueError, match="does not take"):
+        VarSSGP(2, variational="gradient")
+    with pytest.raises(ValueError, match="unknown inducing selector"):
+        OSGPR(2, inducing="nope")

@@ -1,0 +1,136 @@
+"""O-SVGP: the β-tempered online ELBO against dense KL computations and batch SGPR; the model's optimisation."""
+
+import copy
+
+import pytest
+import torch
+from torch.distributions import MultivariateNormal, kl_divergence
+
+from conftest import state_equal
+from onlinegp.inducing import Fixed
+from onlinegp.kernels import dense, make_kernel
+from onlinegp.linalg import cholesky
+from onlinegp.models.osvgp import OSVGP
+from onlinegp.models.registry import make_model
+from onlinegp.objectives import online_svgp_elbo, online_terms, sgpr_bound, svgp_elbo
+from onlinegp.posterior import VariationalQ, kuu
+
+D = torch.float64
+
+
+def toy(n=80, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, 2, dtype=D, generator=g) * 2 - 1
+    y = torch.sin(3 * X[:, 0]) + 0.1 * torch.randn(n, dtype=D, generator=g)
+    return X, y
+
+
+def sgpr_q(kernel, noise, Z, X, y) -> VariationalQ:
+    """The collapsed-bound optimum q(u) with a lower-triangular root (a Cholesky of S, fine in a test)."""
+    post = online_terms(kernel, noise, Z, X, y).posterior()
+    L = torch.linalg.cholesky(post.root @ post.root.T)
+    return VariationalQ(Z, post.mean, L, 2 * L.diagonal().log().sum())
+
+
+@pytest.fixture
+def problem():
+    kernel = make_kernel("rbf", 2, D)
+    return kernel, torch.tensor(0.05, dtype=D), *toy()
+
+
+@torch.no_grad()
+def test_beta_one_at_the_sgpr_optimum_telescopes_to_the_batch_bound(problem):
+    kernel, noise, X, y = problem
+    Z = X[:8].clone()
+    q1, q_all = sgpr_q(kernel, noise, Z, X[:30], y[:30]), sgpr_q(kernel, noise, Z, X, y)
+    F1 = online_svgp_elbo(kernel, noise, q1, X[:30], y[:30], 30)
+    F2 = online_svgp_elbo(kernel, noise, q_all, X[30:], y[30:], 50, q1, cholesky(kuu(kernel, Z)), beta=1.0)
+    b1, b_all = sgpr_bound(kernel, noise, Z, X[:30], y[:30]), sgpr_bound(kernel, noise, Z, X, y)
+    assert float(F1) == pytest.approx(float(b1), rel=1e-10)
+    assert float(F2) == pytest.approx(float(b_all - b1), rel=1e-9)
+
+
+def test_batch_posterior_is_a_stationary_point_of_the_online_elbo(problem):
+    kernel, noise, X, y = problem
+    Z = X[:8].clone()
+    with torch.no_grad():
+        q1, q_all = sgpr_q(kernel, noise, Z, X[:30], y[:30]), sgpr_q(kernel, noise, Z, X, y)
+    m, R = q_all.mean.clone().requires_grad_(), q_all.root.clone().requires_grad_()
+    q = VariationalQ(Z, m, R, 2 * R.diagonal().log().sum())
+    F = online_svgp_elbo(kernel, noise, q, X[30:], y[30:], 50, q1, cholesky(kuu(kernel, Z)).detach(), beta=1.0)
+    F.backward()
+    assert m.grad.abs().max() < 1e-8 and R.grad.tril().abs().max() < 1e-8
+    m.grad = None
+    q_off = VariationalQ(Z, m + 0.1, R, 2 * R.diagonal().log().sum())
+    online_svgp_elbo(kernel, noise, q_off, X[30:], y[30:], 50, q1, cholesky(kuu(kernel, Z)).detach()).backward()
+    assert m.grad.abs().max() > 1e-3                                 # and the gradient is not trivially zero
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("beta", [1.0, 0.01])
+def test_tempered_objective_matches_dense_kl_terms(problem, beta):
+    """Paper 002 eq. A.8 with torch.distributions KLs, at a new θ and new inducing inputs (q(a) non-degenerate)."""
+    kernel, noise, X, y = problem
+    Za, Zb = X[:6].clone(), X[10:19].clone()
+    q_old = sgpr_q(kernel, noise, Za, X[:30], y[:30])
+    L_old = cholesky(kuu(kernel, Za))
+    kernel.base_kernel.lengthscale = 0.5                               # θ moves on
+    g = torch.Generator().manual_seed(3)
+    root = torch.tril(0.2 * torch.randn(9, 9, dtype=D, generator=g)) + 0.5 * torch.eye(9, dtype=D)
+    q = VariationalQ(Zb, torch.randn(9, dtype=D, generator=g), root, 2 * root.diagonal().log().sum())
+    value = online_svgp_elbo(kernel, noise, q, X[30:], y[30:], 50, q_old, L_old, beta=beta)
+
+    Kbb, Kab, Kaa = kuu(kernel, Zb), dense(kernel, Za, Zb), kuu(kernel, Za)
+    A = Kab @ torch.linalg.inv(Kbb)
+    S = root @ root.T
+    qa = MultivariateNormal(A @ q.mean, Kaa - A @ Kab.T + A @ S @ A.T)
+    qb, pb = MultivariateNormal(q.mean, S), MultivariateNormal(torch.zeros(9, dtype=D), Kbb)
+    qo = MultivariateNormal(q_old.mean, q_old.root @ q_old.root.T)
+    po = MultivariateNormal(torch.zeros(6, dtype=D), L_old @ L_old.T)
+    ell = svgp_elbo(kernel, noise, Zb, q.mean, root, q.logdet, X[30:], y[30:], 50) * 50 + kl_divergence(qb, pb)
+    ref = ell - beta * (kl_divergence(qb, pb) + kl_divergence(qa, qo) - kl_divergence(qa, po))
+    assert float(value) == pytest.approx(float(ref), rel=1e-9)
+
+
+def test_model_with_beta_one_approaches_batch_sgpr_over_two_batches():
+    X, y = toy(60, seed=1)
+    Z = X[:6] / 1.0
+    model = OSVGP(2, inducing=Fixed(Z), beta=1.0, num_steps=250, lr=0.05, learn_hyperparameters=False,
+                  optimize_inducing=False, batch_size=1000, noise=0.05, x_bounds=[[-1, -1], [1, 1]], y_stats=(0.0, 1.0))
+    model.update(X[:25], y[:25])
+    model.update(X[25:], y[25:])
+    with torch.no_grad():
+        target = sgpr_q(model.kernel, model.noise, Z, X, y)
+    assert torch.allclose(model.q.mean, target.mean, atol=1e-5)     # |mean| ~ 1
+    S, S_ref = model.q.root @ model.q.root.T, target.root @ target.root.T
+    assert torch.allclose(S, S_ref, atol=1e-6)                        # |S| ~ 0.02
+
+
+def test_default_osvgp_learns_on_a_stream():
+    X, y = toy(600, seed=2)
+    model = make_model("osvgp", 2, num_inducing=30, num_steps=20, lr=0.02, lr_hyper=0.02)
+    for lo in range(0, 500, 50):
+        report = model.update(X[lo:lo + 50], y[lo:lo + 50])
+    assert report.num_inducing == 30 and set(report.timings) >= {"inducing", "optimise"}
+    rmse = float((model.predict(X[500:]).mean - y[500:]).pow(2).mean().sqrt())
+    assert rmse < 0.5 * float(y.std())
+
+
+def test_checkpoint_round_trip_and_bad_input():
+    X, y = toy(150, seed=4)
+    model = make_model("osvgp", 2, num_inducing=15, num_steps=3, batch_size=16, seed=1)
+    model.update(X[:50], y[:50])
+    model.update(X[50:100], y[50:100])
+    clone = make_model("osvgp", 2, num_inducing=15, num_steps=3, batch_size=16, seed=7)
+    clone.load_state_dict(copy.deepcopy(model.state_dict()))
+    ra, rb = model.update(X[100:], y[100:]), clone.update(X[100:], y[100:])
+    assert ra.objective == rb.objective
+    a, b = model.predict(X[:20]), clone.predict(X[:20])
+    assert torch.equal(a.mean, b.mean) and torch.equal(a.var_f, b.var_f)
+    before = copy.deepcopy(model.state_dict())
+    for bad_x, bad_y in ((torch.zeros(3, 5), torch.zeros(3)), (X[:3], torch.tensor([0.0, float("nan"), 1.0]))):
+        with pytest.raises(ValueError):
+            model.update(bad_x, bad_y)
+    assert state_equal(before, model.state_dict())
+    with pytest.raises(ValueError, match="beta"):
+        OSVGP(2, beta=0.0)
