@@ -137,12 +137,12 @@ def run_uci(out: str | Path, datasets: Sequence[str] = UCI_SETS, models: Sequenc
 # ---------------------------------------------------------------------------------------------- classification
 def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps: int = 100, hindsight_steps: int = 200,
                eval_every: int = 20, max_test: int = 2000, grid_size: int = 16, lr: float = 5e-3, seed: int = 0,
-               quiet: bool = False, log: Callable[[str], None] = print) -> list[dict]:
+               max_points: int | None = None, quiet: bool = False, log: Callable[[str], None] = print) -> list[dict]:
     """Online Dirichlet classification on banana (paper 002 §5.2); one row per evaluation."""
     out = Path(out)
     config = {"experiment": "wiski-banana", "pretrain_fraction": pretrain_fraction, "pretrain_steps": pretrain_steps,
               "hindsight_steps": hindsight_steps, "eval_every": eval_every, "max_test": max_test,
-              "grid_size": grid_size, "lr": lr, "seed": seed}
+              "grid_size": grid_size, "lr": lr, "seed": seed, "max_points": max_points}
     train, test = load_dataset("banana", split="train"), load_dataset("banana", split="test").subsample(max_test, seed)
     X, labels = train.tensors()
     order = torch.as_tensor(np.random.default_rng(seed).permutation(len(train)))
@@ -152,6 +152,7 @@ def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps:
     bounds = torch.stack([torch.as_tensor(np.minimum(train.X.min(0), test.X.min(0))),
                           torch.as_tensor(np.maximum(train.X.max(0), test.X.max(0)))])
     n0 = max(2, int(math.ceil(pretrain_fraction * len(train))))
+    end = len(train) if max_points is None else min(len(train), n0 + int(max_points))
     rows: list[dict] = []
 
     def evaluate(clf: WISKIClassifier, model: str, n_seen: int, update_time: float) -> None:
@@ -176,16 +177,16 @@ def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps:
     evaluate(clf, "wiski", n0, time.perf_counter() - t0)
     _set_steps(clf, 1)
     times: list[float] = []
-    bar = _progress(len(train) - n0, quiet, "banana/wiski")
-    for i in range(n0, len(train)):
+    bar = _progress(end - n0, quiet, "banana/wiski")
+    for i in range(n0, end):
         t0 = time.perf_counter()
         clf.update(X[i:i + 1], labels[i:i + 1])
         times.append(time.perf_counter() - t0)
         bar.update(1)
-        if (i + 1 - n0) % eval_every == 0 or i + 1 == len(train):
+        if (i + 1 - n0) % eval_every == 0 or i + 1 == end:
             evaluate(clf, "wiski", i + 1, float(np.median(times[-eval_every:])))
     bar.close()
-    rows.append({**rows[0], "num_data": len(train)})  # the hindsight level at the end of the x-axis, for the plot
+    rows.append({**rows[0], "num_data": end})  # the hindsight level at the end of the x-axis, for the plot
     rows[0] = {**rows[0], "num_data": n0}
     log(f"[wiski-banana] online accuracy {rows[-2]['accuracy']:.3f} nll {rows[-2]['nll']:.3f}; hindsight accuracy "
         f"{rows[-1]['accuracy']:.3f} nll {rows[-1]['nll']:.3f}; median update {1e3 * float(np.median(times)):.1f} ms")
