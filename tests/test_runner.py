@@ -122,3 +122,16 @@ def test_ray_backend_matches_local(tmp_path):
     assert all(calls(tmp_path / "ray" / r.run_id) == 1 for r in remote.runs)
     assert "Traceback" in (tmp_path / "ray/a/seed-0" / ERROR_FILE).read_text()
     assert all(is_finished(tmp_path / "ray" / r.run_id) for r in remote.runs if r.status == "done")
+
+
+def test_ray_without_a_cluster_is_a_clear_error(tmp_path, monkeypatch):
+    ray = pytest.importorskip("ray")
+
+    def no_cluster(*args, **kwargs):  # what ray.init(address="auto") raises when no cluster runs
+        raise ConnectionError("Could not find any running Ray instance.")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", no_cluster)
+    with pytest.raises(ValueError, match="ray start --head"):
+        run_sweep(specs(), toy_job, tmp_path, RunnerOptions(backend="ray", address="auto", quiet=True))
+    assert not any(is_finished(tmp_path / s.run_id) for s in specs())

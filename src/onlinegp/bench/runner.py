@@ -332,7 +332,12 @@ def _run_ray(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, ba
                                   "logging_level": "warning"}
         if opts.address is None:
             kwargs["num_cpus"] = opts.workers * opts.cpus_per_run
-        ray.init(address=opts.address, **kwargs)
+        try:
+            ray.init(address=opts.address, **kwargs)
+        except (OSError, RuntimeError) as err:  # no cluster at the address, or it did not answer
+            raise ValueError(f"cannot start or reach Ray{f' at {opts.address!r}' if opts.address else ''}: {err}. "
+                             "Start a cluster with `ray start --head` (then --address auto), or drop --address to "
+                             "start a local instance") from err
     try:
         slots = max(1, int(ray.cluster_resources().get("CPU", 1) // opts.cpus_per_run))
         task = ray.remote(num_cpus=opts.cpus_per_run, max_retries=0)(_execute_packed)
