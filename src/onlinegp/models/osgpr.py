@@ -49,6 +49,9 @@ class OSGPR(OnlineGP):
         optimize_inducing: also move Z by gradient on the online bound (SSGP).
         lr: Adam learning rate for kernel and noise (1e-2); ``lr_attention`` for the AK's network (1e-3).
         noise, x_bounds, y_stats, seed, dtype, kernel_options: as for every OnlineGP.
+
+    ``UpdateReport.objective`` is the online bound of the batch at the final θ (total, not per datum): with θ and Z
+    fixed the objectives of all batches sum to the batch SGPR bound. ``summary`` is the InducingPosterior kept.
     """
 
     _dynamic = ("summary", "predictor")
