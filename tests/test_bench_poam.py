@@ -118,6 +118,11 @@ def test_interrupted_mission_resumes_to_the_uninterrupted_result(tmp_path):
     for key in ("num_samples", "smse", "msll", "rmse"):
         assert whole[key].tolist() == again[key].tolist(), key
 
+    changed = [RunSpec(specs[0].run_id, {**specs[0].config, "budget": 130})]  # new settings, same directory
+    rerun = run_sweep(changed, poam.mission_job, tmp_path / "cut", RunnerOptions(quiet=True, threads=1))
+    assert rerun.runs[0].status == "done"
+    assert poam.read_metrics_csv(cut / "metrics.csv")["num_samples"][-1] == 130
+
 
 @pytest.mark.slow
 def test_ray_backend_gives_the_same_summary(tiny_sweep, tmp_path):

@@ -105,8 +105,9 @@ def _slug(env: str) -> str:
 
 
 def mission_job(config: dict, run_dir: Path) -> dict:
-    """Runner job: one mission into ``run_dir`` (resuming its checkpoint if a previous attempt was interrupted)."""
-    mission = open_mission(MissionConfig(**config), run_dir, resume=True)
+    """Runner job: one mission into ``run_dir``, resuming the checkpoint of an interrupted attempt; a directory
+    that holds a finished run of other settings (the runner only calls this when the config changed) starts afresh."""
+    mission = open_mission(MissionConfig(**config), run_dir, resume=not is_finished(run_dir))
     result = run_mission(mission, run_dir, quiet=True)
     return {k: result.final[k] for k in ("num_samples", "smse", "msll", "rmse")}
 
