@@ -14,6 +14,8 @@ from .ovc import OVC, OVCpp
 from .osgpr import OSGPR, SSGP, SSGPpp
 from .osvgp import OSVGP
 from .poam import FULL, PAM, POAM
+from .solar import LGPR, SOLARGP
+from .wgpr import WGPR
 from .poam_ablations import OnlineELBO, VarSSGP
 from .wiski import WISKI
 from .vips import VIPS, ConditionalVarianceGP, OIPSGP
@@ -39,6 +41,9 @@ MODELS: dict[str, tuple[Callable[..., OnlineGP], str]] = {
     "oips": (OIPSGP, "OSGPR with OIPS Z: add x when max_z k(x, z) < ρ (paper 001 baseline)"),
     "wiski": (WISKI, "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point (paper 002)"),
     "exact": (ExactGP, "exact GP refit on all data (O(N³) baseline)"),
+    "wgpr": (WGPR, "WGPR: ensemble of OSGPR members split by the 2-Wasserstein distance, nearest-model prediction (paper 004)"),
+    "solar-gp": (SOLARGP, "SOLAR-GP-style ensemble of OSGPR members split by input distance, weighted prediction (paper 004 baseline)"),
+    "lgpr": (LGPR, "LGPR: exact local GPs with offline global hyper-parameters, weighted prediction (paper 004 baseline)"),
 }
 
 

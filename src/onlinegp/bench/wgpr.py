@@ -1,0 +1,295 @@
+"""Paper 004's experiments (WGPR, §IV): the two-regime toy (Fig. 1), Tables II–III, and models vs ε (Fig. 2).
+
+Streams (batches of 100, M = 50 pseudo-inputs per sparse model, as the paper):
+
+* ``toy``: 1-D data from two GPs with different hyper-parameters (x < 150: ℓ = 20, σ_f = 0.5; x ≥ 150: ℓ = 5,
+  σ_f = 2; noise std 0.25), 3000 points processed in spatial order from x = 0 to 300 (Fig. 1);
+* ``kin40k`` and ``pumadyn32nm``: the bundled UCI sets (:mod:`onlinegp.data`), an 80/20 split, at most
+  ``max_points`` training and ``max_test`` test rows, streamed sorted by the first input (the data module's default);
+* ``bathymetry``: the stand-in for the paper's lake survey, the bundled topobathy field ('coast':
+  :mod:`onlinegp.rig.fields`) sampled with noise std 1 along a lawnmower survey (10 lanes) over the task extent,
+  tested on a 50 × 50 grid of the noise-free field.
+
+Methods: ``lgpr`` (hyper-parameters fitted offline on a random 1000-point subset of the training set; that fit is
+included in its training time), ``wgpr``, ``solar-gp`` and ``ovfe`` (a single OSGPR with M = 50). Every model gets
+the same scaling: inputs min–max over the training set, targets standardised with the training mean and std.
+Training time is the wall-clock time of the ``update`` calls (plus LGPR's offline fit); RMSE is on the test set
+(noisy targets, except the bathymetry grid, which is the truth), in the data's units. The splitting thresholds
+(ε, SOLAR's w_gen and ℓ_s, LGPR's w_gen) are per dataset in :data:`SETTINGS`, chosen as the paper did, by hand.
+
+Outputs in ``out``: config.json, runs.csv (every run), table_time.{md,csv} (Table II), table_rmse.{md,csv}
+(Table III), sweep.csv and sweep_<dataset>.png (Fig. 2: RMSE and training rate against the number of models as ε
+and w_gen vary), toy.png (Fig. 1) and curves.png (RMSE as batches arrive, Fig. 3).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from scipy.interpolate import CubicSpline
+
+from ..data import Dataset, load_dataset, order_indices, train_test_split
+from ..metrics import rmse
+from ..models.registry import make_model
+from ..wasserstein import psd_sqrt
+from .poam import parse_names
+from .runner import RunnerOptions, RunSpec, run_sweep
+
+DATASETS = ("toy", "kin40k", "pumadyn32nm", "bathymetry")
+METHODS = ("lgpr", "wgpr", "solar-gp", "ovfe")
+LABELS = {"lgpr": "LGPR", "wgpr": "WGPR", "solar-gp": "SOLAR", "ovfe": "OVFE"}
+BATCH_SIZE = 100
+NUM_INDUCING = 50
+INIT_LENGTHSCALE = 0.3
+TOY_REGIMES = ((0.0, 150.0, 20.0, 0.5), (150.0, 300.0, 5.0, 2.0))  # (from, to, length-scale, signal std)
+
+#: per-dataset thresholds: WGPR's ε, SOLAR's (w_gen, ℓ_s), LGPR's w_gen, and the Fig. 2 sweep grids
+SETTINGS: dict[str, dict[str, Any]] = {
+    "toy": {"wgpr": {"epsilon": 1.0}, "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.1},
+            "lgpr": {"w_gen": 0.3}, "eps_grid": (0.0, 0.3, 1.0, 3.0, math.inf), "wgen_grid": (0.1, 0.5, 0.9, 0.99)},
+    "kin40k": {"wgpr": {"epsilon": 25.0}, "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.3},
+               "lgpr": {"w_gen": 0.3}, "eps_grid": (0.0, 15.0, 25.0, 35.0, math.inf),
+               "wgen_grid": (0.1, 0.5, 0.9, 0.99)},
+    "pumadyn32nm": {"wgpr": {"epsilon": 1.0}, "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.5},
+                    "lgpr": {"w_gen": 0.3}, "eps_grid": (0.0, 1.0, math.inf), "wgen_grid": (0.1, 0.5, 0.9, 0.99)},
+    "bathymetry": {"wgpr": {"epsilon": 5.0}, "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.2},
+                   "lgpr": {"w_gen": 0.3}, "eps_grid": (0.0, 2.0, 5.0, 10.0, math.inf),
+                   "wgen_grid": (0.1, 0.5, 0.9, 0.99)},
+}
+
+
+# ---------------------------------------------------------------------- streams
+def two_regime_toy(n_train: int = 3000, n_test: int = 1000, noise_std: float = 0.25, seed: int = 0,
+                   regimes: Sequence[tuple[float, float, float, float]] = TOY_REGIMES) -> tuple[Dataset, Dataset]:
+    """Paper 004 Fig. 1: inputs uniform on the regimes' span, f drawn from an independent zero-mean RBF GP in each
+    regime (its own length-scale and signal std), y = f + N(0, noise_std²). Training rows sorted by x; the test
+    set carries the latent values in ``meta['f']``.
+
+    Each regime's sample is drawn exactly (symmetric square root of K, no jitter) on a grid of spacing at most
+    ℓ/20 and interpolated with a cubic spline, so f is as smooth as its kernel says.
+    """
+    rng = np.random.default_rng(seed)
+    lo, hi = regimes[0][0], regimes[-1][1]
+    x = np.concatenate([rng.uniform(lo, hi, n_train), rng.uniform(lo, hi, n_test)])
+    f = np.zeros_like(x)
+    for a, b, ell, sf in regimes:
+        g = torch.linspace(a, b, int(math.ceil(20 * (b - a) / ell)) + 1, dtype=torch.float64)
+        K = sf**2 * torch.exp(-0.5 * (g[:, None] - g[None]) ** 2 / ell**2)
+        fg = psd_sqrt(K) @ torch.as_tensor(rng.standard_normal(g.shape[0]))
+        m = (x >= a) & ((x < b) | (b == hi))
+        f[m] = CubicSpline(g.numpy(), fg.numpy())(x[m])
+    y = f + noise_std * rng.standard_normal(x.shape[0])
+    order = np.argsort(x[:n_train], kind="stable")
+    meta = {"source": "paper 004 Fig. 1", "regimes": [list(r) for r in regimes], "noise_std": noise_std, "seed": seed}
+    train = Dataset(x[:n_train][order, None], y[:n_train][order], "toy", default_order="given", meta=meta)
+    test = Dataset(x[n_train:, None], y[n_train:], "toy-test", meta={**meta, "f": f[n_train:]})
+    return train, test
+
+
+def lawnmower_path(extent: Sequence[float], num_lanes: int, num_samples: int) -> np.ndarray:
+    """``num_samples`` points equally spaced along a boustrophedon path over ``extent`` (its waypoints joined)."""
+    from ..rig.planners import LawnmowerPlanner
+
+    way = LawnmowerPlanner(tuple(extent), num_lanes=num_lanes).waypoints
+    seg = np.linalg.norm(np.diff(way, axis=0), axis=1)
+    s = np.linspace(0.0, seg.sum(), num_samples)
+    cum = np.concatenate([[0.0], np.cumsum(seg)])
+    k = np.clip(np.searchsorted(cum, s, side="right") - 1, 0, len(seg) - 1)
+    t = ((s - cum[k]) / seg[k])[:, None]
+    return way[k] * (1 - t) + way[k + 1] * t
+
+
+def bathymetry_stream(num_samples: int = 5000, field: str = "coast", noise_std: float = 1.0, num_lanes: int = 10,
+                      grid: int = 50, seed: int = 0) -> tuple[Dataset, Dataset]:
+    """A survey of a bundled topobathy field along a lawnmower path (the stand-in for paper 004's lake survey)."""
+    from ..rig.fields import bundled
+    from ..rig.planners import TASK_EXTENT
+
+    truth = bundled(field)
+    xy = lawnmower_path(TASK_EXTENT, num_lanes, num_samples)
+    y = truth(xy) + noise_std * np.random.default_rng(seed).standard_normal(num_samples)
+    grid_xy = truth.grid(grid, TASK_EXTENT)
+    meta = {"source": f"onlinegp.rig.fields '{field}' along a {num_lanes}-lane lawnmower", "noise_std": noise_std}
+    return (Dataset(xy, y, "bathymetry", default_order="given", meta=meta),
+            Dataset(grid_xy, truth(grid_xy), "bathymetry-grid", meta=meta))
+
+
+def load_stream(name: str, max_points: int, max_test: int, seed: int = 0) -> tuple[Dataset, Dataset]:
+    """Training stream (in streaming order) and test set of a benchmark dataset."""
+    if name == "toy":
+        return two_regime_toy(seed=seed)
+    if name == "bathymetry":
+        return bathymetry_stream(num_samples=max_points, seed=seed)
+    train, test = train_test_split(load_dataset(name), seed=seed)
+    train, test = train.subsample(max_points, seed), test.subsample(max_test, seed)
+    return train.subset(order_indices(train, train.default_order, seed)), test
+
+
+# ---------------------------------------------------------------------- one run
+def build(method: str, input_dim: int, params: dict, x_bounds: np.ndarray, y_stats: tuple[float, float],
+          seed: int, member_steps: int | None):
+    """A model of the benchmark: the sparse ones with M = 50 and OSGPR (L-BFGS on θ) members. Every kernel starts
+    at length-scale 0.3·√D in scaled inputs (0.3, the library default, is too short for 8 or 32 dimensions: the
+    first batch is then explained as noise)."""
+    common = {"x_bounds": x_bounds.tolist(), "y_stats": y_stats, "seed": seed}
+    kernel = {"kernel_options": {"lengthscale": INIT_LENGTHSCALE * math.sqrt(input_dim)}}
+    member = {**kernel, **({} if member_steps is None else {"num_steps": member_steps})}
+    if method == "ovfe":
+        return make_model("osgpr", input_dim, num_inducing=NUM_INDUCING, **member, **common)
+    if method == "lgpr":
+        return make_model("lgpr", input_dim, **kernel, **params, **common)
+    return make_model(method, input_dim, num_inducing=NUM_INDUCING, member_options=member, **params, **common)
+
+
+def run_job(config: dict, run_dir: Path) -> dict:
+    """One stream through one model (a job of :func:`~onlinegp.bench.runner.run_sweep`)."""
+    torch.manual_seed(config["seed"])
+    train, test = load_stream(config["dataset"], config["max_points"], config["max_test"], config["seed"])
+    x_bounds = np.stack([train.X.min(0), train.X.max(0)])
+    y_stats = (float(train.y.mean()), float(train.y.std()))
+    model = build(config["method"], train.input_dim, config["params"], x_bounds, y_stats, config["seed"],
+                  config.get("member_steps"))
+    n_batches = math.ceil(len(train) / config["batch_size"])
+    batches = np.array_split(np.arange(len(train)), n_batches)
+    checkpoints = set(np.unique(np.linspace(0, n_batches - 1, min(10, n_batches)).round().astype(int)).tolist())
+    train_time, curve, failed = 0.0, [], 0
+    if config["method"] == "lgpr":
+        sub = np.random.default_rng(config["seed"]).permutation(len(train))[: model.max_fit_points]
+        t0 = time.perf_counter()
+        model.fit_hyperparameters(train.X[sub], train.y[sub])
+        train_time = time.perf_counter() - t0
+    pretrain = train_time
+    for b, idx in enumerate(batches):
+        t0 = time.perf_counter()
+        report = model.update(train.X[idx], train.y[idx])
+        train_time += time.perf_counter() - t0
+        failed += int(report.extra.get("failed", 0))
+        if b in checkpoints:
+            curve.append({"num_data": int(idx[-1] + 1), "rmse": rmse(test.y, model.predict(test.X).mean)})
+    pred = model.predict(test.X)
+    out = {"dataset": config["dataset"], "method": config["method"], "params": config["params"],
+           "num_models": int(getattr(model, "num_models", 1)), "rmse": rmse(test.y, pred.mean),
+           "train_time": train_time, "pretrain_time": pretrain, "rate": len(train) / train_time,
+           "num_train": len(train), "num_test": len(test), "num_batches": n_batches, "failed_updates": failed,
+           "curve": curve}
+    if "f" in test.meta:
+        out["rmse_f"] = rmse(test.meta["f"], pred.mean)
+    if config["dataset"] == "toy":
+        xg = np.linspace(train.X.min(), train.X.max(), 600)[:, None]
+        p = model.predict(xg)
+        who = model.model_index(xg).numpy() if hasattr(model, "model_index") else np.zeros(len(xg), dtype=int)
+        np.savez(run_dir / "toy_predictions.npz", x=xg[:, 0], mean=p.mean.numpy(), std=p.std_y.numpy(), model=who,
+                 train_x=train.X[:, 0], train_y=train.y)
+    (run_dir / "result.json").write_text(json.dumps(out, indent=1))
+    return out
+
+
+# ---------------------------------------------------------------------- the experiment
+def _param_id(params: dict) -> str:
+    return "-".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in sorted(params.items())) or "default"
+
+
+def specs_for(datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[str], base: dict) -> list[RunSpec]:
+    """Table runs (every dataset × method at its settings) and Fig. 2 runs (ε and w_gen grids on ``sweep``)."""
+    specs: dict[str, RunSpec] = {}
+
+    def add(dataset: str, method: str, params: dict) -> None:
+        run_id = f"{dataset}/{method}/{_param_id(params)}"
+        specs.setdefault(run_id, RunSpec(run_id, {**base, "dataset": dataset, "method": method, "params": params}))
+
+    for d in datasets:
+        for m in methods:
+            add(d, m, dict(SETTINGS[d].get(m, {})))
+    for d in sweep:
+        for eps in SETTINGS[d]["eps_grid"]:
+            add(d, "wgpr", {"epsilon": eps})
+        for w in SETTINGS[d]["wgen_grid"]:
+            add(d, "solar-gp", {**SETTINGS[d]["solar-gp"], "w_gen": w})
+    return list(specs.values())
+
+
+def _write_csv(rows: Sequence[dict], path: Path, keys: Sequence[str]) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(keys), extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequence[str], out: Path) -> dict[str, str]:
+    """Tables II (training time, s) and III (RMSE) as Markdown and CSV; '-' where a run failed."""
+    table_runs = {(r["dataset"], r["method"]): r for r in results
+                  if r["params"] == dict(SETTINGS[r["dataset"]].get(r["method"], {}))}
+    texts = {}
+    for key, title, fmt in (("train_time", "Training time (s)", "{:.2f}"), ("rmse", "RMSE", "{:.3f}")):
+        rows = []
+        for m in methods:
+            row = {"method": LABELS[m]}
+            for d in datasets:
+                r = table_runs.get((d, m))
+                row[d] = "-" if r is None else fmt.format(r[key])
+                if r is not None and m in ("wgpr", "solar-gp", "lgpr"):
+                    row[d] += f" ({r['num_models']})"
+            rows.append(row)
+        name = "table_time" if key == "train_time" else "table_rmse"
+        _write_csv(rows, out / f"{name}.csv", ["method", *datasets])
+        lines = [f"| {title} | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
+        lines += ["| " + " | ".join([row["method"], *(row[d] for d in datasets)]) + " |" for row in rows]
+        texts[name] = "\n".join(lines) + "\n\n(number of models in brackets)\n"
+        (out / f"{name}.md").write_text(texts[name])
+    return texts
+
+
+def run(out: str | Path = "runs/wgpr", datasets: str | Sequence[str] = DATASETS, methods: str | Sequence[str] = METHODS,
+        sweep: str | Sequence[str] = ("kin40k",), max_points: int = 5000, max_test: int = 2000, seed: int = 0,
+        member_steps: int | None = None, options: RunnerOptions | None = None) -> dict[str, Any]:
+    """Run the whole experiment into ``out``; returns the tables' Markdown and the paths written."""
+    from ..plots import plot_models_tradeoff, plot_rmse_curves, plot_toy_ensembles
+
+    datasets, methods = parse_names(datasets, "dataset"), parse_names(methods, "method")
+    sweep = parse_names(sweep, "dataset") if sweep else []
+    for name in [*datasets, *sweep]:
+        if name not in SETTINGS:
+            raise ValueError(f"unknown dataset {name!r}: choose from {', '.join(DATASETS)}")
+    for name in methods:
+        if name not in METHODS:
+            raise ValueError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
+    if max_points < BATCH_SIZE or max_test < 1:
+        raise ValueError(f"max_points must be at least one batch ({BATCH_SIZE}) and max_test positive")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    base = {"max_points": int(max_points), "max_test": int(max_test), "seed": int(seed), "batch_size": BATCH_SIZE,
+            "member_steps": member_steps}
+    specs = specs_for(datasets, methods, sweep, base)
+    (out / "config.json").write_text(json.dumps({"datasets": datasets, "methods": methods, "sweep": sweep, **base,
+                                                 "num_inducing": NUM_INDUCING, "settings": SETTINGS}, indent=1,
+                                                default=str))
+    sweep_result = run_sweep(specs, run_job, out / "runs", options, title="wgpr")
+    results = [r.value for r in sweep_result.runs if r.status in ("done", "skipped") and r.value]
+    _write_csv(results, out / "runs.csv", ["dataset", "method", "params", "num_models", "rmse", "rmse_f",
+                                           "train_time", "pretrain_time", "rate", "num_train", "num_batches",
+                                           "failed_updates"])
+    texts = write_tables(results, datasets, methods, out)
+    figures = {}
+    sweep_rows = [r for r in results if r["dataset"] in sweep and r["method"] in ("wgpr", "solar-gp")]
+    _write_csv(sweep_rows, out / "sweep.csv", ["dataset", "method", "params", "num_models", "rmse", "rate"])
+    for d in sweep:
+        rows = [r for r in sweep_rows if r["dataset"] == d]
+        if rows:
+            figures[f"sweep_{d}"] = plot_models_tradeoff(rows, out / f"sweep_{d}.png", title=d)
+    toy_dirs = {LABELS[m]: out / "runs" / "toy" / m / _param_id(dict(SETTINGS["toy"].get(m, {})))
+                for m in ("wgpr", "solar-gp") if "toy" in datasets and m in methods}
+    toy_dirs = {k: v / "toy_predictions.npz" for k, v in toy_dirs.items() if (v / "toy_predictions.npz").exists()}
+    if toy_dirs:
+        figures["toy"] = plot_toy_ensembles({k: dict(np.load(v)) for k, v in toy_dirs.items()}, out / "toy.png")
+    table_rows = [r for r in results if r["params"] == dict(SETTINGS[r["dataset"]].get(r["method"], {}))]
+    if table_rows:
+        figures["curves"] = plot_rmse_curves(table_rows, out / "curves.png", labels=LABELS)
+    failed = [(r.run_id, r.error) for r in sweep_result.failed]
+    return {"tables": texts, "figures": {k: str(v) for k, v in figures.items()}, "failed": failed, "out": str(out)}

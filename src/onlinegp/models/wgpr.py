@@ -1,0 +1,236 @@
+"""WGPR: Wasserstein-splitting Gaussian process regression (paper 004 §III, Algorithm 1; DESIGN §3).
+
+An ensemble of sparse GPs, each with its own hyper-parameters and updated online (OSGPR by default, the online VFE
+of Bui et al. 2017). For a batch (X_new, y_new):
+
+1. the J′ members whose centroid (mean of their pseudo-inputs) is nearest the batch's mean are updated on copies;
+2. a fresh member is fitted on the batch alone (the batch VFE of Titsias 2009, i.e. OSGPR's first update);
+3. each candidate j is scored (Eq. 6) by w_j = W₂²(GP_j, GP_j^upd at Z_j) + W₂²(GP_j^upd, GP_new at X_new), the
+   closed-form 2-Wasserstein distance between the posteriors of f (:mod:`onlinegp.wasserstein`);
+4. Eq. 7: if min_j w_j < ε the best update replaces its member, otherwise the fresh member joins the ensemble;
+   all other copies are dropped, so the other members stay exactly as they were.
+
+An update that fails numerically (Cholesky or other linear-algebra failure, non-finite predictions) scores +∞:
+that member is "not similar", never a crash. Prediction (§III-B) uses, for each query, the one member whose
+nearest pseudo-input is closest to it.
+
+Scaling. The ensemble's own :class:`~onlinegp.scaling.Scaler` maps user units to the scaled space once (fitted on
+the first batch or from ``x_bounds``/``y_stats``). Every member is built with the identity scaling
+(``x_bounds`` = [−1, 1]^D, ``y_stats`` = (0, 1)), so the members live in the ensemble's scaled units: they never
+refit a scaling of their own, their pseudo-inputs and centroids are directly comparable, and W₂² (hence ε) is
+measured in standardised target units, summed over the M + N_new points of Eq. 6.
+
+:class:`LocalEnsemble` holds what WGPR and the SOLAR-GP-style baseline (:mod:`.solar`) share: building members
+from the model registry, their checkpoints, and predictions with each member's own noise.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..base import OnlineGP, PhaseTimer, Prediction, as_tensor_2d
+from ..linalg import CholeskyError
+from ..wasserstein import w2_squared
+
+#: failures of a member's update that make it "dissimilar" rather than crash the ensemble
+NUMERICAL_FAILURES = (CholeskyError, torch.linalg.LinAlgError)
+
+#: rows of queries routed at once (bounds the query × pseudo-input distance matrix)
+QUERY_CHUNK = 2048
+
+
+class LocalEnsemble(OnlineGP):
+    """An ensemble of online sparse GPs ("members") in the ensemble's scaled units.
+
+    Args:
+        input_dim: D.
+        member: registry name of the members' model (default 'osgpr') or a callable ``f(input_dim, **options)``.
+        num_inducing: M per member (default 50).
+        member_options: further keyword arguments for every member (kernel, optimiser settings, ...).
+        x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.OnlineGP`; the member created at
+            update t gets seed ``seed + t``.
+    """
+
+    _dynamic = ("centroids",)
+
+    def __init__(self, input_dim: int, member: Any = "osgpr", num_inducing: int = 50,
+                 member_options: dict | None = None, x_bounds: Any = None, y_stats: tuple[float, float] | None = None,
+                 seed: int = 0, dtype: torch.dtype = torch.float64):
+        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, y_stats=y_stats)
+        if not (isinstance(num_inducing, int) and num_inducing >= 1):
+            raise ValueError(f"num_inducing must be a positive integer, got {num_inducing!r}")
+        self.member, self.num_inducing_per_member = member, num_inducing
+        self.member_options = dict(member_options or {})
+        self.seed = int(seed)
+        self.members: list[OnlineGP] = []
+        self.member_seeds: list[int] = []
+        self.centroids = torch.zeros(0, input_dim, dtype=dtype)
+
+    # ------------------------------------------------------------------ members
+    def _build_member(self, seed: int) -> OnlineGP:
+        """A member with identity scaling, so its units are the ensemble's scaled units."""
+        identity = torch.stack([-torch.ones(self.input_dim), torch.ones(self.input_dim)]).to(self.dtype)
+        options = dict(num_inducing=self.num_inducing_per_member, x_bounds=identity, y_stats=(0.0, 1.0), seed=seed,
+                       dtype=self.dtype, **self.member_options)
+        if callable(self.member):
+            return self.member(self.input_dim, **options)
+        from .registry import make_model  # the registry imports this module
+
+        return make_model(self.member, self.input_dim, **options)
+
+    def _fresh_member(self, xs: Tensor, ys: Tensor) -> tuple[OnlineGP, int]:
+        """A new member fitted on the batch alone (seed ``seed + num_updates``)."""
+        seed = self.seed + self.num_updates
+        member = self._build_member(seed)
+        report = member.update(xs, ys)
+        self.jitter.record(report.jitter)
+        return member, seed
+
+    def _add_member(self, member: OnlineGP, seed: int, centroid: Tensor) -> None:
+        self.members.append(member)
+        self.member_seeds.append(seed)
+        self.centroids = torch.cat([self.centroids, centroid.reshape(1, -1)])
+
+    @staticmethod
+    def inducing_of(member: OnlineGP) -> Tensor:
+        """A member's pseudo-inputs (scaled units)."""
+        return member.Z
+
+    @property
+    def num_models(self) -> int:
+        return len(self.members)
+
+    @property
+    def num_inducing(self) -> int | None:
+        return sum(int(self.inducing_of(m).shape[0]) for m in self.members) if self.members else None
+
+    # ------------------------------------------------------------------ prediction
+    def _predict_scaled(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+        """(mean, var_f, var_y, cov_f) in scaled units; var_y uses each member's own noise."""
+        raise NotImplementedError
+
+    def _predict(self, xs: Tensor, full_cov: bool):
+        mean, var_f, _, cov = self._predict_scaled(xs, full_cov)
+        return mean, var_f, cov
+
+    @torch.no_grad()
+    def predict(self, x: Any, full_cov: bool = False) -> Prediction:
+        """Predictive mean and variances at ``x`` (user units); the noise in ``var_y`` is the predicting member's."""
+        if self.num_updates == 0:
+            raise RuntimeError("the model has seen no data yet: call update(x, y) before predict")
+        x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
+        mean, var_f, var_y, cov = self._predict_scaled(self.scaler.x(x), full_cov)
+        return Prediction(mean=self.scaler.y_inverse_mean(mean), var_f=self.scaler.y_inverse_var(var_f.clamp_min(0.0)),
+                          var_y=self.scaler.y_inverse_var(var_y.clamp_min(0.0)),
+                          cov_f=None if cov is None else self.scaler.y_inverse_var(cov))
+
+    # ------------------------------------------------------------------ checkpoints
+    def _extra_state(self) -> dict:
+        return {"members": [m.state_dict() for m in self.members], "member_seeds": list(self.member_seeds)}
+
+    def _load_extra_state(self, state: dict) -> None:
+        self.member_seeds = list(state["member_seeds"])
+        self.members = []
+        for seed, member_state in zip(self.member_seeds, state["members"]):
+            member = self._build_member(seed)
+            member.load_state_dict(member_state)
+            self.members.append(member)
+
+
+class WGPR(LocalEnsemble):
+    """Wasserstein-splitting ensemble of sparse GPs (paper 004, Algorithm 1).
+
+    Args:
+        input_dim: D.
+        epsilon: ε, the instantiation threshold on w_j (Eq. 7), in standardised target units²; ``math.inf``
+            never splits (one OSGPR), 0 starts a member on every batch.
+        num_nearest: J′, how many members (nearest by centroid) are candidates for each batch (default 5).
+        member, num_inducing, member_options, x_bounds, y_stats, seed, dtype: see :class:`LocalEnsemble`.
+    """
+
+    def __init__(self, input_dim: int, epsilon: float = 10.0, num_nearest: int = 5, **kwargs):
+        super().__init__(input_dim, **kwargs)
+        if not (isinstance(epsilon, (int, float)) and epsilon >= 0 and not math.isnan(epsilon)):
+            raise ValueError(f"epsilon must be a number >= 0 (math.inf never splits), got {epsilon!r}")
+        if not (isinstance(num_nearest, int) and num_nearest >= 1):
+            raise ValueError(f"num_nearest (J') must be a positive integer, got {num_nearest!r}")
+        self.epsilon, self.num_nearest = float(epsilon), num_nearest
+
+    def _candidate(self, j: int, xs: Tensor, ys: Tensor, fresh_mean: Tensor, fresh_cov: Tensor,
+                   timer: PhaseTimer) -> tuple[float, OnlineGP | None]:
+        """Update a copy of member j and score it by Eq. 6; a numerically failed update scores +∞."""
+        old = self.members[j]
+        try:
+            with timer("candidates"):
+                cand = copy.deepcopy(old)
+                report = cand.update(xs, ys)
+            with timer("wasserstein"):
+                Z = self.inducing_of(old)
+                before, after = old.predict(Z, full_cov=True), cand.predict(Z, full_cov=True)
+                at_new = cand.predict(xs, full_cov=True)
+                w = (w2_squared(before.mean, before.cov_f, after.mean, after.cov_f)
+                     + w2_squared(at_new.mean, at_new.cov_f, fresh_mean, fresh_cov))
+        except NUMERICAL_FAILURES:
+            return math.inf, None
+        w = float(w)
+        if not math.isfinite(w):
+            return math.inf, None
+        self.jitter.record(report.jitter)
+        return w, cand
+
+    def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
+        centre = xs.mean(0)
+        with timer("fresh"):
+            fresh, seed = self._fresh_member(xs, ys)
+        if not self.members:
+            self._add_member(fresh, seed, self.inducing_of(fresh).mean(0))
+            return {"num_models": 1, "split": True, "scores": [], "chosen": 0, "failed": 0}
+        with timer("wasserstein"), torch.no_grad():
+            ref = fresh.predict(xs, full_cov=True)
+        near = torch.cdist(centre.reshape(1, -1), self.centroids)[0].argsort()[: self.num_nearest].tolist()
+        scored = [(self._candidate(j, xs, ys, ref.mean, ref.cov_f, timer), j) for j in near]
+        (best, cand), j_best = min(scored, key=lambda s: s[0][0])
+        failed = sum(1 for (w, _), _ in scored if w == math.inf)
+        scores = [w for (w, _), _ in scored]
+        if best < self.epsilon:
+            self.members[j_best] = cand
+            self.centroids[j_best] = self.inducing_of(cand).mean(0)
+            chosen, split = j_best, False
+        else:
+            self._add_member(fresh, seed, self.inducing_of(fresh).mean(0))
+            chosen, split = len(self.members) - 1, True
+        return {"num_models": len(self.members), "split": split, "scores": scores, "candidates": near,
+                "chosen": chosen, "failed": failed}
+
+    # ------------------------------------------------------------------ prediction (§III-B)
+    @torch.no_grad()
+    def assign(self, xs: Tensor) -> Tensor:
+        """Index of the member whose nearest pseudo-input is closest to each query (scaled units)."""
+        Zs = [self.inducing_of(m) for m in self.members]
+        Z_all = torch.cat(Zs)
+        owner = torch.repeat_interleave(torch.arange(len(Zs)), torch.tensor([z.shape[0] for z in Zs]))
+        return torch.cat([owner[torch.cdist(chunk, Z_all).argmin(1)] for chunk in xs.split(QUERY_CHUNK)])
+
+    @torch.no_grad()
+    def model_index(self, x: Any) -> Tensor:
+        """Which member predicts at each input ``x`` (user units)."""
+        return self.assign(self.scaler.x(as_tensor_2d(x, "x", self.dtype, self.input_dim)))
+
+    def _predict_scaled(self, xs: Tensor, full_cov: bool):
+        who = self.assign(xs)
+        n = xs.shape[0]
+        mean, var_f, var_y = (torch.zeros(n, dtype=xs.dtype) for _ in range(3))
+        cov = torch.zeros(n, n, dtype=xs.dtype) if full_cov else None
+        for j in who.unique().tolist():
+            rows = (who == j).nonzero(as_tuple=True)[0]
+            p = self.members[j].predict(xs[rows], full_cov=full_cov)
+            mean[rows], var_f[rows], var_y[rows] = p.mean, p.var_f, p.var_y
+            if full_cov:  # different members are independent: the covariance is block-diagonal
+                cov[rows.unsqueeze(1), rows.unsqueeze(0)] = p.cov_f
+        return mean, var_f, var_y, cov
+
