@@ -59,13 +59,25 @@ def svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, q_mean:
     """
     if Lu is None:
         Lu = cholesky(kuu(kernel, Z), jitter_log)
-    Kub = dense(kernel, Z, xb)
-    w = trisolve(Lu, Kub)                          # L_u⁻¹ K_ub
-    alpha = trisolve(Lu, w, transpose=True)        # K_uu⁻¹ K_ub
-    f_mean = alpha.mT @ q_mean
-    f_var = diagonal(kernel, xb) - w.pow(2).sum(0) + (q_root.mT @ alpha).pow(2).sum(0)
-    ell = expected_log_lik(yb, f_mean, f_var.clamp_min(1e-12), noise) * (num_data / xb.shape[0])
-    return (ell - gaussian_kl(q_mean, q_root, q_logdet, Lu)) / num_data
+    return svgp_elbo_terms(Lu, dense(kernel, Z, xb), diagonal(kernel, xb), noise, q_mean, q_root, q_logdet, yb,
+                           num_data)
+
+
+def svgp_elbo_terms(Lu: Tensor, Kub: Tensor, kbb: Tensor, noise: Tensor, q_mean: Tensor, q_root: Tensor,
+                    q_logdet: Tensor, yb: Tensor, num_data: int) -> Tensor:
+    """:func:`svgp_elbo` from L_u = chol(K_uu), K_ub and diag K_bb (for callers that already have them).
+
+    One triangular solve gives [C | A | v] = L_u⁻¹ [R | K_ub | m]; then f_mean = Aᵀv,
+    var_f = k_bb − ‖A‖² + ‖CᵀA‖² (column-wise) and KL = ½(‖C‖² + ‖v‖² − M + log|K_uu| − log|S|).
+    """
+    (M, B), r = Kub.shape, q_root.shape[-1]
+    T = trisolve(Lu, torch.cat([q_root, Kub, q_mean.unsqueeze(-1)], -1))
+    C, A, v = T[:, :r], T[:, r:r + B], T[:, -1]
+    f_mean = A.mT @ v
+    f_var = kbb - A.pow(2).sum(0) + (C.mT @ A).pow(2).sum(0)
+    ell = expected_log_lik(yb, f_mean, f_var.clamp_min(1e-12), noise) * (num_data / B)
+    kl = 0.5 * (C.pow(2).sum() + v @ v - M + 2 * Lu.diagonal().log().sum() - q_logdet)
+    return (ell - kl) / num_data
 
 
 def exact_mll(kernel: gpytorch.kernels.Kernel, noise: Tensor, X: Tensor, y: Tensor,

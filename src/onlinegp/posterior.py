@@ -27,7 +27,11 @@ KUU_JITTER = {torch.float64: 1e-8, torch.float32: 1e-5}
 
 def kuu(kernel: gpytorch.kernels.Kernel, Z: Tensor) -> Tensor:
     """K_uu = k(Z, Z) + εI."""
-    K = dense(kernel, Z)
+    return with_jitter(dense(kernel, Z))
+
+
+def with_jitter(K: Tensor) -> Tensor:
+    """K + εI with ε = KUU_JITTER[dtype] · mean diag K: the jitter :func:`kuu` adds, for a K computed elsewhere."""
     eps = KUU_JITTER.get(K.dtype, 1e-6) * K.diagonal().mean().detach()
     return K + eps * torch.eye(K.shape[0], dtype=K.dtype, device=K.device)
 
@@ -159,3 +163,29 @@ def projection(kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu
         Kzn = dense(kernel, Z_old, Z_new[new])
         P[:, new] = trisolve(Lu_old, trisolve(Lu_old, Kzn), transpose=True)
     return P
+
+
+def project_terms(kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu_old: Tensor, a: Tensor,
+                  B: Tensor) -> tuple[Tensor, Tensor]:
+    """(Pᵀa, PᵀBP) with P = :func:`projection` (POAM paper Eqs. 18-21), without forming P.
+
+    Kept inducing inputs select entries of ``a`` and ``B`` (exactly what their unit columns of P do); only the
+    genuinely new inputs need solves and products, so the cost is O(M² M_new) instead of the O(M³) of PᵀBP.
+    """
+    same = (Z_new.unsqueeze(1) == Z_old.unsqueeze(0)).all(-1)        # M' x M
+    kept = same.any(1)
+    src = same.to(torch.uint8).argmax(1)                               # first matching old input
+    ik, inew = kept.nonzero(as_tuple=True)[0], (~kept).nonzero(as_tuple=True)[0]
+    sk = src[ik]
+    a_new = torch.empty(Z_new.shape[0], dtype=a.dtype, device=a.device)
+    B_new = torch.empty(Z_new.shape[0], Z_new.shape[0], dtype=B.dtype, device=B.device)
+    a_new[ik] = a[sk]
+    B_new[ik[:, None], ik[None, :]] = B[sk[:, None], sk[None, :]]
+    if inew.numel():
+        Pn = trisolve(Lu_old, trisolve(Lu_old, dense(kernel, Z_old, Z_new[inew])), transpose=True)
+        BPn = B @ Pn
+        a_new[inew] = Pn.mT @ a
+        B_new[ik[:, None], inew[None, :]] = BPn[sk]
+        B_new[inew[:, None], ik[None, :]] = BPn[sk].mT
+        B_new[inew[:, None], inew[None, :]] = Pn.mT @ BPn
+    return a_new, 0.5 * (B_new + B_new.mT)

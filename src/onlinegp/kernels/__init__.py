@@ -6,19 +6,67 @@ import gpytorch
 import torch
 from torch import Tensor
 
-from .attentive import AttentiveKernel
+from .attentive import AttentiveKernel, sqdist
 
-__all__ = ["AttentiveKernel", "dense", "diagonal", "make_kernel", "lengthscale_map"]
+__all__ = ["AttentiveKernel", "CrossCovariance", "dense", "diagonal", "make_kernel", "lengthscale_map"]
+
+
+def _evaluate(kernel: gpytorch.kernels.Kernel, x1: Tensor, x2: Tensor, diag: bool = False) -> Tensor:
+    """The kernel's ``forward`` called directly (skipping gpytorch's lazy ``__call__`` machinery in hot paths),
+    falling back to ``__call__`` for kernels that select input dimensions."""
+    if kernel.active_dims is None:
+        out = kernel.forward(x1, x2, diag=diag)
+    else:
+        out = kernel(x1, x2, diag=diag)
+    return out if isinstance(out, Tensor) else out.to_dense()
 
 
 def dense(kernel: gpytorch.kernels.Kernel, x1: Tensor, x2: Tensor | None = None) -> Tensor:
     """k(x1, x2) as a dense tensor (the online math here is small dense linear algebra)."""
-    return kernel(x1, x1 if x2 is None else x2).to_dense()
+    return _evaluate(kernel, x1, x1 if x2 is None else x2)
 
 
 def diagonal(kernel: gpytorch.kernels.Kernel, x: Tensor) -> Tensor:
     """k(x, x) for each row of x."""
-    return kernel(x, diag=True)
+    return _evaluate(kernel, x, x, diag=True)
+
+
+class CrossCovariance:
+    """k(Z, Z) and k(Z, X) for fixed inputs Z under changing hyper-parameters (an optimiser's steps).
+
+    For the Attentive Kernel (bare or in a ``ScaleKernel``) the parts that depend on Z alone are computed once:
+    the squared distances and, when they fit in ``cache_limit`` numbers, the base kernels' exponentials; each call
+    then evaluates the attention network once on [Z; X]. If Z requires grad (inducing inputs being optimised)
+    nothing is cached. Any other kernel is evaluated as ``dense(kernel, Z, [Z; X])``. Values equal
+    ``dense(kernel, Z)`` and ``dense(kernel, Z, X)`` to round-off, gradients included.
+    """
+
+    def __init__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor, cache_limit: int = 2 ** 23):
+        self.kernel, self.Z = kernel, Z
+        base = kernel.base_kernel if isinstance(kernel, gpytorch.kernels.ScaleKernel) else kernel
+        self.ak = base if isinstance(base, AttentiveKernel) and kernel.active_dims is None else None
+        self.sq = self.exps = None
+        if self.ak is not None and not Z.requires_grad:
+            with torch.no_grad():
+                self.sq = sqdist(Z, Z)
+                if self.ak.lengthscales.numel() * self.sq.numel() <= cache_limit:
+                    self.exps = self.ak.exponentials(self.sq)
+
+    def __call__(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """(K_ZZ, K_ZX) under the kernel's current parameters."""
+        Z, M = self.Z, self.Z.shape[0]
+        if self.ak is None:
+            K = dense(self.kernel, Z, torch.cat([Z, X]))
+            return K[:, :M], K[:, M:]
+        w = self.ak.weights(torch.cat([Z, X]))
+        wz, wx = w[:M], w[M:]
+        sq = sqdist(Z, Z) if self.sq is None else self.sq
+        Kzz = self.ak.combine(wz, wz, sq, self.exps)
+        Kzx = self.ak.combine(wz, wx, sqdist(Z, X))
+        if self.ak is not self.kernel:
+            scale = self.kernel.outputscale
+            Kzz, Kzx = Kzz * scale, Kzx * scale
+        return Kzz, Kzx
 
 
 def make_kernel(name: str | gpytorch.kernels.Kernel, input_dim: int, dtype: torch.dtype = torch.float64,

@@ -45,14 +45,87 @@ class AttentiveKernel(Kernel):
         w = self.weights(x)
         return (w * self.lengthscales.to(w)).sum(-1) / w.sum(-1)
 
+    def coefficients(self, dtype: torch.dtype) -> Tensor:
+        """-1 / 2ℓ_m² for each base length-scale (what the squared distance is multiplied by)."""
+        return (-0.5 / self.lengthscales.pow(2)).to(dtype)
+
+    def exponentials(self, sq: Tensor) -> Tensor:
+        """The base kernels exp(-d² / 2ℓ_m²) for squared distances ``sq`` (N, N'), shape (M, N, N')."""
+        return torch.exp(sq.unsqueeze(-3) * self.coefficients(sq.dtype)[:, None, None])
+
+    def combine(self, w1: Tensor, w2: Tensor, sq: Tensor, exps: Tensor | None = None) -> Tensor:
+        """k from normalised weights and squared distances; ``exps`` = :meth:`exponentials` of ``sq`` if cached.
+
+        Callers that evaluate the kernel repeatedly on the same inputs (an optimiser's steps at fixed inducing
+        inputs) pass the weights and the distances or exponentials they already have.
+        """
+        return (w1 @ w2.mT) * _Mixture.apply(w1, w2, sq, self.coefficients(sq.dtype), exps)
+
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
-        w1 = self.weights(x1)
         if diag:
             return torch.ones(x1.shape[:-1], dtype=x1.dtype, device=x1.device)
+        w1 = self.weights(x1)
         w2 = w1 if x2 is x1 else self.weights(x2)
-        sq = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).pow(2).sum(-1) if x1.shape[-1] <= 3 else torch.cdist(x1, x2).pow(2)
-        ls = self.lengthscales.to(x1)
-        mixture = torch.zeros_like(sq)
-        for m in range(ls.shape[0]):  # fused sum over the (few) base kernels: no N x N' x M tensor
-            mixture = mixture + (w1[..., :, m : m + 1] * w2[..., None, :, m]) * torch.exp(sq * (-0.5 / ls[m] ** 2))
-        return (w1 @ w2.mT) * mixture
+        return self.combine(w1, w2, sqdist(x1, x2))
+
+
+def sqdist(x1: Tensor, x2: Tensor) -> Tensor:
+    """Squared Euclidean distances (..., N, N'), exact (differences, not the expanded form) for D <= 3."""
+    if x1.shape[-1] > 3:
+        return torch.cdist(x1, x2).pow(2)
+    sq = None
+    for d in range(x1.shape[-1]):
+        diff = x1[..., :, d, None] - x2[..., None, :, d]
+        sq = diff * diff if sq is None else sq.addcmul_(diff, diff)
+    return sq
+
+
+class _Mixture(torch.autograd.Function):
+    """Σ_m (w1_m w2_mᵀ) ⊙ exp(c_m · sq), fused: one base kernel at a time, never an (M, N, N') graph.
+
+    The backward recomputes each exponential (or reads the cached ``exps``) instead of storing ten
+    intermediate products, and skips the distance gradient unless the inputs require grad (moving Z).
+    """
+
+    @staticmethod
+    def forward(ctx, w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, exps: Tensor | None) -> Tensor:
+        shape = torch.broadcast_shapes(sq.shape, w1.shape[:-1] + w2.shape[-2:-1])
+        out = torch.zeros(shape, dtype=sq.dtype, device=sq.device)
+        e, outer = torch.empty_like(out), torch.empty_like(out)  # reused buffers: fresh memory is slow
+        for m in range(coef.shape[0]):
+            torch.mul(w1[..., :, m, None], w2[..., None, :, m], out=outer)
+            out.addcmul_(outer, _exp(sq, coef, m, exps, e))
+        ctx.save_for_backward(w1, w2, sq, coef, exps)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        w1, w2, sq, coef, exps = ctx.saved_tensors
+        need_w1, need_w2, need_sq = ctx.needs_input_grad[:3]
+        g1 = torch.empty_like(w1) if need_w1 else None
+        g2 = torch.empty_like(w2) if need_w2 else None
+        gsq = torch.zeros_like(grad) if need_sq else None
+        e, P = torch.empty_like(grad), torch.empty_like(grad)
+        if w1 is w2 and not need_sq:  # k(x, x): symmetric exponentials, one matvec per base kernel
+            grad = grad + grad.mT
+            for m in range(coef.shape[0]):
+                torch.mul(grad, _exp(sq, coef, m, exps, e), out=P)
+                g1[..., :, m] = (P @ w1[..., :, m, None]).squeeze(-1)
+            return g1, None, None, None, None
+        for m in range(coef.shape[0]):
+            torch.mul(grad, _exp(sq, coef, m, exps, e), out=P)
+            if need_w1:
+                g1[..., :, m] = (P @ w2[..., :, m, None]).squeeze(-1)
+            if need_w2:
+                g2[..., :, m] = (P.mT @ w1[..., :, m, None]).squeeze(-1)
+            if need_sq:
+                P.mul_(w1[..., :, m, None]).mul_(w2[..., None, :, m])
+                gsq.add_(P, alpha=float(coef[m]))
+        return g1, g2, gsq, None, None
+
+
+def _exp(sq: Tensor, coef: Tensor, m: int, exps: Tensor | None, buffer: Tensor) -> Tensor:
+    """exp(c_m · sq), from the cache if given, else computed into ``buffer``."""
+    if exps is not None:
+        return exps[..., m, :, :]
+    return torch.mul(sq, coef[m], out=buffer).exp_()

@@ -24,10 +24,10 @@ from torch import Tensor
 
 from ..base import GrowingBuffer, OnlineGP, PhaseTimer, as_tensor_2d
 from ..inducing import Selector, make_selector
-from ..kernels import dense, lengthscale_map, make_kernel
+from ..kernels import CrossCovariance, dense, diagonal, lengthscale_map, make_kernel
 from ..linalg import cholesky, trisolve
-from ..objectives import svgp_elbo
-from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, projection
+from ..objectives import svgp_elbo_terms
+from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, project_terms, with_jitter
 
 
 class POAM(OnlineGP):
@@ -75,6 +75,7 @@ class POAM(OnlineGP):
         self.B: Tensor | None = None
         self.q: VariationalQ | None = None
         self.predictor: Predictor | None = None
+        self._kuu_cache: tuple[Tensor, Tensor, Tensor] | None = None  # (Z, θ, chol K_uu): not state, a cache
         self.data = GrowingBuffer(input_dim, dtype)
         attention = [p for n, p in self.kernel.named_parameters() if ".attention." in f".{n}"]
         others = [p for p in self.kernel.parameters() if all(p is not a for a in attention)]
@@ -113,10 +114,19 @@ class POAM(OnlineGP):
 
     @torch.no_grad()
     def _project_terms(self, Z_new: Tensor) -> None:
-        Lu_old = cholesky(kuu(self.kernel, self.Z), self.jitter)
-        P = projection(self.kernel, self.Z, Z_new, Lu_old)
-        B = P.mT @ self.B @ P
-        self.a, self.B = P.mT @ self.a, 0.5 * (B + B.mT)
+        self.a, self.B = project_terms(self.kernel, self.Z, Z_new, self._root_kuu(self.Z), self.a, self.B)
+
+    @torch.no_grad()
+    def _root_kuu(self, Z: Tensor) -> Tensor:
+        """chol(K_uu) at Z under the current θ, reusing the predictor's root when it was built for exactly these."""
+        theta = torch.cat([p.detach().reshape(-1) for p in self.kernel.parameters()])
+        cached = self._kuu_cache
+        if cached is not None and cached[0] is Z and torch.equal(cached[1], theta):
+            return cached[2]
+        return cholesky(kuu(self.kernel, Z), self.jitter)
+
+    def _remember_root(self, Z: Tensor, Lu: Tensor) -> None:
+        self._kuu_cache = (Z, torch.cat([p.detach().reshape(-1) for p in self.kernel.parameters()]), Lu)
 
     @torch.no_grad()
     def _carry_q(self, q: VariationalQ) -> VariationalQ:
@@ -141,6 +151,7 @@ class POAM(OnlineGP):
             root = torch.nn.Parameter(self.q.root.tril().clone())
             extra += [mean, root]
         opt_extra = torch.optim.Adam(extra, lr=self.lr) if extra else None
+        cross = CrossCovariance(self.kernel, Z)  # Z-only kernel work done once for the T steps
         value = None
         for _ in range(self.num_steps):
             idx = torch.randint(n, (min(self.batch_size, n),), generator=self.generator) if n > self.batch_size \
@@ -153,8 +164,10 @@ class POAM(OnlineGP):
             self.optimizer.zero_grad(set_to_none=True)
             if opt_extra is not None:
                 opt_extra.zero_grad(set_to_none=True)
-            elbo = svgp_elbo(self.kernel, self.noise, Z, q.mean, q.root, q.logdet, X_all[idx], y_all[idx], n,
-                             self.jitter)
+            xb = X_all[idx]
+            Kuu, Kub = cross(xb)
+            elbo = svgp_elbo_terms(cholesky(with_jitter(Kuu), self.jitter), Kub, diagonal(self.kernel, xb),
+                                   self.noise, q.mean, q.root, q.logdet, y_all[idx], n)
             (-elbo).backward()
             self.optimizer.step()
             if opt_extra is not None:
@@ -182,6 +195,7 @@ class POAM(OnlineGP):
             elbo = self._m_step()
         with timer("predictor"), torch.no_grad():
             self.predictor = Predictor.from_q(self.kernel, self.q, self.jitter)
+            self._remember_root(self.q.Z, self.predictor.Lu)
         return {"objective": elbo, "noise": float(self.noise.detach())}
 
     def _predict(self, xs: Tensor, full_cov: bool):
