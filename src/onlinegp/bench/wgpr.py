@@ -139,6 +139,7 @@ def build(method: str, input_dim: int, params: dict, x_bounds: np.ndarray, y_sta
     at length-scale 0.3·√D in scaled inputs (0.3, the library default, is too short for 8 or 32 dimensions: the
     first batch is then explained as noise)."""
     common = {"x_bounds": x_bounds.tolist(), "y_stats": y_stats, "seed": seed}
+    params = {k: math.inf if v == "inf" else v for k, v in params.items()}
     kernel = {"kernel_options": {"lengthscale": INIT_LENGTHSCALE * math.sqrt(input_dim)}}
     member = {**kernel, **({} if member_steps is None else {"num_steps": member_steps})}
     if method == "ovfe":
@@ -201,6 +202,7 @@ def specs_for(datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[s
     specs: dict[str, RunSpec] = {}
 
     def add(dataset: str, method: str, params: dict) -> None:
+        params = {k: "inf" if v == math.inf else v for k, v in params.items()}  # JSON has no infinity
         run_id = f"{dataset}/{method}/{_param_id(params)}"
         specs.setdefault(run_id, RunSpec(run_id, {**base, "dataset": dataset, "method": method, "params": params}))
 
