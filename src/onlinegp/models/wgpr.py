@@ -147,10 +147,19 @@ class WGPR(LocalEnsemble):
 
     Args:
         input_dim: D.
-        epsilon: ε, the instantiation threshold on w_j (Eq. 7), in standardised target units²; ``math.inf``
-            never splits (one OSGPR), 0 starts a member on every batch.
+        epsilon: ε, the instantiation threshold on w_j (Eq. 7), in standardised target units² summed over the
+            M + N_new points, so it depends on the data (paper 004 §V): run once with ``math.inf`` and read the
+            scores in ``report.extra['scores']`` to choose it. ``math.inf`` never splits (one OSGPR), 0 starts a
+            member on every batch.
         num_nearest: J′, how many members (nearest by centroid) are candidates for each batch (default 5).
         member, num_inducing, member_options, x_bounds, y_stats, seed, dtype: see :class:`LocalEnsemble`.
+            The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS on θ; the paper
+            also moves Z by gradient (``member_options={"optimize_inducing": True}``).
+
+    The report's ``extra`` holds ``scores`` (w_j of each candidate, +∞ for a failed update), ``candidates``,
+    ``chosen``, ``split``, ``failed`` and ``num_models``. A batch on which even the fresh member cannot be fitted
+    (e.g. a non-positive-definite kernel matrix at every jitter) is rejected like any failed update: the ensemble
+    stays as it was and the error is raised.
     """
 
     def __init__(self, input_dim: int, epsilon: float = 10.0, num_nearest: int = 5, **kwargs):
