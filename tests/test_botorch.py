@@ -56,6 +56,11 @@ def test_posterior_blocks_match_joint_predictions_and_are_differentiable(kind):
     assert all((g is None and p.grad is None) or torch.equal(g, p.grad) for g, p in zip(grads, gp.parameters()))
     with pytest.raises(ValueError):
         model.posterior(torch.zeros(3, 5, dtype=D))
+    # a q-set with a repeated point has a singular joint covariance: still a usable posterior
+    Xdup = X.detach()[:2].clone()
+    Xdup[:, 1] = Xdup[:, 0]
+    samples = model.posterior(Xdup).rsample(torch.Size([4]))
+    assert samples.shape == (4, 2, 3, 1) and bool(torch.isfinite(samples).all())
 
 
 @pytest.mark.parametrize("kind", ["wiski", "exact"])

@@ -23,6 +23,7 @@ import torch
 from botorch.models.model import FantasizeMixin, Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
+from linear_operator.operators import DenseLinearOperator
 from torch import Tensor
 
 from .base import OnlineGP
@@ -129,7 +130,9 @@ class OnlineGPModel(Model, FantasizeMixin):
         mean, cov = mean.reshape(*out_batch, q), cov.reshape(*out_batch, q, q)
         if isinstance(observation_noise, Tensor):
             cov = cov + torch.diag_embed(observation_noise.to(cov).expand(*out_batch, q, 1)[..., 0])
-        posterior = GPyTorchPosterior(MultivariateNormal(mean, cov))
+        # a lazy covariance: factorised on demand with gpytorch's PSD-safe (jittered) Cholesky, since q-sets with
+        # (near-)duplicate points have singular joint covariances
+        posterior = GPyTorchPosterior(MultivariateNormal(mean, DenseLinearOperator(cov)))
         return posterior if posterior_transform is None else posterior_transform(posterior)
 
     def condition_on_observations(self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
