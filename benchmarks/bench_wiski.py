@@ -3,7 +3,8 @@
 For each grid (2-D, m = 16² = 256; 3-D, m = 10³ = 1000) a model absorbs N points of a smooth synthetic field
 (in chunks, with no hyper-parameter steps: the caches WᵀW, Wᵀy, yᵀy are then exactly what one-at-a-time updates
 would have left, as tests/test_wiski.py checks), and then the next ``--points`` single observations are timed, each
-with its one Adam step and the predictor refresh (the full per-observation work of Algorithm 1). Also reported:
+with its one Adam step and the predictor refresh (the full per-observation work of Algorithm 1). The timed updates
+of the different N are interleaved, so that load changes on a shared machine hit every N alike. Also reported:
 the bytes of the model's checkpoint (memory independent of N) and prediction time for 2500 points.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_wiski.py [--sizes 1000,20000] [--points 20] [--threads 1]
@@ -43,26 +44,37 @@ def checkpoint_bytes(model: WISKI) -> int:
     return buf.getbuffer().nbytes
 
 
-def measure(dim: int, grid_size: int, n: int, points: int, seed: int = 0) -> dict:
-    X, y = data(n + points, dim, seed)
-    model = WISKI(dim, grid_size=grid_size, num_steps=0, x_bounds=[[-1.0] * dim, [1.0] * dim], seed=seed)
-    for i in range(0, n, 2000):
-        model.update(X[i:min(i + 2000, n)], y[i:min(i + 2000, n)])
-    model.num_steps = 1
-    times, phases = [], []
-    for i in range(n, n + points):
-        t0 = time.perf_counter()
-        report = model.update(X[i:i + 1], y[i:i + 1])
-        times.append(time.perf_counter() - t0)
-        phases.append(report.timings)
+def measure(dim: int, grid_size: int, sizes: list[int], points: int, seed: int = 0) -> list[dict]:
+    """Models at every N in ``sizes``; their timed single-point updates are interleaved (one each in turn), so a
+    change in machine load during the run affects every N alike."""
+    models, streams = [], []
+    for n in sizes:
+        X, y = data(n + points, dim, seed)
+        model = WISKI(dim, grid_size=grid_size, num_steps=0, x_bounds=[[-1.0] * dim, [1.0] * dim], seed=seed)
+        for i in range(0, n, 2000):
+            model.update(X[i:min(i + 2000, n)], y[i:min(i + 2000, n)])
+        model.num_steps = 1
+        models.append(model)
+        streams.append((X[n:], y[n:]))
+    times = [[] for _ in sizes]
+    phases = [[] for _ in sizes]
+    for p in range(points):
+        for k, (model, (X, y)) in enumerate(zip(models, streams)):
+            t0 = time.perf_counter()
+            report = model.update(X[p:p + 1], y[p:p + 1])
+            times[k].append(time.perf_counter() - t0)
+            phases[k].append(report.timings)
     Xt, _ = data(2500, dim, seed + 1)
-    t0 = time.perf_counter()
-    model.predict(Xt)
-    predict = time.perf_counter() - t0
-    phase_median = {k: statistics.median(p[k] for p in phases) for k in phases[0]}
-    return {"dim": dim, "m": model.num_inducing, "num_data": n, "update_median_s": statistics.median(times),
-            "update_min_s": min(times), "update_max_s": max(times), "phases_median_s": phase_median,
-            "predict_2500_s": predict, "checkpoint_bytes": checkpoint_bytes(model)}
+    rows = []
+    for k, (n, model) in enumerate(zip(sizes, models)):
+        t0 = time.perf_counter()
+        model.predict(Xt)
+        predict = time.perf_counter() - t0
+        rows.append({"dim": dim, "m": model.num_inducing, "num_data": n, "update_median_s": statistics.median(times[k]),
+                     "update_min_s": min(times[k]), "update_max_s": max(times[k]),
+                     "phases_median_s": {key: statistics.median(ph[key] for ph in phases[k]) for key in phases[k][0]},
+                     "predict_2500_s": predict, "checkpoint_bytes": checkpoint_bytes(model)})
+    return rows
 
 
 def main() -> dict:
@@ -76,9 +88,9 @@ def main() -> dict:
     rows = []
     for spec in args.grids.split(","):
         dim, g = (int(v) for v in spec.split(":"))
-        for n in (int(s) for s in args.sizes.split(",")):
-            row = measure(dim, g, n, args.points)
+        for row in measure(dim, g, [int(s) for s in args.sizes.split(",")], args.points):
             rows.append(row)
+            n = row["num_data"]
             print(f"d={dim} m={row['m']:5d} N={n:6d}: update median {1e3 * row['update_median_s']:.1f} ms "
                   f"(min {1e3 * row['update_min_s']:.1f}), predict 2500 {1e3 * row['predict_2500_s']:.1f} ms, "
                   f"checkpoint {row['checkpoint_bytes'] / 1e6:.2f} MB", flush=True)
