@@ -3,7 +3,7 @@
 Streams (batches of 100, M = 50 pseudo-inputs per sparse model, as the paper):
 
 * ``toy``: 1-D data from two GPs with different hyper-parameters (x < 150: ℓ = 20, σ_f = 0.5; x ≥ 150: ℓ = 5,
-  σ_f = 2; noise std 0.25), 3000 points processed in spatial order from x = 0 to 300 (Fig. 1);
+  σ_f = 2; noise std 0.25), 3000 points (fewer if ``max_points`` is smaller) in spatial order from x = 0 to 300 (Fig. 1);
 * ``kin40k`` and ``pumadyn32nm``: the bundled UCI sets (:mod:`onlinegp.data`), an 80/20 split, at most
   ``max_points`` training and ``max_test`` test rows, streamed sorted by the first input (the data module's default);
 * ``bathymetry``: the stand-in for the paper's lake survey, the bundled topobathy field ('coast':
@@ -124,7 +124,7 @@ def bathymetry_stream(num_samples: int = 5000, field: str = "coast", noise_std: 
 def load_stream(name: str, max_points: int, max_test: int, seed: int = 0) -> tuple[Dataset, Dataset]:
     """Training stream (in streaming order) and test set of a benchmark dataset."""
     if name == "toy":
-        return two_regime_toy(seed=seed)
+        return two_regime_toy(n_train=min(3000, max_points), seed=seed)
     if name == "bathymetry":
         return bathymetry_stream(num_samples=max_points, seed=seed)
     train, test = train_test_split(load_dataset(name), seed=seed)

@@ -1,0 +1,39 @@
+"""Smoke test of ``onlinegp bench wgpr``: streams, tables, CSV and figures (tiny settings)."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from onlinegp.bench.wgpr import bathymetry_stream, lawnmower_path, run, two_regime_toy
+
+
+def test_toy_and_bathymetry_streams():
+    train, test = two_regime_toy(n_train=500, n_test=50, seed=3)
+    assert train.X.shape == (500, 1) and np.all(np.diff(train.X[:, 0]) >= 0)
+    assert test.meta["f"].shape == (50,)
+    assert np.std(test.y - test.meta["f"]) == pytest.approx(0.25, rel=0.3)
+    path = lawnmower_path((-30, 30, -30, 30), 4, 1000)
+    steps = np.linalg.norm(np.diff(path, axis=0), axis=1)
+    spacing = (4 * 60 + 3 * 20) / 999  # equally spaced in arc length (chords at the corners are shorter)
+    assert np.median(steps) == pytest.approx(spacing, rel=1e-9) and steps.max() <= spacing * (1 + 1e-9)
+    assert path[0].tolist() == [-30, -30] and path[-1].tolist() == [30, -30]
+    survey, grid = bathymetry_stream(num_samples=400)
+    assert survey.X.shape == (400, 2) and grid.X.shape == (2500, 2)
+
+
+@pytest.mark.slow
+def test_bench_writes_tables_and_figures(tmp_path):
+    result = run(tmp_path, datasets="toy,bathymetry", sweep="toy", max_points=200, max_test=50, member_steps=3)
+    assert not result["failed"]
+    for name in ("config.json", "runs.csv", "table_time.md", "table_rmse.csv", "sweep.csv", "sweep_toy.png",
+                 "toy.png", "curves.png"):
+        assert (tmp_path / name).is_file(), name
+    rows = list(csv.DictReader((tmp_path / "table_rmse.csv").open()))
+    assert [r["method"] for r in rows] == ["LGPR", "WGPR", "SOLAR", "OVFE"]
+    assert all(r["toy"] != "-" and r["bathymetry"] != "-" for r in rows)
+    sweep = list(csv.DictReader((tmp_path / "sweep.csv").open()))
+    eps0 = [r for r in sweep if r["method"] == "wgpr" and "'epsilon': 0.0" in r["params"]]
+    assert eps0 and int(eps0[0]["num_models"]) == 2  # ε = 0: a model per batch
+    assert json.loads((tmp_path / "config.json").read_text())["max_points"] == 200
