@@ -26,8 +26,8 @@ from ..base import GrowingBuffer, OnlineGP, PhaseTimer, as_tensor_2d
 from ..inducing import Selector, make_selector
 from ..kernels import CrossCovariance, dense, diagonal, lengthscale_map, make_kernel
 from ..linalg import cholesky, trisolve
-from ..objectives import svgp_elbo_terms
-from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, project_terms, with_jitter
+from ..objectives import svgp_elbo_cov
+from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, kuv, project_terms, with_jitter
 
 
 class POAM(OnlineGP):
@@ -50,7 +50,7 @@ class POAM(OnlineGP):
         seed: seed of the model's own random generator (mini-batches, random selectors).
     """
 
-    _dynamic = ("Z", "a", "B", "q", "predictor")
+    _dynamic = ("Z", "a", "B", "q", "predictor", "Lu_terms", "theta_terms")
 
     def __init__(self, input_dim: int, num_inducing: int = 500, kernel: Any = "ak", inducing: str | Selector = "pivoted",
                  num_steps: int = 10, batch_size: int = 256, lr: float = 1e-2, lr_attention: float = 1e-3,
@@ -75,6 +75,9 @@ class POAM(OnlineGP):
         self.B: Tensor | None = None
         self.q: VariationalQ | None = None
         self.predictor: Predictor | None = None
+        # root of K_zz and θ under which the stored terms a, B are expressed (K' of Eqs. 16-19)
+        self.Lu_terms: Tensor | None = None
+        self.theta_terms: Tensor | None = None
         self._kuu_cache: tuple[Tensor, Tensor, Tensor] | None = None  # (Z, θ, chol K_uu): not state, a cache
         self.data = GrowingBuffer(input_dim, dtype)
         attention = [p for n, p in self.kernel.named_parameters() if ".attention." in f".{n}"]
@@ -105,28 +108,43 @@ class POAM(OnlineGP):
             a_n, B_n = self._new_terms(Z_new, xs, ys)
             self.a, self.B = self.a + a_n, self.B + B_n
         old_q, self.Z = self.q, Z_new
+        self.Lu_terms, self.theta_terms = self._root_kuu(self.Z), self._theta()
         if self.variational == "gradient" and old_q is not None:
             self.q = self._carry_q(old_q)
         else:
             prec = 1.0 if self.noise_weighted else 1.0 / self.noise
-            post = InducingPosterior.from_terms(self.kernel, self.Z, prec * self.a, prec * self.B, self.jitter)
+            post = InducingPosterior.from_terms(self.kernel, self.Z, prec * self.a, prec * self.B, self.jitter,
+                                                Lu=self.Lu_terms)
             self.q = post.q()
 
     @torch.no_grad()
     def _project_terms(self, Z_new: Tensor) -> None:
-        self.a, self.B = project_terms(self.kernel, self.Z, Z_new, self._root_kuu(self.Z), self.a, self.B)
+        """Eqs. 16-21: P = K'_zz⁻¹ K_zz', K' under the θ the stored terms were formed with, K under the current θ.
+
+        When θ has not changed since (no M-step in between) kept inducing inputs carry their terms over exactly.
+        """
+        if self.theta_terms is None or torch.equal(self.theta_terms, self._theta()):
+            Lu = self._root_kuu(self.Z) if self.Lu_terms is None else self.Lu_terms
+            self.a, self.B = project_terms(self.kernel, self.Z, Z_new, Lu, self.a, self.B)
+            return
+        P = trisolve(self.Lu_terms, trisolve(self.Lu_terms, kuv(self.kernel, self.Z, Z_new)), transpose=True)
+        B = P.mT @ self.B @ P
+        self.a, self.B = P.mT @ self.a, 0.5 * (B + B.mT)
+
+    def _theta(self) -> Tensor:
+        return torch.cat([p.detach().reshape(-1) for p in self.kernel.parameters()])
 
     @torch.no_grad()
     def _root_kuu(self, Z: Tensor) -> Tensor:
         """chol(K_uu) at Z under the current θ, reusing the predictor's root when it was built for exactly these."""
-        theta = torch.cat([p.detach().reshape(-1) for p in self.kernel.parameters()])
+        theta = self._theta()
         cached = self._kuu_cache
         if cached is not None and cached[0] is Z and torch.equal(cached[1], theta):
             return cached[2]
         return cholesky(kuu(self.kernel, Z), self.jitter)
 
     def _remember_root(self, Z: Tensor, Lu: Tensor) -> None:
-        self._kuu_cache = (Z, torch.cat([p.detach().reshape(-1) for p in self.kernel.parameters()]), Lu)
+        self._kuu_cache = (Z, self._theta(), Lu)
 
     @torch.no_grad()
     def _carry_q(self, q: VariationalQ) -> VariationalQ:
@@ -166,8 +184,8 @@ class POAM(OnlineGP):
                 opt_extra.zero_grad(set_to_none=True)
             xb = X_all[idx]
             Kuu, Kub = cross(xb)
-            elbo = svgp_elbo_terms(cholesky(with_jitter(Kuu), self.jitter), Kub, diagonal(self.kernel, xb),
-                                   self.noise, q.mean, q.root, q.logdet, y_all[idx], n)
+            elbo = svgp_elbo_cov(with_jitter(Kuu), Kub, diagonal(self.kernel, xb), self.noise, q.mean, q.root,
+                                 q.logdet, y_all[idx], n, self.jitter)
             (-elbo).backward()
             self.optimizer.step()
             if opt_extra is not None:
@@ -177,6 +195,7 @@ class POAM(OnlineGP):
             if self.optimize_inducing:
                 self._project_terms(Z.detach().clone())
                 self.Z = Z.detach().clone()
+                self.Lu_terms, self.theta_terms = self._root_kuu(self.Z), self._theta()
                 if self.variational == "analytic":
                     prec = 1.0 if self.noise_weighted else 1.0 / self.noise
                     self.q = InducingPosterior.from_terms(self.kernel, self.Z, prec * self.a, prec * self.B,

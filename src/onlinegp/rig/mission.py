@@ -15,6 +15,7 @@ collected samples and the metric rows, so a resumed mission ends with exactly th
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -258,8 +259,6 @@ def _atomic_write(path: Path, text: str) -> None:
 def write_metrics_csv(rows: list[dict], path: Path) -> None:
     if not rows:
         return
-    import io
-
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
     writer.writeheader()
@@ -340,14 +339,15 @@ def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, f
     return mission
 
 
-def run_mission(mission: Mission, out: str | Path, quiet: bool = False, stop_after_epochs: int | None = None,
-                echo: Callable[[str], None] = print) -> MissionResult:
-    """Run ``mission`` (fresh or resumed, see :func:`open_mission`) to its budget, writing config.json,
-    metrics.csv/json, a checkpoint after every epoch, the final model and figures to ``out``.
+def run_mission(mission: Mission | MissionConfig, out: str | Path, quiet: bool = False,
+                stop_after_epochs: int | None = None, echo: Callable[[str], None] = print) -> MissionResult:
+    """Run ``mission`` (fresh from a config, or from :func:`open_mission`, possibly resumed) to its budget,
+    writing config.json, metrics.csv/json, a checkpoint after every epoch, the final model and figures to ``out``.
 
     ``stop_after_epochs`` stops after that many epochs of this call, leaving the resumable checkpoint that a
     killed run leaves behind.
     """
+    mission = Mission(mission) if isinstance(mission, MissionConfig) else mission
     config = mission.config
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
