@@ -80,6 +80,63 @@ def svgp_elbo_terms(Lu: Tensor, Kub: Tensor, kbb: Tensor, noise: Tensor, q_mean:
     return (ell - kl) / num_data
 
 
+def svgp_elbo_cov(Kuu: Tensor, Kub: Tensor, kbb: Tensor, noise: Tensor, q_mean: Tensor, q_root: Tensor,
+                  q_logdet: Tensor, yb: Tensor, num_data: int, jitter_log: JitterLog | None = None) -> Tensor:
+    """:func:`svgp_elbo` from K_uu (jitter included), K_ub and diag K_bb, with a closed-form gradient.
+
+    When q(u) is fixed (POAM's M-step) the gradient with respect to K_uu, K_ub, k_bb and σ² is written out
+    (:class:`_FixedQELBO`) instead of back-propagating through the Cholesky factor and the solves: about a third
+    less dense linear algebra per step, same value and gradient to round-off. If q's parameters require grad
+    (VAR-OPT) it back-propagates through :func:`svgp_elbo_terms`.
+    """
+    if q_mean.requires_grad or q_root.requires_grad:
+        return svgp_elbo_terms(cholesky(Kuu, jitter_log), Kub, kbb, noise, q_mean, q_root, q_logdet, yb, num_data)
+    return _FixedQELBO.apply(Kuu, Kub, kbb, noise, q_mean, q_root, q_logdet, yb, num_data, jitter_log)
+
+
+class _FixedQELBO(torch.autograd.Function):
+    """Value and hand-derived gradient of the uncollapsed ELBO for a fixed q(u) = N(m, R Rᵀ).
+
+    With L = chol(K_uu), [C | A | v] = L⁻¹[R | K_ub | m], Γ = CᵀA, per-datum derivatives g_μ, h of the value
+    with respect to the predictive means and variances, P' = v g_μᵀ + 2 C Γ diag(h):
+        ∂/∂K_ub = L⁻ᵀ (P' − 2 A diag(h)),
+        ∂/∂K_uu = L⁻ᵀ [sym((A diag(h) − P') Aᵀ) + (CCᵀ + vvᵀ − I) / 2N] L⁻¹,   ∂/∂k_bb = h.
+    """
+
+    @staticmethod
+    def forward(ctx, Kuu, Kub, kbb, noise, q_mean, q_root, q_logdet, yb, num_data, jitter_log):
+        L = cholesky(Kuu, jitter_log)
+        (M, B), r = Kub.shape, q_root.shape[-1]
+        T = trisolve(L, torch.cat([q_root, Kub, q_mean.unsqueeze(-1)], -1))
+        C, A, v = T[:, :r], T[:, r:r + B], T[:, -1]
+        Gamma = C.mT @ A
+        resid = yb - A.mT @ v
+        var_raw = kbb - A.pow(2).sum(0) + Gamma.pow(2).sum(0)
+        var = var_raw.clamp_min(1e-12)
+        ell = (-0.5 * (LOG2PI + noise.log()) - 0.5 * (resid.pow(2) + var) / noise).sum() / B
+        kl = 0.5 * (C.pow(2).sum() + v @ v - M + 2 * L.diagonal().log().sum() - q_logdet)
+        ctx.save_for_backward(L, C, A, v, Gamma, resid, var, var_raw > 1e-12, noise)
+        ctx.num_data = num_data
+        return ell - kl / num_data
+
+    @staticmethod
+    def backward(ctx, grad):
+        L, C, A, v, Gamma, resid, var, active, noise = ctx.saved_tensors
+        M, B = A.shape
+        g_mean = grad * resid / (noise * B)
+        h = (-0.5 * grad / (noise * B)) * active
+        g_noise = grad * (-0.5 / noise + 0.5 * (resid.pow(2) + var) / noise.pow(2)).sum() / B
+        Ah = A * h
+        LP = torch.outer(v, g_mean) + 2 * (C @ (Gamma * h))
+        X = (Ah - LP) @ A.mT
+        X = 0.5 * (X + X.mT) + (grad / (2 * ctx.num_data)) * (C @ C.mT + torch.outer(v, v)
+                                                              - torch.eye(M, dtype=A.dtype, device=A.device))
+        W = trisolve(L, torch.cat([X, LP - 2 * Ah], -1), transpose=True)
+        G_uu = trisolve(L, W[:, :M].mT, transpose=True).mT
+        G_uu = 0.5 * (G_uu + G_uu.mT)
+        return G_uu, W[:, M:], h, g_noise.reshape(noise.shape), None, None, None, None, None, None
+
+
 def exact_mll(kernel: gpytorch.kernels.Kernel, noise: Tensor, X: Tensor, y: Tensor,
               jitter_log: JitterLog | None = None) -> Tensor:
     """log N(y | 0, K + σ²I)."""
