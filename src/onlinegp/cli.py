@@ -245,3 +245,88 @@ def bench_wgpr_command(
     if result["failed"]:
         typer.echo(f"{len(result['failed'])} run(s) failed: " + ", ".join(r for r, _ in result["failed"]), err=True)
         raise typer.Exit(1)
+
+
+# ------------------------------------------------------------------------------------ streaming + VIPS (issue 6)
+@app.command("stream")
+def stream_command(
+    dataset: str = typer.Option(..., "--dataset", help="bundled dataset (concrete, bike, magnetic, synthetic1, ...) "
+                                "or a CSV path (last column the target)"),
+    model: str = typer.Option("vips", "--model", help="registered model (onlinegp models)"),
+    batches: int = typer.Option(None, "--batches", help="number of batches (default: the dataset's, 20 or 50)"),
+    order: str = typer.Option(None, "--order", help="sorted (by the first input), random, time or given"),
+    seed: int = typer.Option(0, "--seed", help="seed of the 80/20 split, the random order and the model"),
+    max_size: int = typer.Option(None, "--max-size", help="subsample the dataset to at most this many rows first"),
+    test_fraction: float = typer.Option(0.2, "--test-fraction", help="held-out fraction"),
+    scaling: str = typer.Option("standard", "--scaling", help="standard (paper 001) or minmax"),
+    option: list[str] = typer.Option([], "--option", "-o", help="model option KEY=VALUE (VALUE as JSON), "
+                                     "e.g. -o delta=0.1 -o 'kernel_options={\"ard\": false}'"),
+    out: str = typer.Option("runs/stream", "--out", help="output directory"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
+) -> None:
+    """Stream a dataset through an online model in batches; per batch RMSE, NLPD, M and update time."""
+    import json as _json
+
+    from .stream import StreamConfig, run_stream
+
+    options = {}
+    for item in option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"--option expects KEY=VALUE, got {item!r}")
+        try:
+            options[key] = _json.loads(value)
+        except ValueError:
+            options[key] = value
+    config = StreamConfig(dataset=dataset, model=model, batches=batches, order=order, seed=seed, max_size=max_size,
+                          test_fraction=test_fraction, options=options, scaling=scaling)
+    try:
+        rows = run_stream(config, out=out, quiet=quiet)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    if not quiet:
+        last = rows[-1]
+        typer.echo(f"{model} on {dataset}: {len(rows)} batches, N = {last['num_data']}, M = {last['num_inducing']}, "
+                   f"RMSE = {last['rmse']:.4f}, NLPD = {last['nlpd']:.4f} (standardised units); wrote {out}")
+
+
+@bench_app.command("vips-table1")
+def bench_vips_table1(
+    datasets: str = typer.Option(",".join(("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm")),
+                                 "--datasets", help="comma-separated UCI sets"),
+    methods: str = typer.Option("exact,cv,oips,vips", "--methods", help="comma-separated: exact, cv, oips, vips"),
+    splits: int = typer.Option(5, "--splits", help="number of 80/20 splits (seeds 0..splits-1)"),
+    max_size: int = typer.Option(None, "--max-size", help="subsample each dataset to this many rows (fast runs)"),
+    batches: int = typer.Option(None, "--batches", help="override the 20 (<12000 points) / 50 batches"),
+    exact_max: int = typer.Option(6000, "--exact-max", help="skip the exact GP above this many training points"),
+    num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
+    workers: int = typer.Option(1, "--workers", help="parallel runs"),
+    out: str = typer.Option("runs/vips-table1", "--out", help="output directory (resumable)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or table"),
+) -> None:
+    """Paper 001 Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted UCI streams."""
+    from .bench.vips import run_table1
+
+    try:
+        run_table1(out, datasets=[d for d in datasets.split(",") if d], methods=[m for m in methods.split(",") if m],
+                   splits=splits, max_size=max_size, batches=batches, exact_max=exact_max, num_steps=num_steps,
+                   workers=workers, quiet=quiet, log=typer.echo)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+
+
+@bench_app.command("vips-magnetic")
+def bench_vips_magnetic(
+    thin: int = typer.Option(10, "--thin", help="keep one reading in this many (the survey has ~9000 per path)"),
+    batches: int = typer.Option(20, "--batches", help="batches for trajectory 3"),
+    eta: float = typer.Option(2.2, "--eta", help="Conditional Variance tolerance (paper 001: 2.2)"),
+    delta: float = typer.Option(0.05, "--delta", help="VIPS tolerance"),
+    num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch"),
+    out: str = typer.Option("runs/vips-magnetic", "--out", help="output directory"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
+) -> None:
+    """Paper 001 §5.4: magnetic-field maps path by path (VIPS), and trajectory 3 in batches (VIPS vs CV)."""
+    from .bench.vips import run_magnetic
+
+    run_magnetic(out, thin=thin, batches=batches, eta=eta, delta=delta, num_steps=num_steps, quiet=quiet,
+                 log=typer.echo)

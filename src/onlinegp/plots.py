@@ -284,3 +284,51 @@ def plot_panel_curves(rows: Sequence[dict], path: str | Path, y_keys: Sequence[s
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+def plot_uncertain_maps(frames: Sequence[dict], extent: Sequence[float], path: str | Path, cmap: str = "viridis",
+                        dpi: int = 100) -> Path:
+    """Predicted field maps with the marginal variance as opacity (paper 001 Figs. 4, 7-9): one panel per frame
+    holding ``mean`` and ``var`` grids, the ``path`` travelled so far (dotted), the latest batch ``new`` and a
+    ``title``. Opacity is 1 − var / max var over all frames; one colour scale for all panels."""
+    path = Path(path)
+    if not frames:
+        raise ValueError("plot_uncertain_maps needs at least one frame")
+    vmin = min(float(np.min(f["mean"])) for f in frames)
+    vmax = max(float(np.max(f["mean"])) for f in frames)
+    vtop = max(float(np.max(f["var"])) for f in frames) or 1.0
+    fig, axes = plt.subplots(1, len(frames), figsize=(3.6 * len(frames) + 0.8, 3.6), squeeze=False)
+    norm = matplotlib.colors.Normalize(vmin, vmax)
+    for ax, f in zip(axes[0], frames):
+        rgba = plt.get_cmap(cmap)(norm(f["mean"]))
+        rgba[..., 3] = np.clip(1.0 - np.asarray(f["var"]) / vtop, 0.0, 1.0)
+        ax.imshow(rgba, origin="lower", extent=extent, aspect="equal")
+        if "path" in f:
+            ax.plot(f["path"][:, 0], f["path"][:, 1], ":", color="0.3", lw=0.6)
+        if "new" in f:
+            ax.plot(f["new"][:, 0], f["new"][:, 1], "-", color="k", lw=0.8)
+        ax.set_title(f.get("title", ""), fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=list(axes[0]), shrink=0.8)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot_lines(series: dict[str, tuple[Sequence[float], Sequence[float]]], path: str | Path, xlabel: str = "",
+               ylabel: str = "", title: str = "", dpi: int = 100) -> Path:
+    """One line per label from ``series[label] = (x, y)`` (e.g. model size per batch)."""
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for label, (x, y) in series.items():
+        ax.plot(x, y, "o-", ms=3, lw=1.2, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path

@@ -46,6 +46,7 @@ class StreamConfig:
     options: dict[str, Any] = field(default_factory=dict)
     eval_batches: list[int] | None = None
     scaling: str = "standard"
+    dataset_options: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -80,13 +81,14 @@ def standardised_scores(test: Dataset, mean: np.ndarray, var_y: np.ndarray, y_st
 
 
 def run_stream(config: StreamConfig, out: str | Path | None = None, quiet: bool = True,
-               on_batch: Callable[[dict], None] | None = None) -> list[dict]:
+               on_batch: Callable[[dict, OnlineGP, np.ndarray], None] | None = None) -> list[dict]:
     """Run one streaming experiment; returns the per-batch rows (and writes them to ``out`` if given).
 
     Model 'exact' is refitted from scratch on all data seen so far with L-BFGS, only at ``eval_batches``
-    (1-based; default every batch) since it costs O(N³).
+    (1-based; default every batch) since it costs O(N³). ``on_batch(row, model, batch_inputs)`` is called after
+    every evaluated batch (e.g. to draw maps).
     """
-    ds = load_dataset(config.dataset)
+    ds = load_dataset(config.dataset, **config.dataset_options)
     if config.max_size is not None:
         ds = ds.subsample(config.max_size, seed=config.seed)
     train, test = train_test_split(ds, seed=config.seed, test_fraction=config.test_fraction)
@@ -133,7 +135,7 @@ def run_stream(config: StreamConfig, out: str | Path | None = None, quiet: bool 
         row.update(standardised_scores(test, pred.mean.numpy(), pred.var_y.numpy(), y_std))
         rows.append(row)
         if on_batch is not None:
-            on_batch(row)
+            on_batch(row, model, train.X[idx])
     if out is not None:
         write_run(Path(out), config, rows)
     return rows
@@ -144,7 +146,7 @@ def write_run(out: Path, config: StreamConfig, rows: list[dict]) -> None:
     from .plots import plot_metric_curves
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(config.to_json(), indent=1))
+    (out / "config.json").write_text(json.dumps(config.to_json(), indent=1, default=repr))
     (out / "metrics.json").write_text(json.dumps(rows, indent=1))
     keys = list(dict.fromkeys(k for r in rows for k in r))
     with open(out / "metrics.csv", "w", newline="") as f:

@@ -1,0 +1,232 @@
+"""Paper 001's benchmarks: Table 1 / Figs. 3 and 6 (UCI streams) and §5.4 / Figs. 4, 7-9 (magnetic field).
+
+``run_table1``: exact GP, Conditional Variance, OIPS and VIPS (all but the exact GP are OSGPR with that selector,
+θ by L-BFGS on the online bound) on UCI sets sorted by the first input, 20 batches below 12 000 points and 50
+above, over 80/20 splits; isotropic SE kernel with length-scale and variance 1, noise 0.1, standardised data
+(appendix F.3 and the paper's code). The exact GP is refitted at the first, middle and last batch (as Fig. 3).
+Writes ``table.md``/``table.csv`` (M, RMSE, NLPD at the last batch: mean (std) over splits), ``results.json`` and
+``curves.png`` (M, RMSE, NLPD against N).
+
+``run_magnetic``: (1) trajectories 1, 2, 4, 5 of the magnetometer survey as one batch each, field maps after
+each path (mean, marginal variance as opacity); (2) trajectory 3 in 20 batches with VIPS and Conditional
+Variance (η = 2.2), M per batch and the final maps. Kernel: constant + Matérn-3/2.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import gpytorch
+import numpy as np
+import torch
+
+from ..data import load_dataset
+from ..stream import StreamConfig, run_stream
+from .runner import RunnerOptions, RunSpec, run_sweep
+
+#: label in tables -> registered model
+METHODS = {"exact": "exact", "cv": "conditional-variance", "oips": "oips", "vips": "vips"}
+LABELS = {"exact": "Exact GP", "cv": "Cond. Variance", "oips": "OIPS", "vips": "VIPS"}
+TABLE1_DATASETS = ("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm")
+#: appendix F.3: SE kernel, hyper-parameters initialised to 1, noise variance 0.1
+PAPER_OPTIONS = {"kernel_options": {"lengthscale": 1.0, "ard": False}, "noise": 0.1}
+
+
+def table1_job(config: dict, run_dir: Path) -> dict:
+    """One (dataset, method, split) stream; the runner's job function."""
+    rows = run_stream(StreamConfig(**config), out=run_dir, quiet=True)
+    return {k: rows[-1][k] for k in ("num_data", "num_inducing", "rmse", "nlpd")}
+
+
+def table1_specs(datasets: Sequence[str], methods: Sequence[str], splits: int, max_size: int | None,
+                 batches: int | None, exact_max: int, num_steps: int | None) -> list[RunSpec]:
+    specs = []
+    for name in datasets:
+        n = len(load_dataset(name)) if max_size is None else min(max_size, len(load_dataset(name)))
+        for method in methods:
+            if method not in METHODS:
+                raise ValueError(f"unknown method {method!r}: choose from {', '.join(METHODS)}")
+            if method == "exact" and 0.8 * n > exact_max:
+                continue
+            options = dict(PAPER_OPTIONS)
+            if num_steps is not None and method != "exact":
+                options["num_steps"] = num_steps
+            for split in range(splits):
+                config = StreamConfig(dataset=name, model=METHODS[method], batches=batches, order="sorted", seed=split,
+                                      max_size=max_size, options=options)
+                if method == "exact":
+                    k = batches or load_dataset(name).default_batches
+                    config.eval_batches = sorted({1, max(k // 2, 1), k})
+                specs.append(RunSpec(f"{name}/{method}/split{split}", config.to_json()))
+    return specs
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    a = np.asarray(values, dtype=np.float64)
+    return float(a.mean()), float(a.std())
+
+
+def summarise_table1(root: Path, specs: Sequence[RunSpec]) -> dict:
+    """Per dataset and method: last-batch M, RMSE, NLPD (mean, std over splits) and the curves against N."""
+    runs: dict[tuple[str, str], list[list[dict]]] = {}
+    for spec in specs:
+        path = root / spec.run_id / "metrics.json"
+        if path.is_file():
+            name, method, _ = spec.run_id.split("/")
+            runs.setdefault((name, method), []).append(json.loads(path.read_text()))
+    summary: dict[str, dict[str, dict]] = {}
+    for (name, method), split_rows in runs.items():
+        scored = [[r for r in rows if "rmse" in r] for rows in split_rows]
+        length = min(len(s) for s in scored)
+        curve = {"N": [s["num_data"] for s in scored[0][:length]]}
+        for key in ("num_inducing", "rmse", "nlpd", "update_time"):
+            values = np.array([[r[key] for r in s[:length]] for s in scored], dtype=np.float64)
+            curve[key] = {"mean": values.mean(0).tolist(), "std": values.std(0).tolist()}
+        last = {key: _mean_std([s[length - 1][key] for s in scored]) for key in ("num_inducing", "rmse", "nlpd")}
+        summary.setdefault(name, {})[method] = {"splits": len(scored), "last": last, "curve": curve}
+    return summary
+
+
+def _fmt(mean: float, std: float, integer: bool = False) -> str:
+    if integer:
+        return f"{mean:.0f} ({std:.0f})"
+    return f"{mean:.2f} ({std:.2f})"
+
+
+def write_table1(root: Path, summary: dict, methods: Sequence[str]) -> str:
+    """table.md (Markdown, like paper 001 Table 1 plus NLPD), table.csv and results.json; returns the Markdown."""
+    from ..plots import plot_sweep_curves
+
+    header = ["Dataset"] + [f"{LABELS[m]} {k}" for m in methods for k in (("RMSE", "NLPD") if m == "exact"
+                                                                           else ("M", "RMSE", "NLPD"))]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    csv_rows = []
+    for name, by_method in summary.items():
+        cells = [name]
+        for m in methods:
+            last = by_method.get(m, {}).get("last")
+            keys = ("rmse", "nlpd") if m == "exact" else ("num_inducing", "rmse", "nlpd")
+            for k in keys:
+                cells.append("–" if last is None else _fmt(*last[k], integer=k == "num_inducing"))
+                if last is not None:
+                    csv_rows.append({"dataset": name, "method": m, "metric": k, "mean": last[k][0], "std": last[k][1],
+                                     "splits": by_method[m]["splits"]})
+        lines.append("| " + " | ".join(cells) + " |")
+    table = "\n".join(lines) + "\n"
+    (root / "table.md").write_text("Mean (std) over splits at the last batch; RMSE and NLPD in standardised "
+                                   "target units.\n\n" + table)
+    with open(root / "table.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["dataset", "method", "metric", "mean", "std", "splits"])
+        w.writeheader()
+        w.writerows(csv_rows)
+    (root / "results.json").write_text(json.dumps(summary, indent=1))
+    panels: dict[tuple[str, str], dict[str, dict]] = {}
+    for name, by_method in summary.items():
+        for key, label in (("num_inducing", "M"), ("rmse", "RMSE"), ("nlpd", "NLPD")):
+            for m, res in by_method.items():
+                if m == "exact" and key == "num_inducing":
+                    continue
+                c = res["curve"]
+                panels.setdefault((label, name), {})[LABELS[m]] = {"samples": c["N"], "mean": c[key]["mean"],
+                                                                   "std": c[key]["std"]}
+    if panels:
+        plot_sweep_curves(panels, root / "curves.png", title="paper 001 Fig. 3/6: M, RMSE, NLPD against N")
+    return table
+
+
+def run_table1(out: str | Path, datasets: Sequence[str] = TABLE1_DATASETS, methods: Sequence[str] = tuple(METHODS),
+               splits: int = 5, max_size: int | None = None, batches: int | None = None, exact_max: int = 6000,
+               num_steps: int | None = None, workers: int = 1, quiet: bool = False,
+               log: Callable[[str], Any] = print) -> str:
+    """Paper 001 Table 1 (+ NLPD, Figs. 3/6). ``max_size`` subsamples each dataset first so it runs in minutes;
+    the exact GP is skipped above ``exact_max`` training points; ``num_steps`` caps L-BFGS iterations per batch."""
+    root = Path(out)
+    specs = table1_specs(datasets, methods, splits, max_size, batches, exact_max, num_steps)
+    result = run_sweep(specs, table1_job, root, RunnerOptions(workers=workers, quiet=quiet, threads=1),
+                       title="vips-table1")
+    for failed in result.failed:
+        log(f"run {failed.run_id} failed: {failed.error}")
+    table = write_table1(root, summarise_table1(root, specs), methods)
+    if not quiet:
+        log(table)
+        log(f"wrote {root / 'table.md'}, {root / 'table.csv'}, {root / 'curves.png'}")
+    return table
+
+
+# ------------------------------------------------------------------------------------------------ magnetic field
+def magnetic_kernel(dtype: torch.dtype = torch.float64) -> gpytorch.kernels.Kernel:
+    """Chang et al.'s magnetic-field prior: a constant (offset) kernel plus a scaled Matérn-3/2."""
+    matern = gpytorch.kernels.ScaleKernel(gpytorch.kernels.MaternKernel(nu=1.5))
+    matern.base_kernel.lengthscale = 0.2
+    return (gpytorch.kernels.ConstantKernel() + matern).to(dtype)
+
+
+def _maps(model, extent: Sequence[float], size: int) -> dict:
+    gx, gy = np.meshgrid(np.linspace(extent[0], extent[1], size), np.linspace(extent[2], extent[3], size))
+    pred = model.predict(np.column_stack([gx.ravel(), gy.ravel()]))
+    return {"mean": pred.mean.numpy().reshape(size, size), "var": pred.var_f.numpy().reshape(size, size)}
+
+
+def run_magnetic(out: str | Path, thin: int = 10, batches: int = 20, eta: float = 2.2, delta: float = 0.05,
+                 num_steps: int | None = None, grid: int = 60, quiet: bool = False,
+                 log: Callable[[str], Any] = print) -> dict:
+    """Paper 001 §5.4: the two magnetic-field experiments. ``thin`` keeps every ``thin``-th reading (random
+    subset of that size, in time order) so the runs fit a laptop; M per batch goes to ``sizes.csv``."""
+    from ..plots import plot_lines, plot_uncertain_maps
+
+    root = Path(out)
+    root.mkdir(parents=True, exist_ok=True)
+    full = load_dataset("magnetic")
+    extent = [full.X[:, 0].min(), full.X[:, 0].max(), full.X[:, 1].min(), full.X[:, 1].max()]
+    common: dict[str, Any] = {"noise": 0.1}
+    if num_steps is not None:
+        common["num_steps"] = num_steps
+    results: dict[str, Any] = {}
+
+    def experiment(tag: str, trajectories: list[int], model: str, options: dict, n_batches: int | str,
+                   snapshot: Callable[[int, int], bool]) -> list[dict]:
+        n = len(load_dataset("magnetic", trajectories=trajectories))
+        config = StreamConfig("magnetic", model, batches=n_batches if n_batches != "groups" else None, order="time",
+                              max_size=n // thin, test_fraction=0.1, scaling="minmax",
+                              options={**common, "kernel": magnetic_kernel(), **options},
+                              dataset_options={"trajectories": trajectories})
+        frames: list[dict] = []
+        paths: list[np.ndarray] = []
+
+        def keep(row: dict, m: Any, batch_x: np.ndarray) -> None:
+            paths.append(batch_x)
+            if snapshot(row["batch"], n_batches if isinstance(n_batches, int) else len(trajectories)):
+                frames.append({**_maps(m, extent, grid), "path": np.concatenate(paths), "new": batch_x,
+                               "title": f"{tag}: after batch {row['batch']} (M = {row['num_inducing']})"})
+
+        rows = run_stream(config, out=root / tag, quiet=quiet, on_batch=keep)
+        plot_uncertain_maps(frames, extent, root / f"{tag}-maps.png")
+        return rows
+
+    rows = experiment("paths-vips", [1, 2, 4, 5], "vips", {"delta": delta}, "groups", lambda b, k: True)
+    results["paths"] = [{k: r[k] for k in ("batch", "num_data", "num_inducing", "rmse", "nlpd")} for r in rows]
+    sizes: dict[str, tuple[list[int], list[int]]] = {}
+    for label, model, options in (("VIPS", "vips", {"delta": delta}),
+                                  ("Cond. Variance", "conditional-variance", {"eta": eta})):
+        tag = "trajectory3-" + ("vips" if model == "vips" else "cv")
+        rows = experiment(tag, [3], model, options, batches, lambda b, k: b in (1, k // 4, k // 2, 3 * k // 4, k))
+        sizes[label] = ([r["batch"] for r in rows], [r["num_inducing"] for r in rows])
+        results[tag] = [{k: r[k] for k in ("batch", "num_data", "num_inducing", "rmse", "nlpd", "update_time")}
+                        for r in rows]
+    plot_lines(sizes, root / "trajectory3-sizes.png", xlabel="batch", ylabel="inducing points M",
+               title="trajectory 3 in batches: model size")
+    with open(root / "sizes.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["method", "batch", "num_inducing"])
+        for label, (b, m) in sizes.items():
+            w.writerows([label, bi, mi] for bi, mi in zip(b, m))
+    (root / "results.json").write_text(json.dumps(results, indent=1))
+    if not quiet:
+        for label, (_, m) in sizes.items():
+            log(f"trajectory 3, {label}: M per batch {m}")
+        log(f"paths 1, 2, 4, 5 with VIPS: M after each path {[r['num_inducing'] for r in results['paths']]}")
+        log(f"wrote {root}")
+    return results
