@@ -219,8 +219,9 @@ def _vips_context(model: Any, X: Tensor):
     """(y, old summary, σ², mean and variance of all targets so far), in scaled units, from the model.
 
     Sources, in order: a model's ``vips_context(X)`` (the VIPS/OSGPR family exposes its summary and the batch);
-    otherwise a POAM-style model's stored terms (a, B at Z, noise-weighted or not), turned into the same
-    summary q(u) with the current θ, and its data buffer, whose last rows are the batch being absorbed.
+    otherwise a POAM-style model's stored terms (a, B at Z, noise-weighted or not), turned into the q(u) they
+    define with K' under the θ they were formed with (``Lu_terms``, else the current θ), and its data buffer,
+    whose last rows are the batch being absorbed.
     """
     if model is None:
         raise ValueError("the VIPS selector needs the model (batch targets, noise, old summary): "
@@ -237,7 +238,8 @@ def _vips_context(model: Any, X: Tensor):
     old = None
     if getattr(model, "Z", None) is not None and getattr(model, "a", None) is not None:
         prec = 1.0 if getattr(model, "noise_weighted", False) else 1.0 / model.noise.detach()
-        old = InducingPosterior.from_terms(model.kernel, model.Z, prec * model.a, prec * model.B)
+        old = InducingPosterior.from_terms(model.kernel, model.Z, prec * model.a, prec * model.B,
+                                           Lu=getattr(model, "Lu_terms", None))
     var = float(y_all.var()) if y_all.numel() > 1 else 1.0
     return y_all[-X.shape[0]:], old, model.noise.detach(), (float(y_all.mean()), var if var > 0 else 1.0)
 
