@@ -183,19 +183,21 @@ def plot_lengthscale_grid(truths: dict[str, tuple[np.ndarray, Sequence[float]]],
 
 def plot_toy_ensembles(panels: dict[str, dict[str, np.ndarray]], path: str | Path, dpi: int = 100) -> Path:
     """Paper 004 Fig. 1: per ensemble, the 1-D training data and the predictive mean ± 2 std, coloured by the local
-    model that predicts there. ``panels[label]`` holds arrays ``x, mean, std, model, train_x, train_y``."""
+    model that predicts there (the most weighted one for weighted ensembles). ``panels[label]`` holds arrays
+    ``x, mean, std, model, train_x, train_y`` and optionally ``num_models``."""
     path = Path(path)
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.8 * len(panels)), squeeze=False, sharex=True)
     for ax, (label, p) in zip(axes[:, 0], panels.items()):
         ax.plot(p["train_x"], p["train_y"], ".", color="0.6", ms=2, label="training data")
         models = np.unique(p["model"])
-        colours = plt.cm.tab20(np.linspace(0, 1, max(len(models), 2)))
-        for c, j in zip(colours, models):
+        for k, j in enumerate(models):
+            c = plt.cm.tab10(k % 10)
             m = np.ma.masked_where(p["model"] != j, p["mean"])
             ax.plot(p["x"], m, "-", color=c, lw=1.6)
             ax.fill_between(p["x"], p["mean"] - 2 * p["std"], p["mean"] + 2 * p["std"], where=p["model"] == j,
                             color=c, alpha=0.2, lw=0)
-        ax.set_title(f"{label}: {len(models)} model(s) predicting", fontsize=9)
+        total = int(p["num_models"]) if "num_models" in p else len(models)
+        ax.set_title(f"{label}: {total} model(s), {len(models)} of them predicting here (colours)", fontsize=9)
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("x")
     fig.tight_layout()

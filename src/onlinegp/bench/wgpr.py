@@ -187,7 +187,7 @@ def run_job(config: dict, run_dir: Path) -> dict:
         p = model.predict(xg)
         who = model.model_index(xg).numpy() if hasattr(model, "model_index") else np.zeros(len(xg), dtype=int)
         np.savez(run_dir / "toy_predictions.npz", x=xg[:, 0], mean=p.mean.numpy(), std=p.std_y.numpy(), model=who,
-                 train_x=train.X[:, 0], train_y=train.y)
+                 train_x=train.X[:, 0], train_y=train.y, num_models=out["num_models"])
     (run_dir / "result.json").write_text(json.dumps(out, indent=1))
     return out
 

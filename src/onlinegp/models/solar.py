@@ -60,7 +60,15 @@ def weighted_prediction(log_sim: Tensor, num_predict: int, predict_local: Callab
     return mean, var_f, var_y, cov
 
 
-class SOLARGP(LocalEnsemble):
+class _Dominant:
+    """``model_index``: the local model with the largest weight at each input (for plots of which model is where)."""
+
+    @torch.no_grad()
+    def model_index(self, x: Any) -> Tensor:
+        return self.log_similarity(self.scaler.x(as_tensor_2d(x, "x", self.dtype, self.input_dim))).argmax(1)
+
+
+class SOLARGP(_Dominant, LocalEnsemble):
     """SOLAR-GP-style ensemble of online sparse GPs, split by distance in input space, weighted prediction.
 
     Args:
@@ -124,7 +132,7 @@ class SOLARGP(LocalEnsemble):
         return weighted_prediction(self.log_similarity(xs), self.num_predict, local, full_cov)
 
 
-class LGPR(OnlineGP):
+class LGPR(_Dominant, OnlineGP):
     """Local GP regression (Nguyen-Tuong et al. 2009): offline global hyper-parameters, exact local GPs.
 
     Call :meth:`fit_hyperparameters` with a representative subset (user units) before the first update; otherwise
