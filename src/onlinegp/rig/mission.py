@@ -356,6 +356,8 @@ def run_mission(mission: Mission | MissionConfig, out: str | Path, quiet: bool =
     ckpt = out / CHECKPOINT
     if mission.rows and not quiet:
         echo(f"resuming {out} after epoch {mission.epoch} ({mission.num_samples} samples)")
+    elif ckpt.is_file() and not quiet:
+        echo(f"{out} holds an earlier mission: starting afresh over it (--resume continues one instead)")
     info = {"config": config.to_dict(), "model_class": type(mission.model).__name__,
             "field": {"name": mission.field.name, "description": mission.field.description,
                       "digest": mission.field.digest(), "extent": list(mission.field.extent),
