@@ -114,3 +114,9 @@ def test_toy_sets_and_errors(tmp_path):
     np.savetxt(path, np.arange(12.0).reshape(4, 3), delimiter=",")
     mine = load_dataset(str(path))
     assert mine.X.shape == (4, 2) and mine.y.tolist() == [2.0, 5.0, 8.0, 11.0]
+
+
+def test_unknown_loader_option_is_a_value_error():
+    with pytest.raises(ValueError, match="does not take the options"):
+        load_dataset("concrete", trajectories=[1])
+    assert len(load_dataset("magnetic", trajectories=[4])) == 7332

@@ -152,7 +152,10 @@ def load_dataset(name: str, **options: Any) -> Dataset:
     """
     key = str(name).lower()
     if key in LOADERS:
-        return LOADERS[key](**options)
+        try:
+            return LOADERS[key](**options)
+        except TypeError as err:
+            raise ValueError(f"dataset {name!r} does not take the options {sorted(options)}: {err}") from None
     if Path(name).suffix in (".csv", ".gz", ".txt") and Path(name).is_file():
         return csv_file(name)
     raise ValueError(f"unknown dataset {name!r}: choose one of {', '.join(list_datasets())} or pass a CSV path")

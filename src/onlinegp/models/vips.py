@@ -52,7 +52,7 @@ class VIPS(OSGPR):
             raise ValueError("vips_context is only available while VIPS.update absorbs a batch")
         n, s, ss = (float(v) for v in self.target_moments)
         mean = s / n
-        var = ss / n - mean**2 if n > 1 else 1.0
+        var = (ss - n * mean**2) / (n - 1) if n > 1 else 1.0
         return self._batch_targets, self.summary, self.noise.detach(), (mean, var if var > 0 else 1.0)
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
