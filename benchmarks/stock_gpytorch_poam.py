@@ -69,7 +69,7 @@ class StockPOAM:
     """POAM's epoch in stock GPyTorch (scaled units), started from an onlinegp POAM's state."""
 
     def __init__(self, kernel, likelihood, Z, a, B, X, y, optimizer_state, generator_state, num_inducing=500,
-                 num_steps=10, batch_size=256, lr=1e-2, lr_attention=1e-3):
+                 num_steps=10, batch_size=256, lr=1e-2, lr_attention=1e-3, L_terms=None):
         self.kernel, self.likelihood = kernel, likelihood
         self.Z, self.a, self.B, self.X, self.y = Z, a, B, X, y
         self.num_inducing, self.num_steps, self.batch_size = num_inducing, num_steps, batch_size
@@ -82,6 +82,7 @@ class StockPOAM:
         if optimizer_state is not None:
             self.optimizer.load_state_dict(optimizer_state)
         self.model: StockSVGP | None = None
+        self.L_terms: Tensor | None = L_terms
 
     @classmethod
     def from_poam(cls, poam, paper_ak: bool = True) -> "StockPOAM":
@@ -91,7 +92,7 @@ class StockPOAM:
         return cls(kernel, copy.deepcopy(poam.likelihood), poam.Z.clone(), poam.a.clone(),
                    poam.B.clone(), X.clone(), y.clone(), copy.deepcopy(poam.optimizer.state_dict()),
                    poam.generator.get_state(), num_inducing=poam.selector.num_inducing, num_steps=poam.num_steps,
-                   batch_size=poam.batch_size)
+                   batch_size=poam.batch_size, L_terms=getattr(poam, "Lu_terms", None))
 
     def _kuu(self, Z: Tensor) -> Tensor:
         K = self.kernel(Z).to_dense()
@@ -110,8 +111,12 @@ class StockPOAM:
         t["inducing"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         with torch.no_grad():
-            L_old = torch.linalg.cholesky(self._kuu(self.Z))
-            P = torch.cholesky_solve(self.kernel(self.Z, Z_new).to_dense(), L_old)
+            # P = K'⁻¹ K_zz' with K' the K_zz the stored terms were formed under (previous θ; Eqs. 16-19)
+            L_old = self.L_terms if self.L_terms is not None else torch.linalg.cholesky(self._kuu(self.Z))
+            K_cross = self.kernel(self.Z, Z_new).to_dense()
+            same = (self.Z.unsqueeze(1) == Z_new.unsqueeze(0)).all(-1)
+            K_cross = K_cross + 1e-8 * float(self.kernel.outputscale.detach()) * same.to(K_cross.dtype)
+            P = torch.cholesky_solve(K_cross, L_old)
             Kzx = self.kernel(Z_new, xs).to_dense()
             self.a = P.T @ self.a + Kzx @ ys
             self.B = P.T @ self.B @ P + Kzx @ Kzx.T
@@ -119,6 +124,7 @@ class StockPOAM:
             self.Z = Z_new
             noise = self.likelihood.noise.reshape(())
             Kuu = self._kuu(Z_new)
+            self.L_terms = torch.linalg.cholesky(Kuu)
             L_sigma = torch.linalg.cholesky(Kuu + self.B / noise)
             m = Kuu @ torch.cholesky_solve((self.a / noise).unsqueeze(-1), L_sigma).squeeze(-1)
             S = Kuu @ torch.cholesky_solve(Kuu, L_sigma)

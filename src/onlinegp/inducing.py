@@ -41,7 +41,7 @@ def greedy_variance(kernel: gpytorch.kernels.Kernel, C: Tensor, max_rank: int, t
     Uses LAPACK ``dpstrf`` on the dense kernel matrix when ``C`` is small and nothing is forced; otherwise a
     row-by-row pivoted Cholesky that evaluates only the pivot rows (cost O(N·M²), independent of the history).
     """
-    if initial is None and C.shape[0] <= DENSE_LIMIT and C.dtype == torch.float64:
+    if initial is None and C.shape[0] <= DENSE_LIMIT and C.dtype in (torch.float32, torch.float64):
         K = dense(kernel, C)
         idx = pivoted_cholesky_dense(K, max_rank, tol)
         return idx, torch.empty(0, dtype=C.dtype)

@@ -1,0 +1,233 @@
+"""The speed-ups of the POAM hot path against the plain computations they replace (values and gradients).
+
+Fused Attentive Kernel mixture vs the per-length-scale loop; CrossCovariance vs dense kernel calls; the closed-form
+gradient of the fixed-q ELBO vs autograd through the Cholesky factor and vs gpytorch's own VariationalELBO; the
+projection of stored terms without forming PᵀBP vs with it; float32 POAM vs float64.
+"""
+
+import gpytorch
+import pytest
+import torch
+from gpytorch.variational import CholeskyVariationalDistribution, UnwhitenedVariationalStrategy
+
+from onlinegp import POAM
+from onlinegp.kernels import AttentiveKernel, CrossCovariance, dense, diagonal, make_kernel
+from onlinegp.linalg import cholesky
+from onlinegp.objectives import svgp_elbo_cov, svgp_elbo_terms
+from onlinegp.posterior import kuu, project_terms, projection, with_jitter
+
+D = torch.float64
+
+
+def loop_attentive(ak: AttentiveKernel, x1, x2):
+    """The Attentive Kernel as written in the paper: one autograd term per base length-scale."""
+    w1, w2 = ak.weights(x1), ak.weights(x2)
+    sq = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).pow(2).sum(-1)
+    mix = torch.zeros_like(sq)
+    for m, ls in enumerate(ak.lengthscales.to(x1)):
+        mix = mix + (w1[:, m:m + 1] * w2[None, :, m]) * torch.exp(-0.5 * sq / ls**2)
+    return (w1 @ w2.mT) * mix
+
+
+def grads(module, *tensors):
+    return [p.grad.clone() for p in module.parameters()] + [t.grad.clone() for t in tensors]
+
+
+@pytest.mark.parametrize("same", [False, True])
+def test_fused_attentive_kernel_matches_loop_in_value_and_gradient(same):
+    torch.manual_seed(0)
+    ak = AttentiveKernel(2).to(D)
+    x1 = (torch.rand(40, 2, dtype=D) * 2 - 1).requires_grad_()
+    x2 = x1 if same else (torch.rand(25, 2, dtype=D) * 2 - 1).requires_grad_()
+    W = torch.randn(40, x2.shape[0], dtype=D)
+    results = []
+    for fn in (lambda a, b: loop_attentive(ak, a, b), ak.forward):
+        ak.zero_grad()
+        x1.grad = None
+        if not same:
+            x2.grad = None
+        K = fn(x1, x2)
+        (K * W).sum().backward()
+        results.append((K.detach(), grads(ak, x1) if same else grads(ak, x1, x2)))
+    (K0, g0), (K1, g1) = results
+    assert torch.allclose(K0, K1, rtol=1e-13, atol=1e-15)
+    for a, b in zip(g0, g1):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-13)
+
+
+def test_fused_attentive_kernel_symmetric_gradient_without_input_grad():
+    """k(Z, Z) with Z fixed takes the symmetric backward; parameter gradients must equal the loop's."""
+    torch.manual_seed(1)
+    ak = AttentiveKernel(2).to(D)
+    Z = torch.rand(30, 2, dtype=D) * 2 - 1
+    W = torch.randn(30, 30, dtype=D)  # not symmetric: the backward must symmetrise itself
+    out = []
+    for fn in (lambda a, b: loop_attentive(ak, a, b), ak.forward):
+        ak.zero_grad()
+        (fn(Z, Z) * W).sum().backward()
+        out.append(grads(ak))
+    for a, b in zip(*out):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["ak", "rbf"])
+@pytest.mark.parametrize("moving_z", [False, True])
+def test_cross_covariance_equals_dense_kernel_calls(name, moving_z):
+    torch.manual_seed(2)
+    k = make_kernel(name, 2)
+    Z = torch.rand(20, 2, dtype=D) * 2 - 1
+    if moving_z:
+        Z.requires_grad_()
+    X = torch.rand(15, 2, dtype=D) * 2 - 1
+    cross = CrossCovariance(k, Z)
+    assert (cross.exps is not None) == (name == "ak" and not moving_z)
+    results = []
+    for pair in (lambda: (dense(k, Z), dense(k, Z, X)), lambda: cross(X)):
+        k.zero_grad()
+        if moving_z:
+            Z.grad = None
+        Kzz, Kzx = pair()
+        (Kzz.sin().sum() + Kzx.cos().sum()).backward()
+        results.append((Kzz.detach(), Kzx.detach(), grads(k, Z) if moving_z else grads(k)))
+    for a, b in zip(results[0][:2], results[1][:2]):
+        assert torch.allclose(a, b, rtol=1e-13, atol=1e-15)
+    for a, b in zip(results[0][2], results[1][2]):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-13)
+
+
+def test_dense_and_diagonal_equal_gpytorch_lazy_evaluation():
+    torch.manual_seed(3)
+    X, Y = torch.rand(12, 2, dtype=D), torch.rand(7, 2, dtype=D)
+    for name in ("ak", "rbf", "matern32"):
+        k = make_kernel(name, 2)
+        with torch.no_grad():
+            assert torch.allclose(dense(k, X, Y), k(X, Y).to_dense(), rtol=1e-14, atol=1e-15)
+            assert torch.allclose(diagonal(k, X), k(X, diag=True), rtol=1e-14)
+    sub = gpytorch.kernels.RBFKernel(active_dims=torch.tensor([1])).to(D)  # falls back to __call__
+    with torch.no_grad():
+        assert torch.allclose(dense(sub, X, Y), sub(X, Y).to_dense())
+
+
+def _fixed_q_problem(M=25, B=15, seed=4):
+    torch.manual_seed(seed)
+    k = make_kernel("ak", 2)
+    k.outputscale = 1.7
+    Z, X = torch.rand(M, 2, dtype=D) * 2 - 1, torch.rand(B, 2, dtype=D) * 2 - 1
+    y = torch.sin(3 * X[:, 0]) + 0.1 * torch.randn(B, dtype=D)
+    with torch.no_grad():
+        R = cholesky(kuu(k, Z)) @ (0.4 * torch.eye(M, dtype=D) + 0.05 * torch.randn(M, M, dtype=D).tril())
+    m = torch.randn(M, dtype=D)
+    logdet = torch.linalg.slogdet(R @ R.T)[1]
+    lik = gpytorch.likelihoods.GaussianLikelihood().to(D)
+    lik.noise = 0.2
+    return k, lik, Z, X, y, m, R, logdet
+
+
+def _elbo(kind, k, lik, Z, X, y, m, R, logdet, n):
+    noise = lik.noise.reshape(())
+    if kind == "autograd":
+        return svgp_elbo_terms(cholesky(kuu(k, Z)), dense(k, Z, X), diagonal(k, X), noise, m, R, logdet, y, n)
+    Kzz, Kzx = CrossCovariance(k, Z)(X)
+    return svgp_elbo_cov(with_jitter(Kzz), Kzx, diagonal(k, X), noise, m, R, logdet, y, n)
+
+
+def test_closed_form_elbo_gradient_matches_autograd():
+    k, lik, Z, X, y, m, R, logdet = _fixed_q_problem()
+    out = []
+    for kind in ("autograd", "closed"):
+        k.zero_grad()
+        lik.zero_grad()
+        value = _elbo(kind, k, lik, Z, X, y, m, R, logdet, n=400)
+        value.backward()
+        out.append((value.detach(), grads(k) + grads(lik)))
+    assert torch.allclose(out[0][0], out[1][0], rtol=1e-12)
+    for a, b in zip(out[0][1], out[1][1]):
+        assert torch.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_closed_form_elbo_gradcheck():
+    k, lik, Z, X, y, m, R, logdet = _fixed_q_problem(M=8, B=5)
+    with torch.no_grad():
+        Kzz, Kzx = dense(k, Z), dense(k, Z, X)
+    Kzz, Kzx = with_jitter(Kzz).requires_grad_(), Kzx.clone().requires_grad_()
+    kbb = torch.full((5,), 1.7, dtype=D, requires_grad=True)
+    noise = torch.tensor(0.2, dtype=D, requires_grad=True)
+    f = lambda A, Kb, d, s: svgp_elbo_cov(0.5 * (A + A.mT), Kb, d, s, m, R, logdet, y, 50)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (Kzz, Kzx, kbb, noise))
+
+
+def test_closed_form_elbo_equals_gpytorch_variational_elbo():
+    """The M-step objective is gpytorch's VariationalELBO (UnwhitenedVariationalStrategy), value and gradient."""
+    k, lik, Z, X, y, m, R, logdet = _fixed_q_problem()
+    n = 300
+
+    class SVGP(gpytorch.models.ApproximateGP):
+        def __init__(self):
+            dist = CholeskyVariationalDistribution(Z.shape[0]).to(D)
+            jitter = 1e-8 * float(k.outputscale.detach())  # the ε kuu adds
+            super().__init__(UnwhitenedVariationalStrategy(self, Z, dist, learn_inducing_locations=False,
+                                                           jitter_val=jitter))
+            self.covar_module = k
+
+        def forward(self, x):
+            return gpytorch.distributions.MultivariateNormal(torch.zeros_like(x[:, 0]), self.covar_module(x))
+
+    model = SVGP()
+    with torch.no_grad():
+        dist = model.variational_strategy._variational_distribution
+        dist.variational_mean.copy_(m)
+        dist.chol_variational_covar.copy_(torch.linalg.cholesky(R @ R.T))
+    model.variational_strategy.variational_params_initialized.fill_(1)
+    dist.requires_grad_(False)
+    model.train()
+    lik.train()
+    reference = gpytorch.mlls.VariationalELBO(lik, model, num_data=n)(model(X), y)
+    reference.backward()
+    g_ref = grads(k) + grads(lik)
+    k.zero_grad()
+    lik.zero_grad()
+    value = _elbo("closed", k, lik, Z, X, y, m, R, logdet, n)
+    value.backward()
+    assert torch.allclose(value.detach(), reference.detach(), rtol=1e-9)
+    for a, b in zip(g_ref, grads(k) + grads(lik)):
+        assert torch.allclose(a, b, rtol=1e-6, atol=1e-9)
+
+
+@torch.no_grad()
+def test_project_terms_equals_dense_projection():
+    torch.manual_seed(5)
+    k = make_kernel("ak", 2)
+    Z = torch.rand(30, 2, dtype=D) * 2 - 1
+    C = torch.cat([Z, torch.rand(12, 2, dtype=D) * 2 - 1])
+    Z_new = C[torch.randperm(42)[:32]]
+    L = cholesky(kuu(k, Z))
+    a = torch.randn(30, dtype=D)
+    F = torch.randn(30, 50, dtype=D)
+    B = F @ F.T
+    P = projection(k, Z, Z_new, L)
+    a_new, B_new = project_terms(k, Z, Z_new, L, a, B)
+    assert torch.allclose(a_new, P.T @ a, rtol=1e-12, atol=1e-12)
+    assert torch.allclose(B_new, P.T @ B @ P, rtol=1e-12, atol=1e-10)
+
+
+def test_float32_poam_close_to_float64():
+    g = torch.Generator().manual_seed(6)
+    X = torch.rand(600, 2, dtype=D, generator=g) * 4 - 2
+    y = torch.sin(2 * X[:, 0]) * torch.cos(X[:, 1]) + 0.1 * torch.randn(600, dtype=D, generator=g)
+    Xt = torch.rand(300, 2, dtype=D, generator=g) * 4 - 2
+    yt = torch.sin(2 * Xt[:, 0]) * torch.cos(Xt[:, 1])
+    scores = {}
+    for dtype in (torch.float64, torch.float32):
+        torch.manual_seed(0)
+        model = POAM(2, num_inducing=60, num_steps=5, x_bounds=[[-2, -2], [2, 2]], dtype=dtype)
+        for lo in range(0, 600, 100):
+            model.update(X[lo:lo + 100].to(dtype), y[lo:lo + 100].to(dtype))
+        pred = model.predict(Xt.to(dtype))
+        assert pred.mean.dtype == dtype
+        mean, var = pred.mean.double(), pred.var_y.double()
+        rmse = float(((mean - yt) ** 2).mean().sqrt())
+        nlpd = float((0.5 * torch.log(2 * torch.pi * var) + 0.5 * (yt - mean) ** 2 / var).mean())
+        scores[dtype] = (rmse, nlpd)
+    (r64, n64), (r32, n32) = scores[torch.float64], scores[torch.float32]
+    assert r64 < 0.2
+    assert abs(r32 - r64) < 0.02 and abs(n32 - n64) < 0.05
