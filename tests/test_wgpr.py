@@ -304,3 +304,25 @@ def test_two_regime_toy_few_models_and_better_than_solar():
     assert err["wgpr"] < 0.3 < err["solar-gp"]
     print(f"toy: WGPR {models['wgpr'].num_models} models RMSE {err['wgpr']:.3f}; "
           f"SOLAR-GP {models['solar-gp'].num_models} models RMSE {err['solar-gp']:.3f}")
+
+
+@pytest.mark.parametrize("name,opts", [("wgpr", {"epsilon": 0.0}), ("solar-gp", {"similarity_lengthscale": 0.1}),
+                                       ("lgpr", {})])
+def test_predictions_differentiable_in_x(name, opts):
+    """The BoTorch adapter differentiates ``_predict`` in X: autograd must match finite differences."""
+    extra = {} if name == "lgpr" else {"num_inducing": 15, "member_options": MEMBER}
+    model = make_model(name, 2, x_bounds=BOUNDS, y_stats=(0.0, 1.0), **extra, **opts)
+    for X, y in stream(3):
+        model.update(X, y)
+    xs = torch.tensor([[0.1, 0.2], [-0.5, 0.4]], dtype=D, requires_grad=True)
+    mean, var_f, _ = model._predict(xs, False)
+    grad = torch.autograd.grad((mean + var_f).sum(), xs)[0]
+    h, fd = 1e-6, torch.zeros_like(grad)
+    with torch.no_grad():
+        for i in range(2):
+            for d in range(2):
+                e = torch.zeros_like(xs)
+                e[i, d] = h
+                up, down = model._predict(xs + e, False), model._predict(xs - e, False)
+                fd[i, d] = ((up[0] + up[1]).sum() - (down[0] + down[1]).sum()) / (2 * h)
+    assert torch.allclose(grad, fd, rtol=1e-5, atol=1e-6)

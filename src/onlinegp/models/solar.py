@@ -126,8 +126,7 @@ class SOLARGP(_Dominant, LocalEnsemble):
 
     def _predict_scaled(self, xs: Tensor, full_cov: bool) -> LocalPrediction:
         def local(j: int, rows: Tensor, full: bool) -> LocalPrediction:
-            p = self.members[j].predict(xs[rows], full_cov=full)
-            return p.mean, p.var_f, p.var_y, p.cov_f
+            return self.member_predict(self.members[j], xs[rows], full)
 
         return weighted_prediction(self.log_similarity(xs), self.num_predict, local, full_cov)
 
@@ -271,7 +270,6 @@ class LGPR(_Dominant, OnlineGP):
     def num_inducing(self) -> int | None:
         return None
 
-    @torch.no_grad()
     def _predict(self, xs: Tensor, full_cov: bool):
         def local(k: int, rows: Tensor, full: bool) -> LocalPrediction:
             X, q = self.local_X[k], xs[rows]

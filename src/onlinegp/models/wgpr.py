@@ -109,7 +109,23 @@ class LocalEnsemble(OnlineGP):
     def num_inducing(self) -> int | None:
         return sum(int(self.inducing_of(m).shape[0]) for m in self.members) if self.members else None
 
+    @property
+    def noise(self) -> Tensor:
+        """The members' mean noise variance (scaled units), for code that needs one number; predictions use the
+        noise of the member(s) that make them."""
+        if not self.members:
+            return super().noise
+        return torch.stack([m.noise for m in self.members]).mean()
+
     # ------------------------------------------------------------------ prediction
+    @staticmethod
+    def member_predict(member: OnlineGP, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+        """(mean, var_f, var_y, cov_f) of a member at scaled inputs; members scale by the identity, so this is its
+        ``_predict`` directly and stays differentiable in ``xs`` (for the BoTorch adapter)."""
+        mean, var_f, cov = member._predict(xs, full_cov)
+        var_f = var_f.clamp_min(0.0)
+        return mean, var_f, var_f + member.noise.detach(), cov
+
     def _predict_scaled(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
         """(mean, var_f, var_y, cov_f) in scaled units; var_y uses each member's own noise."""
         raise NotImplementedError
@@ -237,9 +253,8 @@ class WGPR(LocalEnsemble):
         cov = torch.zeros(n, n, dtype=xs.dtype) if full_cov else None
         for j in who.unique().tolist():
             rows = (who == j).nonzero(as_tuple=True)[0]
-            p = self.members[j].predict(xs[rows], full_cov=full_cov)
-            mean[rows], var_f[rows], var_y[rows] = p.mean, p.var_f, p.var_y
+            mean[rows], var_f[rows], var_y[rows], block = self.member_predict(self.members[j], xs[rows], full_cov)
             if full_cov:  # different members are independent: the covariance is block-diagonal
-                cov[rows.unsqueeze(1), rows.unsqueeze(0)] = p.cov_f
+                cov[rows.unsqueeze(1), rows.unsqueeze(0)] = block
         return mean, var_f, var_y, cov
 
