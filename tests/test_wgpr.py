@@ -124,6 +124,17 @@ def test_numerically_failing_update_is_dissimilar_not_a_crash():
     assert torch.isfinite(model.predict(batches[1][0]).mean).all()
 
 
+def test_solar_member_failure_starts_a_new_member():
+    model = SOLARGP(2, w_gen=1e-300, num_inducing=15, member=FailingOSGPR, member_options=MEMBER, x_bounds=BOUNDS,
+                    y_stats=(0.0, 1.0))
+    batches = stream(2)
+    model.update(*batches[0])
+    first = copy.deepcopy(model.members[0].state_dict())
+    report = model.update(*batches[1])
+    assert report.extra["failed"] == 1 and report.extra["split"] and model.num_models == 2
+    assert state_equal(first, model.members[0].state_dict())
+
+
 def test_prediction_routes_to_member_with_nearest_pseudo_input():
     model = wgpr(0.0)
     for X, y in stream(4):
