@@ -214,7 +214,7 @@ class WGPR(LocalEnsemble):
             fresh, seed = self._fresh_member(xs, ys)
         if not self.members:
             self._add_member(fresh, seed, self.inducing_of(fresh).mean(0))
-            return {"num_models": 1, "split": True, "scores": [], "chosen": 0, "failed": 0}
+            return {"num_models": 1, "split": True, "scores": [], "candidates": [], "chosen": 0, "failed": 0}
         with timer("wasserstein"), torch.no_grad():
             ref = fresh.predict(xs, full_cov=True)
         near = torch.cdist(centre.reshape(1, -1), self.centroids)[0].argsort()[: self.num_nearest].tolist()
