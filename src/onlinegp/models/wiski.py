@@ -129,19 +129,23 @@ class SKIPosterior:
     """The Woodbury SKI posterior: ``mll`` (differentiable), R (m × r) and α (m) for predictions."""
 
     mll: Tensor
-    R: Tensor
-    alpha: Tensor
+    R: Tensor | None
+    alpha: Tensor | None
 
     @classmethod
     def from_terms(cls, L: Tensor, A: Tensor, c: Tensor, yy: Tensor, logdet_noise: Tensor, n: int,
-                   jitter_log: JitterLog | None = None) -> "SKIPosterior":
-        """From a root L of K_UU and precision-weighted A = WᵀD⁻¹W, c = WᵀD⁻¹y, yy = yᵀD⁻¹y, log|D|."""
+                   jitter_log: JitterLog | None = None, predictive: bool = True) -> "SKIPosterior":
+        """From a root L of K_UU and precision-weighted A = WᵀD⁻¹W, c = WᵀD⁻¹y, yy = yᵀD⁻¹y, log|D|.
+
+        ``predictive=False`` skips R and α (an m²r solve the marginal likelihood alone does not need)."""
         LtA = L.mT @ A
         Qp = LtA @ L
         Qp = 0.5 * (Qp + Qp.mT) + torch.eye(Qp.shape[0], dtype=Qp.dtype)
         LQ = cholesky(Qp, jitter_log)
         beta = trisolve(LQ, L.mT @ c)
         mll = -0.5 * (yy - beta @ beta + 2 * LQ.diagonal().log().sum() + logdet_noise + n * LOG2PI)
+        if not predictive:
+            return cls(mll=mll, R=None, alpha=None)
         R = trisolve(LQ, L.mT).mT
         return cls(mll=mll, R=R, alpha=R @ beta)
 
@@ -255,7 +259,7 @@ class WISKI(OnlineGP):
         """log p(y) of all data under the current hyper-parameters (scaled units; Eq. 13)."""
         if self.num_updates == 0:
             raise RuntimeError("the model has seen no data yet")
-        return float(self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, self.num_data).mll)
+        return float(self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, self.num_data, False).mll)
 
     @property
     def num_inducing(self) -> int:
@@ -284,12 +288,13 @@ class WISKI(OnlineGP):
         T = Qb.mT @ K @ Qb
         return Qb @ cholesky(0.5 * (T + T.mT), self.jitter)
 
-    def _posterior(self, WtW: Tensor, Wty: Tensor, yty: Tensor, logdet_noise: Tensor, n: int) -> SKIPosterior:
+    def _posterior(self, WtW: Tensor, Wty: Tensor, yty: Tensor, logdet_noise: Tensor, n: int,
+                   predictive: bool = True) -> SKIPosterior:
         L = self.kuu_root()
         if self.fixed_noise:
-            return SKIPosterior.from_terms(L, WtW, Wty, yty, logdet_noise, n, self.jitter)
+            return SKIPosterior.from_terms(L, WtW, Wty, yty, logdet_noise, n, self.jitter, predictive)
         s2 = self.noise
-        return SKIPosterior.from_terms(L, WtW / s2, Wty / s2, yty / s2, n * s2.log(), n, self.jitter)
+        return SKIPosterior.from_terms(L, WtW / s2, Wty / s2, yty / s2, n * s2.log(), n, self.jitter, predictive)
 
     def _new_terms(self, xs: Tensor, ys: Tensor, prec: Tensor | None, batch_stats: bool):
         idx, val, clamped = self.grid.weights(self.features(xs, batch_stats))
@@ -311,7 +316,7 @@ class WISKI(OnlineGP):
                 with torch.set_grad_enabled(learn_proj):
                     terms = self._new_terms(xs, ys, prec, first_stats)
                 self.optimizer.zero_grad(set_to_none=True)
-                mll = self._posterior(*terms[:3], logdet, n).mll
+                mll = self._posterior(*terms[:3], logdet, n, predictive=False).mll
                 (-mll / n).backward()
                 self.optimizer.step()
                 value = float(mll.detach())
