@@ -16,6 +16,7 @@ hyper-parameters after it can be compared.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 
@@ -161,3 +162,32 @@ class StockPOAM:
         self.likelihood.eval()
         out = self.likelihood(self.model(xs))
         return out.mean, out.variance
+
+
+@contextlib.contextmanager
+def reference_path():
+    """Run onlinegp's POAM the way it computed before the speed work (for before/after accuracy): the Attentive
+    Kernel as a per-length-scale autograd loop, k(Z, Z) and k(Z, X_b) evaluated afresh each step, and the ELBO
+    differentiated by autograd through the Cholesky factor and the solves. Same algorithm, slower arithmetic."""
+    from onlinegp.kernels import AttentiveKernel, dense
+    from onlinegp.linalg import cholesky
+    from onlinegp.models import poam
+    from onlinegp.objectives import svgp_elbo_terms
+
+    class DenseCross:
+        def __init__(self, kernel, Z):
+            self.kernel, self.Z = kernel, Z
+
+        def __call__(self, X):
+            return dense(self.kernel, self.Z), dense(self.kernel, self.Z, X)
+
+    def autograd_elbo(Kuu, Kub, kbb, noise, q_mean, q_root, q_logdet, yb, num_data, jitter_log=None):
+        return svgp_elbo_terms(cholesky(Kuu, jitter_log), Kub, kbb, noise, q_mean, q_root, q_logdet, yb, num_data)
+
+    saved = AttentiveKernel.forward, poam.CrossCovariance, poam.svgp_elbo_cov
+    AttentiveKernel.forward = PaperAttentiveKernel.forward
+    poam.CrossCovariance, poam.svgp_elbo_cov = DenseCross, autograd_elbo
+    try:
+        yield
+    finally:
+        AttentiveKernel.forward, poam.CrossCovariance, poam.svgp_elbo_cov = saved

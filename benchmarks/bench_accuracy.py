@@ -1,0 +1,106 @@
+"""Accuracy before/after the speed work, and of float32: a fixed small streaming problem over 3 seeds.
+
+Variants of POAM (Attentive Kernel, 10 Adam steps, batch 256) on the same stream (common.field, batches of 60):
+``reference`` computes the way the code did before the speed work (AK as a per-length-scale autograd loop,
+kernel matrices afresh every step, autograd through the Cholesky factor; see stock_gpytorch_poam.reference_path),
+``fast`` is the library as it is (float64), ``float32`` the same in single precision. The fast path is the same
+arithmetic reorganised, so its RMSE/NLPD should equal the reference's up to round-off amplified by Adam; float32
+should stay within the seed-to-seed noise. With ``--missions`` the reference and fast paths also run the default
+mission for 3 seeds (minutes each) and compare final SMSE/MSLL.
+
+    python benchmarks/bench_accuracy.py [--seeds 0 1 2] [--missions]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import BOUNDS, grid, stream, timed_cpu, write  # noqa: E402
+from stock_gpytorch_poam import reference_path  # noqa: E402
+
+from onlinegp import POAM  # noqa: E402
+
+VARIANTS = {"reference": (reference_path, torch.float64), "fast": (contextlib.nullcontext, torch.float64),
+            "float32": (contextlib.nullcontext, torch.float32)}
+
+
+def streaming_run(variant: str, seed: int, n: int = 1500, batch: int = 60, num_inducing: int = 200) -> dict:
+    context, dtype = VARIANTS[variant]
+    X, y = stream(n, seed=100 + seed)
+    Xt, ft = grid(40)
+    with context():
+        torch.manual_seed(seed)
+        model = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, dtype=dtype)
+        cpu = 0.0
+        for lo in range(0, n, batch):
+            _, c, _ = timed_cpu(lambda: model.update(X[lo:lo + batch].to(dtype), y[lo:lo + batch].to(dtype)))
+            cpu += c
+        pred = model.predict(Xt.to(dtype))
+    mean, var = pred.mean.double(), pred.var_y.double() + 0.0
+    yt = ft + torch.randn(ft.shape, generator=torch.Generator().manual_seed(7), dtype=ft.dtype)  # noisy truth
+    rmse = float(((mean - ft) ** 2).mean().sqrt())
+    nlpd = float((0.5 * torch.log(2 * torch.pi * var) + 0.5 * (yt - mean) ** 2 / var).mean())
+    return {"rmse": rmse, "nlpd": nlpd, "update_cpu_s": cpu}
+
+
+def mission_run(variant: str, seed: int) -> dict:
+    from onlinegp.rig.mission import MissionConfig, run_mission
+    context, _ = VARIANTS[variant]
+    with context(), tempfile.TemporaryDirectory() as out:
+        result = run_mission(MissionConfig(seed=seed), out, quiet=True)
+    rows = result.rows if hasattr(result, "rows") else result["rows"]
+    last = rows[-1]
+    return {"smse": float(last["smse"]), "msll": float(last["msll"]),
+            "update_s_total": float(sum(r.get("update_time", 0.0) for r in rows))}
+
+
+def summarise(runs: dict, keys: tuple[str, ...]) -> dict:
+    return {v: {k: {"mean": statistics.mean(r[k] for r in rs), "per_seed": [r[k] for r in rs]} for k in keys}
+            for v, rs in runs.items()}
+
+
+def run(seeds=(0, 1, 2), missions: bool = False, quiet: bool = False) -> dict:
+    runs: dict = {v: [] for v in VARIANTS}
+    for seed in seeds:
+        for variant in VARIANTS:
+            runs[variant].append(streaming_run(variant, seed))
+            if not quiet:
+                print(variant, seed, {k: round(v, 4) for k, v in runs[variant][-1].items()}, flush=True)
+    out = {"config": {"seeds": list(seeds), "n": 1500, "batch": 60, "num_inducing": 200},
+           "streaming": summarise(runs, ("rmse", "nlpd", "update_cpu_s"))}
+    if missions:
+        mruns: dict = {"reference": [], "fast": []}
+        for seed in seeds:
+            for variant in mruns:
+                mruns[variant].append(mission_run(variant, seed))
+                if not quiet:
+                    print("mission", variant, seed, mruns[variant][-1], flush=True)
+        out["missions"] = summarise(mruns, ("smse", "msll", "update_s_total"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--missions", action="store_true", help="also compare 3 default missions (slow)")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = run(tuple(args.seeds), args.missions, args.quiet)
+    path = write("bench_accuracy", out)
+    print({v: {k: round(s["mean"], 4) for k, s in d.items()} for v, d in out["streaming"].items()}, "->", path)
+    return out
+
+
+if __name__ == "__main__":
+    main()

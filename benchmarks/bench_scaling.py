@@ -1,0 +1,86 @@
+"""Constant time: update time of each online method as the data grow from 5 000 to 50 000 points.
+
+Each registered method among POAM, OVC, OSGPR and WISKI (skipped if absent from the registry) absorbs a stream
+in large batches (fast filling, untimed); at each checkpoint N it then absorbs ``repeats`` decision-epoch-sized
+batches (60 points), and the median of those update times is reported, with the ratio t(50 000) / t(5 000)
+(target ≤ 1.25). Memory of the model's state (its checkpoint size) is reported at each N as well.
+
+    python benchmarks/bench_scaling.py [--methods poam ovc osgpr wiski] [--checkpoints 5000 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import BOUNDS, median, stream, timed_cpu, write  # noqa: E402
+
+from onlinegp.models.registry import MODELS, make_model  # noqa: E402
+
+METHODS = ("poam", "ovc", "osgpr", "wiski")
+OPTIONS = {"poam": {"num_inducing": 500}, "ovc": {"num_inducing": 500}, "osgpr": {"num_inducing": 500}, "wiski": {}}
+
+
+def state_bytes(model) -> int:
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    return buf.tell()
+
+
+def run(methods=METHODS, checkpoints=(5000, 50000), fill_batch: int = 1000, batch: int = 60, repeats: int = 3,
+        seed: int = 0, quiet: bool = False) -> dict:
+    top = max(checkpoints) + len(checkpoints) * repeats * batch
+    X, y = stream(top, seed=seed)
+    out: dict = {"config": {"checkpoints": list(checkpoints), "fill_batch": fill_batch, "batch": batch,
+                            "repeats": repeats, "seed": seed}, "methods": {}}
+    for name in methods:
+        if name not in MODELS:
+            out["methods"][name] = {"skipped": "not registered in models/registry.py"}
+            continue
+        model = make_model(name, 2, x_bounds=BOUNDS, seed=seed, **OPTIONS.get(name, {}))
+        pos, rows = 0, []
+        for target in sorted(checkpoints):
+            while pos < target:  # fill, untimed
+                step = min(fill_batch, target - pos)
+                model.update(X[pos:pos + step], y[pos:pos + step])
+                pos += step
+            walls, cpus = [], []
+            for _ in range(repeats):
+                wall, cpu, _ = timed_cpu(lambda: model.update(X[pos:pos + batch], y[pos:pos + batch]))
+                walls.append(wall)
+                cpus.append(cpu)
+                pos += batch
+            rows.append({"num_data": target, "update_s": median(walls), "update_cpu_s": median(cpus),
+                         "state_bytes": state_bytes(model)})
+            if not quiet:
+                print(f"{name} N={target}: update {median(walls):.3f}s (cpu {median(cpus):.3f}s)", flush=True)
+        first, last = rows[0], rows[-1]
+        out["methods"][name] = {"rows": rows, "ratio": last["update_s"] / first["update_s"],
+                                "ratio_cpu": last["update_cpu_s"] / first["update_cpu_s"],
+                                "state_ratio": last["state_bytes"] / first["state_bytes"]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS))
+    parser.add_argument("--checkpoints", nargs="+", type=int, default=[5000, 50000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = run(args.methods, tuple(args.checkpoints), repeats=args.repeats, quiet=args.quiet)
+    path = write("bench_scaling", out)
+    print({k: v.get("ratio", v.get("skipped")) for k, v in out["methods"].items()}, "->", path)
+    return out
+
+
+if __name__ == "__main__":
+    main()

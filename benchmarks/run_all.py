@@ -1,0 +1,142 @@
+"""Run every benchmarks/bench_*.py (each writes benchmarks/results/<name>.json), then write results/SUMMARY.md.
+
+Each benchmark runs in its own process with the same thread setting (``--threads``, default 1: on a shared
+2-core machine one thread per process is the stable choice, and both sides of every ratio use the same setting).
+``bench_mission.py`` (minutes) runs only with ``--mission``; ``--missions-accuracy`` also compares 3 default
+missions before/after the speed work. ``--only NAME ...`` runs a subset; ``--summary`` only rewrites SUMMARY.md.
+
+    python benchmarks/run_all.py [--mission] [--threads 1] [--only bench_poam_epoch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+OPT_IN = {"bench_mission"}
+
+
+def load(name: str) -> dict | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def fmt(x, digits: int = 3) -> str:
+    return f"{x:.{digits}g}" if isinstance(x, (int, float)) else str(x)
+
+
+def summary_markdown() -> str:
+    lines = ["# Benchmark summary", "", "Written by `benchmarks/run_all.py` from `benchmarks/results/*.json`.", ""]
+    epoch = load("bench_poam_epoch")
+    if epoch:
+        s, m = epoch["summary"], epoch["machine"]
+        lines += ["## POAM decision epoch: onlinegp vs stock GPyTorch (paper implementation)", "",
+                  f"M = {epoch['config']['num_inducing']}, {epoch['config']['num_steps']} Adam steps, batch "
+                  f"{epoch['config']['batch_size']}, Attentive Kernel, float64; median over "
+                  f"{epoch['config']['epochs']} epochs; {m['torch_threads']} torch thread(s), load average "
+                  f"{fmt(m['load_average'][0] if m['load_average'] else 'n/a')} at the end.", "",
+                  "| | stock GPyTorch | onlinegp | ratio (target ≥ 5) |", "| --- | --- | --- | --- |",
+                  f"| epoch, wall s | {fmt(s['stock_epoch_s'])} | {fmt(s['ours_epoch_s'])} | {fmt(s['ratio'])} |",
+                  f"| epoch, CPU s | {fmt(s['stock_epoch_cpu_s'])} | {fmt(s['ours_epoch_cpu_s'])} | "
+                  f"{fmt(s['ratio_cpu'])} |"]
+        if "ours32_epoch_s" in s:
+            lines.append(f"| epoch, onlinegp float32, wall s | {fmt(s['stock_epoch_s'])} | {fmt(s['ours32_epoch_s'])} | "
+                         f"{fmt(s['ratio32'])} |")
+        if "stock_fusedak_epoch_s" in s:
+            lines.append(f"| epoch, stock with onlinegp's fused AK, wall s | {fmt(s['stock_fusedak_epoch_s'])} | "
+                         f"{fmt(s['ours_epoch_s'])} | {fmt(s['stock_fusedak_epoch_s'] / s['ours_epoch_s'])} |")
+        for n in (2000, 2500):
+            lines.append(f"| predict {n} points, s | {fmt(s[f'predict{n}_stock_s'])} | {fmt(s[f'predict{n}_ours_s'])} | "
+                         f"{fmt(s[f'predict{n}_stock_s'] / s[f'predict{n}_ours_s'])} |")
+        lines += ["", f"Prediction of 2500 points / onlinegp epoch: {fmt(s['predict2500_over_epoch'])} (target ≤ 0.1).",
+                  f"Largest hyper-parameter difference after an epoch, onlinegp vs stock: {fmt(s['param_maxdiff'])} "
+                  "(same work, same result).", "", "Phases (median seconds):", "",
+                  "| phase | stock | onlinegp |", "| --- | --- | --- |"]
+        ours = s["ours_phases_s"]
+        stock = s["stock_phases_s"]
+        lines += [f"| inducing + variational | {fmt(stock['inducing'] + stock['variational'])} | "
+                  f"{fmt(ours.get('inducing+variational', float('nan')))} |",
+                  f"| hyper-parameter steps | {fmt(stock['hyperparameters'])} | {fmt(ours.get('hyperparameters'))} |",
+                  f"| predictor (onlinegp only) | – | {fmt(ours.get('predictor'))} |", ""]
+    scaling = load("bench_scaling")
+    if scaling:
+        lines += ["## Constant time: update (60 points) as the data grow", "",
+                  "| method | " + " | ".join(f"N = {n}, s" for n in scaling["config"]["checkpoints"])
+                  + " | ratio (target ≤ 1.25) | CPU ratio | state size ratio |",
+                  "| --- | " + " | ".join("---" for _ in scaling["config"]["checkpoints"]) + " | --- | --- | --- |"]
+        for name, r in scaling["methods"].items():
+            if "skipped" in r:
+                lines.append(f"| {name} | skipped: {r['skipped']} |")
+                continue
+            lines.append(f"| {name} | " + " | ".join(fmt(row["update_s"]) for row in r["rows"])
+                         + f" | {fmt(r['ratio'])} | {fmt(r['ratio_cpu'])} | {fmt(r['state_ratio'])} |")
+        lines.append("")
+    acc = load("bench_accuracy")
+    if acc:
+        lines += ["## Accuracy before/after the speed work (POAM, fixed streaming problem, 3 seeds)", "",
+                  "| variant | RMSE (mean) | NLPD (mean) | update CPU s (total) |", "| --- | --- | --- | --- |"]
+        for v, d in acc["streaming"].items():
+            lines.append(f"| {v} | {fmt(d['rmse']['mean'], 4)} | {fmt(d['nlpd']['mean'], 4)} | "
+                         f"{fmt(d['update_cpu_s']['mean'])} |")
+        if "missions" in acc:
+            lines += ["", "| mission variant | SMSE (mean) | MSLL (mean) | update s (total) |", "| --- | --- | --- | --- |"]
+            for v, d in acc["missions"].items():
+                lines.append(f"| {v} | {fmt(d['smse']['mean'], 4)} | {fmt(d['msll']['mean'], 4)} | "
+                             f"{fmt(d['update_s_total']['mean'])} |")
+        lines.append("")
+    mission = load("bench_mission")
+    if mission:
+        lines += ["## Default mission end to end", "",
+                  f"Wall time {fmt(mission['wall_s'])} s ({fmt(mission['speedup_vs_paper'])}x faster than the paper "
+                  f"implementation's 6.5 min; target ≥ 5), peak memory {fmt(mission['peak_rss_mib'])} MiB, "
+                  f"{mission['epochs']} epochs, model updates {fmt(mission['total_update_s'])} s; final "
+                  + ", ".join(f"{k.upper()} {fmt(v, 4)}" for k, v in mission["final"].items()) + ".", ""]
+    known = {"bench_poam_epoch", "bench_scaling", "bench_accuracy", "bench_mission"}
+    others = sorted(p.stem for p in RESULTS.glob("bench_*.json") if p.stem not in known)
+    if others:
+        lines += ["## Other benchmarks", ""] + [f"- `{name}`: see `results/{name}.json`" for name in others] + [""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mission", action="store_true", help="also run the full default mission (minutes)")
+    parser.add_argument("--missions-accuracy", action="store_true",
+                        help="bench_accuracy also compares 3 default missions before/after (tens of minutes)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only", nargs="+", default=None)
+    parser.add_argument("--summary", action="store_true", help="only rewrite SUMMARY.md from existing results")
+    args = parser.parse_args(argv)
+    failed = []
+    if not args.summary:
+        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
+                   MPLBACKEND="Agg")
+        for script in sorted(HERE.glob("bench_*.py")):
+            name = script.stem
+            if args.only and name not in args.only:
+                continue
+            if name in OPT_IN and not args.mission:
+                print(f"skip {name} (opt-in: --mission)")
+                continue
+            extra = ["--missions"] if name == "bench_accuracy" and args.missions_accuracy else []
+            print(f"== {name}", flush=True)
+            t0 = time.perf_counter()
+            code = subprocess.run([sys.executable, str(script), *extra], env=env, cwd=HERE.parent).returncode
+            print(f"== {name}: exit {code} after {time.perf_counter() - t0:.0f} s", flush=True)
+            if code:
+                failed.append(name)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "SUMMARY.md").write_text(summary_markdown())
+    print(f"wrote {RESULTS / 'SUMMARY.md'}" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
