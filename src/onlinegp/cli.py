@@ -37,6 +37,8 @@ def mission_command(
     num_inducing: int = typer.Option(None, "--num-inducing", help="model size M (model default if unset)"),
     num_steps: int = typer.Option(None, "--num-steps", help="hyper-parameter steps per update (model default if unset)"),
     kernel: str = typer.Option(None, "--kernel", help="ak, rbf, matern12/32/52 (model default if unset)"),
+    inducing: str = typer.Option(None, "--inducing", help="inducing-point selector: vips, conditional-variance, "
+                                 "oips (adaptive size, paper 001), pivoted, random, kmeans (model default if unset)"),
     resume: bool = typer.Option(False, "--resume", help="continue from the run directory's last completed epoch"),
     animate: bool = typer.Option(False, "--animate", help="also write mission.gif of the map being built"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
@@ -55,7 +57,8 @@ def mission_command(
         return
     config = rig_mission.MissionConfig(env=env or fields.DEFAULT_ENV, model=model, budget=budget, seed=seed,
                                        planner=planner, init=init, num_inducing=num_inducing, num_steps=num_steps,
-                                       kernel=kernel, animate=animate)
+                                       kernel=kernel, animate=animate,
+                                       model_options={"inducing": inducing} if inducing else {})
     try:
         mission = rig_mission.open_mission(config, out, resume=resume)
     except ValueError as err:
