@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import onlinegp
+
 from onlinegp.bench.runner import ERROR_FILE, MARKER, SWEEP_FILE, RunnerOptions, RunSpec, is_finished, run_sweep
 
 
@@ -38,6 +40,7 @@ def test_sweep_completes_and_rerun_skips(tmp_path):
         assert is_finished(r.run_dir) and (r.run_dir / "metrics.csv").is_file()
         assert r.value == {"final": {"a": 1.0, "b": 2.0}[r.run_id[0]] * (int(r.run_id[-1]) + 1) / 3}
         assert not list(r.run_dir.glob(".*tmp"))  # the atomic write left no temporary file behind
+        assert json.loads((r.run_dir / MARKER).read_text())["code"].startswith(onlinegp.__version__)
     assert len(json.loads((tmp_path / SWEEP_FILE).read_text())["runs"]) == 4
 
     again = run_sweep(specs(), toy_job, tmp_path, RunnerOptions(quiet=True))

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..rig.fields import DEFAULT_ENV, ENVIRONMENTS, load_field
 from ..rig.mission import MissionConfig, build_model, lengthscale_grid, open_mission, run_mission
-from .runner import RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
+from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
 
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
 ABLATION_METHODS = ("poam", "z-opt", "z-rand", "z-kmeans", "var-opt", "var-ssgp", "online-elbo")
@@ -123,6 +123,7 @@ class RunRecord:
     seed: int
     run_dir: Path
     columns: dict[str, np.ndarray]
+    code: str | None = None
 
     def averaged(self, key: str) -> float:
         return float(np.mean(self.columns[key]))
@@ -148,7 +149,8 @@ def collect(root: Path, specs: Sequence[RunSpec]) -> list[RunRecord]:
         setting = parts[0] if len(parts) == 4 else ""  # <setting>/<env>/<method>/seed-<k> or <env>/<method>/seed-<k>
         c = spec.config
         records.append(RunRecord(setting, _slug(c["env"]), c["model"], int(c["seed"]), run_dir,
-                                 read_metrics_csv(run_dir / "metrics.csv")))
+                                 read_metrics_csv(run_dir / "metrics.csv"),
+                                 json.loads((run_dir / MARKER).read_text()).get("code")))
     return records
 
 
@@ -313,7 +315,8 @@ def run_experiment(exp: Experiment, out: str | Path, options: RunnerOptions | No
                    f"{exp.mission.get('num_steps')} gradient steps per epoch, kernel {exp.mission.get('kernel')}; "
                    f"seeds {','.join(map(str, exp.seeds))}. Each run's metrics are averaged over all its evaluations "
                    "(pilot survey and every decision epoch); cells show mean ± std over seeds with "
-                   "<sub>min</sub><sup>max</sup>; the best mean per environment is bold.")
+                   "<sub>min</sub><sup>max</sup>; the best mean per environment is bold. Code: "
+                   + "; ".join(sorted({str(r.code) for r in records})) + ".")
         files.update(write_summary(summarise(records), out, "summary", exp.title, caption))
         files["per_run_csv"] = write_per_run(records, out / "runs.csv")
         files.update(curve_figures(records, out, curve_keys, exp.name))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -153,6 +154,7 @@ def _mark_done(run_dir: Path, spec: RunSpec, outcome: dict) -> None:
     (run_dir / ERROR_FILE).unlink(missing_ok=True)
     _write_atomic(run_dir / MARKER, json.dumps({"run_id": spec.run_id, "config_hash": spec.config_hash,
                                                 "seconds": outcome["seconds"], "value": outcome["value"],
+                                                "code": outcome.get("code"),
                                                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
 
 
@@ -179,6 +181,22 @@ def _check_specs(specs: Sequence[RunSpec]) -> None:
 
 
 # ---------------------------------------------------------------------- executing one run
+def code_version() -> str:
+    """onlinegp's version and, when it runs from a git checkout, the commit ('+dirty' with uncommitted edits in
+    src/): recorded with every finished run, so a table says which code produced it."""
+    from .. import __version__
+
+    src = Path(__file__).resolve().parents[2]
+    try:
+        git = lambda *a: subprocess.run(["git", "-C", str(src), *a], capture_output=True, text=True,  # noqa: E731
+                                        timeout=20, check=True).stdout.strip()
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+    return f"{__version__} (git {commit}{'+dirty' if dirty else ''})"
+
+
 def _set_threads(threads: int | None) -> None:
     """Limit BLAS/torch threads of the current process (before or after torch is imported)."""
     if threads is None:
@@ -200,7 +218,7 @@ def _execute(fn: JobFn, config: dict, run_dir: str) -> dict:
         ok, error = True, None
     except Exception:
         value, ok, error = None, False, traceback.format_exc()
-    return {"ok": ok, "seconds": time.perf_counter() - t0, "value": value, "error": error}
+    return {"ok": ok, "seconds": time.perf_counter() - t0, "value": value, "error": error, "code": code_version()}
 
 
 def _execute_packed(fn: JobFn, config: dict, threads: int | None) -> dict:
