@@ -36,9 +36,15 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
     Xp, yp = X[-2500:], y[-2500:]
     model = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed)
     model32 = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, dtype=torch.float32)
+    failures32: list[str] = []
     for lo in range(0, pilot, 250):
         model.update(X[lo:lo + 250], y[lo:lo + 250])
-        model32.update(X[lo:lo + 250].float(), y[lo:lo + 250].float())
+        if model32 is not None:
+            try:
+                model32.update(X[lo:lo + 250].float(), y[lo:lo + 250].float())
+            except Exception as err:  # noqa: BLE001
+                failures32.append(f"pilot: {type(err).__name__}: {err}")
+                model32 = None
     rows = []
     for e in range(epochs):
         lo = pilot + e * batch
@@ -55,7 +61,12 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
                "param_maxdiff": params_diff(model.kernel, stock.kernel),
                "noise_reldiff": float((model.noise - stock.likelihood.noise).abs() / model.noise),
                "elbo_ours": report.objective, "elbo_stock": stock.elbo}
-        row["ours32_s"] = timed(lambda: model32.update(xb.float(), yb.float()))[0]
+        if model32 is not None:
+            try:
+                row["ours32_s"] = timed(lambda: model32.update(xb.float(), yb.float()))[0]
+            except Exception as err:  # noqa: BLE001 - float32 is not stable on every problem: record why
+                failures32.append(f"epoch {e}: {type(err).__name__}: {err}")
+                model32 = None
         for n in (2000, 2500):
             row[f"predict{n}_ours_s"] = median([timed(lambda: model.predict(Xp[:n]))[0] for _ in range(3)])
             xps = model.scaler.x(Xp[:n])
@@ -78,8 +89,10 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
     summary["ours_epoch_cpu_s"] = median([r["ours_cpu_s"] for r in timed_rows])
     summary["ratio_cpu"] = summary["stock_epoch_cpu_s"] / summary["ours_epoch_cpu_s"]
     summary["ratio_per_epoch_median"] = median([r["stock_s"] / r["ours_s"] for r in timed_rows])
-    summary["ours32_epoch_s"] = median([r["ours32_s"] for r in timed_rows])
-    summary["ratio32"] = summary["stock_epoch_s"] / summary["ours32_epoch_s"]
+    if all("ours32_s" in r for r in timed_rows):
+        summary["ours32_epoch_s"] = median([r["ours32_s"] for r in timed_rows])
+        summary["ratio32"] = summary["stock_epoch_s"] / summary["ours32_epoch_s"]
+    summary["float32_failures"] = failures32
     summary["stock_fusedak_epoch_s"] = median([r["stock_fusedak_s"] for r in timed_rows])
     for n in (2000, 2500):
         summary[f"predict{n}_ours_s"] = median([r[f"predict{n}_ours_s"] for r in timed_rows])

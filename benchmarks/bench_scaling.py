@@ -32,7 +32,7 @@ def state_bytes(model) -> int:
     return buf.tell()
 
 
-def run(methods=METHODS, checkpoints=(5000, 50000), fill_batch: int = 1000, batch: int = 60, repeats: int = 3,
+def run(methods=METHODS, checkpoints=(5000, 50000), fill_batch: int = 5000, batch: int = 60, repeats: int = 3,
         seed: int = 0, quiet: bool = False) -> dict:
     top = max(checkpoints) + len(checkpoints) * repeats * batch
     X, y = stream(top, seed=seed)

@@ -49,6 +49,8 @@ def summary_markdown() -> str:
         if "ours32_epoch_s" in s:
             lines.append(f"| epoch, onlinegp float32, wall s | {fmt(s['stock_epoch_s'])} | {fmt(s['ours32_epoch_s'])} | "
                          f"{fmt(s['ratio32'])} |")
+        if s.get("float32_failures"):
+            lines.append(f"| onlinegp float32 | failed: {s['float32_failures'][0][:200]} | | |")
         if "stock_fusedak_epoch_s" in s:
             lines.append(f"| epoch, stock with onlinegp's fused AK, wall s | {fmt(s['stock_fusedak_epoch_s'])} | "
                          f"{fmt(s['ours_epoch_s'])} | {fmt(s['stock_fusedak_epoch_s'] / s['ours_epoch_s'])} |")
@@ -85,6 +87,8 @@ def summary_markdown() -> str:
         for v, d in acc["streaming"].items():
             lines.append(f"| {v} | {fmt(d['rmse']['mean'], 4)} | {fmt(d['nlpd']['mean'], 4)} | "
                          f"{fmt(d['update_cpu_s']['mean'])} |")
+        for v, errors in acc.get("failures", {}).items():
+            lines.append(f"| {v} | failed: {'; '.join(errors)[:300]} | | |")
         if "missions" in acc:
             lines += ["", "| mission variant | SMSE (mean) | MSLL (mean) | update s (total) |", "| --- | --- | --- | --- |"]
             for v, d in acc["missions"].items():
