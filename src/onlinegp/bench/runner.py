@@ -30,6 +30,7 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -181,9 +182,11 @@ def _check_specs(specs: Sequence[RunSpec]) -> None:
 
 
 # ---------------------------------------------------------------------- executing one run
+@lru_cache(maxsize=1)
 def code_version() -> str:
     """onlinegp's version and, when it runs from a git checkout, the commit ('+dirty' with uncommitted edits in
-    src/): recorded with every finished run, so a table says which code produced it."""
+    src/): recorded with every finished run, so a table says which code produced it. Taken once per process,
+    before its first run, i.e. when the code it runs was imported."""
     from .. import __version__
 
     src = Path(__file__).resolve().parents[2]
@@ -211,6 +214,7 @@ def _execute(fn: JobFn, config: dict, run_dir: str) -> dict:
     """Run ``fn`` into ``run_dir``; never raises for the job's own errors, returns the outcome instead."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
+    code = code_version()
     t0 = time.perf_counter()
     try:
         value = fn(config, path)
@@ -218,7 +222,7 @@ def _execute(fn: JobFn, config: dict, run_dir: str) -> dict:
         ok, error = True, None
     except Exception:
         value, ok, error = None, False, traceback.format_exc()
-    return {"ok": ok, "seconds": time.perf_counter() - t0, "value": value, "error": error, "code": code_version()}
+    return {"ok": ok, "seconds": time.perf_counter() - t0, "value": value, "error": error, "code": code}
 
 
 def _execute_packed(fn: JobFn, config: dict, threads: int | None) -> dict:
@@ -388,6 +392,7 @@ def run_sweep(specs: Sequence[RunSpec], fn: JobFn, root: str | Path, options: Ru
     opts = options or RunnerOptions()
     specs = list(specs)
     _check_specs(specs)
+    code_version()  # this process's code, before any edit made while the sweep runs
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     _write_atomic(root / SWEEP_FILE, json.dumps({"runs": [asdict(s) for s in specs]}, indent=1))
