@@ -172,6 +172,9 @@ def test_parsing_and_validation():
         poam.Experiment("t", "t", ["valley-ridges"], ["nope"], [0]).specs()
     with pytest.raises(ValueError, match="unknown environment"):
         poam.Experiment("t", "t", ["atlantis"], ["poam"], [0]).specs()
+    with pytest.raises(ValueError, match="unknown mission option"):
+        poam.Experiment("t", "t", ["valley-ridges"], ["poam"], [0], {"budjet": 10}).specs()
+    assert poam.parse_names("Coast,/data/MyField.npy", "environment") == ["coast", "/data/MyField.npy"]
     with pytest.raises(ValueError, match="robustness setting"):
         poam.robustness(settings="sideways")
     assert poam.label("z-opt") == "POAM-Z-OPT" and poam.label("ssgp++") == "SSGP++"

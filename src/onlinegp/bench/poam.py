@@ -45,9 +45,10 @@ def label(method: str) -> str:
 
 
 def parse_names(text: str | Sequence[str], what: str) -> list[str]:
-    """'a,b' (or a list) → ['a', 'b'], lower-cased, without duplicates."""
+    """'a,b' (or a list) → ['a', 'b'] without duplicates; names are lower-cased, file paths (of environments) kept."""
     items = text.split(",") if isinstance(text, str) else list(text)
-    names = list(dict.fromkeys(s.strip().lower() for s in items if s.strip()))
+    keep = lambda s: s if what == "environment" and s.lower() not in ENVIRONMENTS else s.lower()  # noqa: E731
+    names = list(dict.fromkeys(keep(s.strip()) for s in items if s.strip()))
     if not names:
         raise ValueError(f"give at least one {what} (comma-separated)")
     return names
@@ -91,8 +92,11 @@ class Experiment:
             for env in self.envs:
                 for method in self.methods:
                     for seed in self.seeds:
-                        config = MissionConfig(**{**self.mission, **overrides, "env": env, "model": method,
-                                                  "seed": int(seed)})
+                        try:
+                            config = MissionConfig(**{**self.mission, **overrides, "env": env, "model": method,
+                                                      "seed": int(seed)})
+                        except TypeError as err:
+                            raise ValueError(f"unknown mission option: {err}") from err
                         config.validate()
                         parts = [setting] if setting else []
                         specs.append(RunSpec("/".join([*parts, _slug(env), method, f"seed-{seed}"]),
