@@ -138,3 +138,9 @@ def test_ray_without_a_cluster_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="ray start --head"):
         run_sweep(specs(), toy_job, tmp_path, RunnerOptions(backend="ray", address="auto", quiet=True))
     assert not any(is_finished(tmp_path / s.run_id) for s in specs())
+
+
+def test_ray_backend_without_ray_installed_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` sees when the extra is not installed
+    with pytest.raises(ValueError, match=r"pip install 'onlinegp\[ray\]'"):
+        run_sweep(specs(), toy_job, tmp_path, RunnerOptions(backend="ray", quiet=True))
