@@ -11,8 +11,9 @@ the Woodbury identity (Eqs. 5-15, appendix A.5) gives, with Q' = I + Lᵀ A L = 
 
 For D = σ²I this is DESIGN §3's form with Q = σ²Q'. The only data-dependent state is WᵀW, Wᵀy, yᵀy and n
 (precision-weighted for fixed noise): each observation adds a 4^d × 4^d block (Eqs. 16-17), constant time, and
-the marginal likelihood (Eq. 13) costs O(m² r) whatever n is, so one Adam step per observation keeps the
-hyper-parameters learning in constant time (Algorithm 1).
+the marginal likelihood (Eq. 13) costs O(m² r + r³) whatever n is (O(m³) with the Cholesky root, which is
+recomputed after every hyper-parameter step), so one Adam step per observation keeps the hyper-parameters
+learning in constant time (Algorithm 1). Predictions cost O(4^d r) per point (sparse W*, cached R and α).
 
 For D > 3 inputs a learnt feature map h(x) = tanh(BN(A x)) to [-1, 1]² is used (§4.3, appendix A.4): past
 interpolation vectors are frozen, so the projection's gradient only sees the newest points: the objective of
