@@ -80,6 +80,10 @@ def sqdist(x1: Tensor, x2: Tensor) -> Tensor:
     return sq
 
 
+#: largest number of base-kernel values the forward keeps for the backward (else they are recomputed)
+KEEP_LIMIT = 2 ** 22
+
+
 class _Mixture(torch.autograd.Function):
     """Σ_m (w1_m w2_mᵀ) ⊙ exp(c_m · sq), fused: one base kernel at a time, never an (M, N, N') graph.
 
@@ -92,9 +96,12 @@ class _Mixture(torch.autograd.Function):
         shape = torch.broadcast_shapes(sq.shape, w1.shape[:-1] + w2.shape[-2:-1])
         out = torch.zeros(shape, dtype=sq.dtype, device=sq.device)
         e, outer = torch.empty_like(out), torch.empty_like(out)  # reused buffers: fresh memory is slow
+        keep = exps is None and any(ctx.needs_input_grad[:3]) and coef.numel() * out.numel() <= KEEP_LIMIT
+        if keep:  # the backward reads the exponentials instead of recomputing them
+            exps = torch.empty((*shape[:-2], coef.shape[0], *shape[-2:]), dtype=sq.dtype, device=sq.device)
         for m in range(coef.shape[0]):
             torch.mul(w1[..., :, m, None], w2[..., None, :, m], out=outer)
-            out.addcmul_(outer, _exp(sq, coef, m, exps, e))
+            out.addcmul_(outer, _exp(sq, coef, m, None, exps[..., m, :, :]) if keep else _exp(sq, coef, m, exps, e))
         ctx.save_for_backward(w1, w2, sq, coef, exps)
         return out
 
