@@ -95,13 +95,19 @@ class _Mixture(torch.autograd.Function):
     def forward(ctx, w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, exps: Tensor | None) -> Tensor:
         shape = torch.broadcast_shapes(sq.shape, w1.shape[:-1] + w2.shape[-2:-1])
         out = torch.zeros(shape, dtype=sq.dtype, device=sq.device)
-        e, outer = torch.empty_like(out), torch.empty_like(out)  # reused buffers: fresh memory is slow
         keep = exps is None and any(ctx.needs_input_grad[:3]) and coef.numel() * out.numel() <= KEEP_LIMIT
         if keep:  # the backward reads the exponentials instead of recomputing them
             exps = torch.empty((*shape[:-2], coef.shape[0], *shape[-2:]), dtype=sq.dtype, device=sq.device)
+        e = torch.empty_like(out)  # one reused scratch buffer: fresh memory is slow
         for m in range(coef.shape[0]):
-            torch.mul(w1[..., :, m, None], w2[..., None, :, m], out=outer)
-            out.addcmul_(outer, _exp(sq, coef, m, None, exps[..., m, :, :]) if keep else _exp(sq, coef, m, exps, e))
+            if exps is None:  # exponential into the scratch buffer, scaled there: fewest passes over memory
+                _exp(sq, coef, m, None, e).mul_(w2[..., None, :, m])
+                out.addcmul_(e, w1[..., :, m, None])
+                continue
+            if keep:
+                _exp(sq, coef, m, None, exps[..., m, :, :])
+            torch.mul(w1[..., :, m, None], w2[..., None, :, m], out=e)
+            out.addcmul_(e, exps[..., m, :, :])
         ctx.save_for_backward(w1, w2, sq, coef, exps)
         return out
 
