@@ -59,7 +59,7 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
                "stock_cpu_s": c_stock, "ours_cpu_s": c_ours, "stock_fusedak_s": t_fused,
                "stock_phases": phases_stock, "ours_phases": report.timings,
                "param_maxdiff": params_diff(model.kernel, stock.kernel),
-               "noise_reldiff": float((model.noise - stock.likelihood.noise).abs() / model.noise),
+               "noise_reldiff": float((model.noise - stock.likelihood.noise).detach().abs() / model.noise.detach()),
                "elbo_ours": report.objective, "elbo_stock": stock.elbo}
         if model32 is not None:
             try:
@@ -108,11 +108,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--tag", default="", help="suffix of the result file (e.g. a thread setting)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     out = run(epochs=args.epochs, quiet=args.quiet)
-    path = write("bench_poam_epoch", out)
+    path = write("bench_poam_epoch" + (f"_{args.tag}" if args.tag else ""), out)
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in out["summary"].items()}, "->", path)
     return out
 
