@@ -234,3 +234,6 @@ def test_classifier_beats_chance_on_separable_blobs():
     with pytest.raises(ValueError):
         clf.update(X[:2], torch.tensor([0, 3]))
     assert state_equal(before, clf.state_dict())
+    twin = WISKIClassifier(2, 3, grid_size=10, num_steps=1, x_bounds=[[-2.5, -2.5], [2.5, 2.5]], seed=7)
+    twin.load_state_dict(before)
+    assert torch.equal(twin.predict_proba(X[100:]), clf.predict_proba(X[100:]))
