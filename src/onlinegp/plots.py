@@ -312,8 +312,8 @@ def plot_uncertain_maps(frames: Sequence[dict], extent: Sequence[float], path: s
         ax.set_title(f.get("title", ""), fontsize=8)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=list(axes[0]), shrink=0.8)
-    fig.savefig(path, dpi=dpi)
+    fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=list(axes[0]), shrink=0.8, fraction=0.02, pad=0.01)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return path
 
