@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import time
+from abc import ABCMeta, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol, runtime_checkable
@@ -170,7 +171,7 @@ class GrowingBuffer:
         self.n = self.X.shape[0]
 
 
-class OnlineGP(nn.Module):
+class OnlineGP(nn.Module, metaclass=ABCMeta):
     """Base class of every online GP: validation, scaling, transactions, checkpoints.
 
     Subclasses implement ``_update(xs, ys, timer) -> dict`` and ``_predict(xs, full_cov) -> (mean, var_f, cov)``
@@ -233,11 +234,13 @@ class OnlineGP(nn.Module):
         )
 
     # ----------------------------------------------------------------- to implement
+    @abstractmethod
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict | None:
-        raise NotImplementedError
+        """Absorb a validated batch in scaled units; return extra report fields (``objective`` among them)."""
 
+    @abstractmethod
     def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
-        raise NotImplementedError
+        """Mean, variance of f and (if ``full_cov``) covariance of f at scaled inputs."""
 
     @property
     def num_inducing(self) -> int | None:

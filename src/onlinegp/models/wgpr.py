@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import math
+from abc import abstractmethod
 from typing import Any
 
 import torch
@@ -126,9 +127,9 @@ class LocalEnsemble(OnlineGP):
         var_f = var_f.clamp_min(0.0)
         return mean, var_f, var_f + member.noise.detach(), cov
 
+    @abstractmethod
     def _predict_scaled(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
         """(mean, var_f, var_y, cov_f) in scaled units; var_y uses each member's own noise."""
-        raise NotImplementedError
 
     def _predict(self, xs: Tensor, full_cov: bool):
         mean, var_f, _, cov = self._predict_scaled(xs, full_cov)
