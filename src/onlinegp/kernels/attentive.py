@@ -99,14 +99,16 @@ class _Mixture(torch.autograd.Function):
         if keep:  # the backward reads the exponentials instead of recomputing them
             exps = torch.empty((*shape[:-2], coef.shape[0], *shape[-2:]), dtype=sq.dtype, device=sq.device)
         e = torch.empty_like(out)  # one reused scratch buffer: fresh memory is slow
+        c1, r2 = _columns(w1), _columns(w2)  # w[..., :, m] as contiguous vectors (strided broadcasts are slow)
         for m in range(coef.shape[0]):
+            col, row = c1[..., m, :, None], r2[..., m, None, :]
             if exps is None:  # exponential into the scratch buffer, scaled there: fewest passes over memory
-                _exp(sq, coef, m, None, e).mul_(w2[..., None, :, m])
-                out.addcmul_(e, w1[..., :, m, None])
+                _exp(sq, coef, m, None, e).mul_(row)
+                out.addcmul_(e, col)
                 continue
             if keep:
                 _exp(sq, coef, m, None, exps[..., m, :, :])
-            torch.mul(w1[..., :, m, None], w2[..., None, :, m], out=e)
+            torch.mul(col, row, out=e)
             out.addcmul_(e, exps[..., m, :, :])
         ctx.save_for_backward(w1, w2, sq, coef, exps)
         return out
@@ -119,22 +121,28 @@ class _Mixture(torch.autograd.Function):
         g2 = torch.empty_like(w2) if need_w2 else None
         gsq = torch.zeros_like(grad) if need_sq else None
         e, P = torch.empty_like(grad), torch.empty_like(grad)
+        c1, c2 = _columns(w1), _columns(w2)
         if w1 is w2 and not need_sq:  # k(x, x): symmetric exponentials, one matvec per base kernel
             grad = grad + grad.mT
             for m in range(coef.shape[0]):
                 torch.mul(grad, _exp(sq, coef, m, exps, e), out=P)
-                g1[..., :, m] = (P @ w1[..., :, m, None]).squeeze(-1)
+                g1[..., :, m] = (P @ c1[..., m, :, None]).squeeze(-1)
             return g1, None, None, None, None
         for m in range(coef.shape[0]):
             torch.mul(grad, _exp(sq, coef, m, exps, e), out=P)
             if need_w1:
-                g1[..., :, m] = (P @ w2[..., :, m, None]).squeeze(-1)
+                g1[..., :, m] = (P @ c2[..., m, :, None]).squeeze(-1)
             if need_w2:
-                g2[..., :, m] = (P.mT @ w1[..., :, m, None]).squeeze(-1)
+                g2[..., :, m] = (P.mT @ c1[..., m, :, None]).squeeze(-1)
             if need_sq:
-                P.mul_(w1[..., :, m, None]).mul_(w2[..., None, :, m])
+                P.mul_(c1[..., m, :, None]).mul_(c2[..., m, None, :])
                 gsq.add_(P, alpha=float(coef[m]))
         return g1, g2, gsq, None, None
+
+
+def _columns(w: Tensor) -> Tensor:
+    """The columns of ``w`` (..., N, M) as contiguous rows (..., M, N)."""
+    return w.mT.contiguous()
 
 
 def _exp(sq: Tensor, coef: Tensor, m: int, exps: Tensor | None, buffer: Tensor) -> Tensor:
