@@ -63,7 +63,7 @@ class OnlineELBO(POAM):
         self._previous, self._batch = self.summary, (xs, ys)
         super()._e_step(xs, ys)
         self.summary = InducingPosterior.from_terms(self.kernel, self.Z, self.a / self.noise, self.B / self.noise,
-                                                    self.jitter)
+                                                    self.jitter, Lu=self.Lu_terms)
 
     def _m_step(self) -> float | None:
         if self.num_steps == 0:
