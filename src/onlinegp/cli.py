@@ -19,9 +19,6 @@ def list_models() -> None:
         typer.echo(f"{name:12s} {description}")
 
 
-if __name__ == "__main__":
-    app()
-
 
 # ---------------------------------------------------------------------------------------------- mission (issue 4)
 @app.command("mission")
@@ -72,6 +69,41 @@ def mission_command(
     if not quiet:
         typer.echo(rig_mission.describe(result) if result.completed else
                    f"stopped after epoch {result.rows[-1]['epoch']}; continue with --resume --out {out}")
+
+
+# ---------------------------------------------------------------------------------------------- bench wgpr (issue 8)
+@bench_app.command("wgpr")
+def bench_wgpr_command(
+    out: str = typer.Option("runs/wgpr", "--out", help="output directory (finished runs are skipped on rerun)"),
+    datasets: str = typer.Option("toy,kin40k,pumadyn32nm,bathymetry", "--datasets", help="comma-separated"),
+    methods: str = typer.Option("lgpr,wgpr,solar-gp,ovfe", "--methods", help="comma-separated"),
+    sweep: str = typer.Option("kin40k", "--sweep", help="datasets for the models-vs-threshold sweep (Fig. 2); '' for none"),
+    max_points: int = typer.Option(5000, "--max-points", help="training points per dataset (bathymetry: samples)"),
+    max_test: int = typer.Option(2000, "--max-test", help="test points per UCI dataset"),
+    member_steps: int = typer.Option(None, "--member-steps", help="L-BFGS iterations per OSGPR update (default 200)"),
+    seed: int = typer.Option(0, "--seed"),
+    workers: int = typer.Option(1, "--workers", help="parallel runs (timings are only comparable with 1)"),
+    backend: str = typer.Option("local", "--backend", help="local or ray"),
+    address: str = typer.Option(None, "--address", help="Ray cluster address (with --backend ray)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or tables"),
+) -> None:
+    """Paper 004 (WGPR): two-regime toy, Tables II-III (time, RMSE) and RMSE/rate vs number of models (Fig. 2)."""
+    from .bench import wgpr as bench_wgpr
+    from .bench.runner import RunnerOptions
+
+    try:
+        options = RunnerOptions(workers=workers, backend=backend, address=address, quiet=quiet)
+        result = bench_wgpr.run(out, datasets, methods, sweep, max_points=max_points, max_test=max_test, seed=seed,
+                                member_steps=member_steps, options=options)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    if not quiet:
+        for text in result["tables"].values():
+            typer.echo(text)
+        typer.echo(f"written to {result['out']}")
+    if result["failed"]:
+        typer.echo(f"{len(result['failed'])} run(s) failed: " + ", ".join(r for r, _ in result["failed"]), err=True)
+        raise typer.Exit(1)
 
 
 # ---------------------------------------------------------------------------------------------- bench poam (issue 5)
@@ -213,41 +245,6 @@ def bench_wiski_banana(
 
     run_banana(out, pretrain_steps=pretrain_steps, eval_every=eval_every, grid_size=grid_size, seed=seed,
                quiet=quiet, log=typer.echo)
-
-
-# ---------------------------------------------------------------------------------------------- bench wgpr (issue 8)
-@bench_app.command("wgpr")
-def bench_wgpr_command(
-    out: str = typer.Option("runs/wgpr", "--out", help="output directory (finished runs are skipped on rerun)"),
-    datasets: str = typer.Option("toy,kin40k,pumadyn32nm,bathymetry", "--datasets", help="comma-separated"),
-    methods: str = typer.Option("lgpr,wgpr,solar-gp,ovfe", "--methods", help="comma-separated"),
-    sweep: str = typer.Option("kin40k", "--sweep", help="datasets for the models-vs-threshold sweep (Fig. 2); '' for none"),
-    max_points: int = typer.Option(5000, "--max-points", help="training points per dataset (bathymetry: samples)"),
-    max_test: int = typer.Option(2000, "--max-test", help="test points per UCI dataset"),
-    member_steps: int = typer.Option(None, "--member-steps", help="L-BFGS iterations per OSGPR update (default 200)"),
-    seed: int = typer.Option(0, "--seed"),
-    workers: int = typer.Option(1, "--workers", help="parallel runs (timings are only comparable with 1)"),
-    backend: str = typer.Option("local", "--backend", help="local or ray"),
-    address: str = typer.Option(None, "--address", help="Ray cluster address (with --backend ray)"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or tables"),
-) -> None:
-    """Paper 004 (WGPR): two-regime toy, Tables II-III (time, RMSE) and RMSE/rate vs number of models (Fig. 2)."""
-    from .bench import wgpr as bench_wgpr
-    from .bench.runner import RunnerOptions
-
-    try:
-        options = RunnerOptions(workers=workers, backend=backend, address=address, quiet=quiet)
-        result = bench_wgpr.run(out, datasets, methods, sweep, max_points=max_points, max_test=max_test, seed=seed,
-                                member_steps=member_steps, options=options)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
-    if not quiet:
-        for text in result["tables"].values():
-            typer.echo(text)
-        typer.echo(f"written to {result['out']}")
-    if result["failed"]:
-        typer.echo(f"{len(result['failed'])} run(s) failed: " + ", ".join(r for r, _ in result["failed"]), err=True)
-        raise typer.Exit(1)
 
 
 # ------------------------------------------------------------------------------------ streaming + VIPS (issue 6)
