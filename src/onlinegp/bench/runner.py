@@ -132,6 +132,7 @@ def _write_atomic(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are for everyone who can read the sweep
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
