@@ -1,15 +1,19 @@
 """The baseline: one POAM decision epoch done the way the paper's open-source implementation does it.
 
 Stock GPyTorch machinery throughout (paper 000's code): an ``ApproximateGP`` with ``UnwhitenedVariationalStrategy``
-and ``CholeskyVariationalDistribution``, the Attentive Kernel in a ``ScaleKernel``, float64. Per epoch:
+and ``CholeskyVariationalDistribution``, the Attentive Kernel in a ``ScaleKernel`` computed as the paper's code does
+(:class:`PaperAttentiveKernel`: a per-length-scale autograd loop; ``paper_ak=False`` uses onlinegp's fused one),
+float64. Per epoch:
 
 1. inducing: the first M pivots of a pivoted Cholesky of k([Z; X_new]) (same LAPACK routine as onlinegp);
-2. variational: the stored terms (a, B) projected onto the new Z (Eqs. 18-21) with dense solves, then
+2. variational: the stored terms (a, B) projected onto the new Z (Eqs. 16-21: P = K'⁻¹ K_zz' with K' the K_zz
+   the terms were formed under, as onlinegp's POAM does) with dense solves, then
    m = σ⁻² K_uu Σ a and S = K_uu Σ K_uu with Σ = (K_uu + σ⁻² B)⁻¹ (Eqs. 7-8), written into the variational
    distribution (its Cholesky factor of S);
 3. hyper-parameters: T Adam steps of ``VariationalELBO`` on mini-batches of all data with Z, m, S frozen.
 
-This module is benchmark code, not library code: the library never imports it. ``from_poam`` copies an onlinegp
+This module is benchmark code, not library code: the library never imports it. :func:`reference_path` runs
+onlinegp's POAM with the arithmetic it had before the speed work (for before/after accuracy). ``from_poam`` copies an onlinegp
 POAM's state (kernel, noise, Z, terms, Adam moments, random generator) so both do exactly the same epoch, and the
 hyper-parameters after it can be compared.
 """
