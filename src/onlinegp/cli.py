@@ -300,6 +300,9 @@ def bench_vips_table1(
     batches: int = typer.Option(None, "--batches", help="override the 20 (<12000 points) / 50 batches"),
     exact_max: int = typer.Option(6000, "--exact-max", help="skip the exact GP above this many training points"),
     num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
+    ard: bool = typer.Option(False, "--ard", help="one length-scale per input (paper: shared; pumadyn32nm needs it)"),
+    lengthscale: float = typer.Option(1.0, "--lengthscale", help="initial length-scale in standard deviations "
+                                      "(paper: 1; pumadyn32nm: --ard --lengthscale 5.7)"),
     workers: int = typer.Option(1, "--workers", help="parallel runs"),
     out: str = typer.Option("runs/vips-table1", "--out", help="output directory (resumable)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or table"),
@@ -310,7 +313,7 @@ def bench_vips_table1(
     try:
         run_table1(out, datasets=[d for d in datasets.split(",") if d], methods=[m for m in methods.split(",") if m],
                    splits=splits, max_size=max_size, batches=batches, exact_max=exact_max, num_steps=num_steps,
-                   workers=workers, quiet=quiet, log=typer.echo)
+                   ard=ard, lengthscale=lengthscale, workers=workers, quiet=quiet, log=typer.echo)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
 
