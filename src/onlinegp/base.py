@@ -139,6 +139,17 @@ def gaussian_likelihood(noise: float = 0.1, dtype: torch.dtype = DEFAULT_DTYPE) 
     return lik.to(dtype)
 
 
+def hyperparameter_optimizer(kernel: nn.Module, likelihood: nn.Module, lr: float = 1e-2,
+                             lr_attention: float = 1e-3) -> torch.optim.Adam:
+    """Adam over kernel and noise parameters; an Attentive Kernel's network gets its own rate (paper 000 §V-A)."""
+    attention = [p for n, p in kernel.named_parameters() if ".attention." in f".{n}"]
+    others = [p for p in kernel.parameters() if all(p is not a for a in attention)]
+    groups = [{"params": others + list(likelihood.parameters()), "lr": lr}]
+    if attention:
+        groups.append({"params": attention, "lr": lr_attention})
+    return torch.optim.Adam(groups)
+
+
 class GrowingBuffer:
     """All data seen so far (for methods whose M-step samples from it), with amortised O(1) appends."""
 

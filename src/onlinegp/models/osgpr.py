@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import OnlineGP, PhaseTimer
+from ..base import OnlineGP, PhaseTimer, hyperparameter_optimizer
 from ..inducing import Selector, make_selector
 from ..kernels import make_kernel
 from ..linalg import CholeskyError
@@ -73,12 +73,7 @@ class OSGPR(OnlineGP):
         self.optimize_inducing, self.lr = optimize_inducing, lr
         self.summary: InducingPosterior | None = None
         self.predictor: Predictor | None = None
-        attention = [p for n, p in self.kernel.named_parameters() if ".attention." in f".{n}"]
-        others = [p for p in self.kernel.parameters() if all(p is not a for a in attention)]
-        groups = [{"params": others + list(self.likelihood.parameters()), "lr": lr}]
-        if attention:
-            groups.append({"params": attention, "lr": lr_attention})
-        self.optimizer = torch.optim.Adam(groups)
+        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, lr, lr_attention)
 
     @property
     def Z(self) -> Tensor | None:

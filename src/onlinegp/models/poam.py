@@ -22,7 +22,7 @@ import gpytorch
 import torch
 from torch import Tensor
 
-from ..base import GrowingBuffer, OnlineGP, PhaseTimer, as_tensor_2d
+from ..base import GrowingBuffer, OnlineGP, PhaseTimer, as_tensor_2d, hyperparameter_optimizer
 from ..inducing import Selector, make_selector
 from ..kernels import CrossCovariance, dense, diagonal, lengthscale_map, make_kernel
 from ..linalg import cholesky, trisolve
@@ -80,12 +80,7 @@ class POAM(OnlineGP):
         self.theta_terms: Tensor | None = None
         self._kuu_cache: tuple[Tensor, Tensor, Tensor] | None = None  # (Z, θ, chol K_uu): not state, a cache
         self.data = GrowingBuffer(input_dim, dtype)
-        attention = [p for n, p in self.kernel.named_parameters() if ".attention." in f".{n}"]
-        others = [p for p in self.kernel.parameters() if all(p is not a for a in attention)]
-        groups = [{"params": others + list(self.likelihood.parameters()), "lr": lr}]
-        if attention:
-            groups.append({"params": attention, "lr": lr_attention})
-        self.optimizer = torch.optim.Adam(groups)
+        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, lr, lr_attention)
         self.lr = lr
 
     # ------------------------------------------------------------------ E-step
