@@ -33,7 +33,7 @@ def params_diff(a: torch.nn.Module, b: torch.nn.Module) -> float:
 def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int = 60, seed: int = 0,
         quiet: bool = False) -> dict:
     X, y = stream(pilot + epochs * batch + 2500, seed=seed)
-    Xp, yp = X[-2500:], y[-2500:]
+    Xp = X[-2500:]
     model = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed)
     model32 = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, dtype=torch.float32)
     failures32: list[str] = []

@@ -4,7 +4,6 @@ rule, numerical failures, routing, validation and checkpoints, and the two-regim
 import copy
 import math
 
-import numpy as np
 import pytest
 import torch
 

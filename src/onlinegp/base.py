@@ -264,6 +264,7 @@ class OnlineGP(nn.Module, metaclass=ABCMeta):
 
     # ----------------------------------------------------------------- checkpoints
     def _extra_state(self) -> dict:
+        """State beyond ``_dynamic`` tensors; ``self.optimizer`` and a ``self.data`` buffer are saved already."""
         return {}
 
     def _load_extra_state(self, state: dict) -> None:
@@ -274,8 +275,11 @@ class OnlineGP(nn.Module, metaclass=ABCMeta):
         for k in self._dynamic:
             v = getattr(self, k, None)
             dyn[k] = v.detach().clone() if isinstance(v, Tensor) else copy.deepcopy(v)
+        optimizer, data = getattr(self, "optimizer", None), getattr(self, "data", None)
         return {"dynamic": dyn, "generator": self.generator.get_state(), "num_data": self.num_data,
-                "num_updates": self.num_updates, "extra": copy.deepcopy(self._extra_state())}
+                "num_updates": self.num_updates, "extra": copy.deepcopy(self._extra_state()),
+                "optimizer": optimizer.state_dict() if isinstance(optimizer, torch.optim.Optimizer) else None,
+                "data": data.state() if isinstance(data, GrowingBuffer) else None}
 
     def set_extra_state(self, state: dict) -> None:
         for k, v in state["dynamic"].items():
@@ -283,6 +287,11 @@ class OnlineGP(nn.Module, metaclass=ABCMeta):
         self.generator.set_state(state["generator"])
         self.num_data, self.num_updates = state["num_data"], state["num_updates"]
         self._load_extra_state(copy.deepcopy(state["extra"]))
+        if state.get("optimizer") is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if state.get("data") is not None:
+            self.data = GrowingBuffer(self.input_dim, self.dtype)
+            self.data.load(state["data"])
 
     def save(self, path: str) -> None:
         """Write an exact checkpoint (``torch.save`` of ``state_dict``)."""

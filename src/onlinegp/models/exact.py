@@ -65,10 +65,3 @@ class ExactGP(OnlineGP):
             return mean, cov.diagonal().clone(), cov
         return mean, diagonal(self.kernel, xs) - w.pow(2).sum(0), None
 
-    def _extra_state(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "data": self.data.state()}
-
-    def _load_extra_state(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.data = GrowingBuffer(self.input_dim, self.dtype)
-        self.data.load(state["data"])

@@ -109,8 +109,3 @@ class OSVGP(OnlineGP):
     def _predict(self, xs: Tensor, full_cov: bool):
         return self.predictor.predict(self.kernel, xs, full_cov)
 
-    def _extra_state(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict()}
-
-    def _load_extra_state(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])

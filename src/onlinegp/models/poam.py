@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import gpytorch
 import torch
 from torch import Tensor
 
@@ -215,13 +214,6 @@ class POAM(OnlineGP):
     def _predict(self, xs: Tensor, full_cov: bool):
         return self.predictor.predict(self.kernel, xs, full_cov)
 
-    def _extra_state(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "data": self.data.state()}
-
-    def _load_extra_state(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.data = GrowingBuffer(self.input_dim, self.dtype)
-        self.data.load(state["data"])
 
     @torch.no_grad()
     def lengthscale_map(self, x: Any) -> Tensor:

@@ -342,11 +342,6 @@ class WISKI(OnlineGP):
         return mean, Rw.pow(2).sum(-1), None
 
     # ------------------------------------------------------------------ checkpoints
-    def _extra_state(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict()}
-
-    def _load_extra_state(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])
 
 
 class WISKIClassifier(nn.Module):
