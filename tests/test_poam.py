@@ -216,3 +216,23 @@ def test_exact_gp_matches_dense_posterior():
     pred = model.predict(X[:7])
     assert torch.allclose(pred.mean, mean, rtol=1e-9, atol=1e-10)
     assert torch.allclose(pred.var_f, var, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["poam", "ssgp++", "wgpr"])
+def test_lengthscale_map_and_inducing_inputs_in_user_units(name):
+    X, y = toy(200, seed=9)
+    opts = {"num_steps": 1, "num_inducing": 20} if name != "wgpr" else {}
+    model = make_model(name, 2, x_bounds=[[-2, -2], [2, 2]], **opts)
+    model.update(X, y)
+    if name == "wgpr":  # an ensemble has no single kernel or inducing set
+        assert model.inducing_inputs is None
+        with pytest.raises(ValueError, match="no single kernel"):
+            model.lengthscale_map(X[:5])
+        return
+    Z = model.inducing_inputs
+    assert Z.shape == (20, 2) and (Z.abs() <= 2 + 1e-12).all()
+    assert any(torch.equal(z, x) for z in Z[:3] for x in X)  # pivoted Cholesky picks data points
+    ls = model.lengthscale_map(X[:7])
+    assert ls.shape == (7,) and (ls > 0).all()
+    if name == "poam":  # AK bounds (0.05, 0.5) in scaled units, times the half-range 2
+        assert (ls >= 0.1 - 1e-12).all() and (ls <= 1.0 + 1e-12).all()

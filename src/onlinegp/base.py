@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from .kernels import lengthscale_map
 from .linalg import JitterLog
 from .scaling import Scaler
 
@@ -257,6 +258,22 @@ class OnlineGP(nn.Module, metaclass=ABCMeta):
     def num_inducing(self) -> int | None:
         Z = getattr(self, "Z", None)
         return None if Z is None else int(Z.shape[0])
+
+    @property
+    def inducing_inputs(self) -> Tensor | None:
+        """Current inducing inputs in user units (None for models without a single inducing set)."""
+        Z = getattr(self, "Z", None)
+        return None if Z is None else self.scaler.x_inverse(Z)
+
+    @torch.no_grad()
+    def lengthscale_map(self, x: Any) -> Tensor:
+        """Length-scale (user input units, mean over dimensions) at ``x``: the AK's attention map, or the constant
+        length-scale of a stationary kernel. Raises ValueError for models without a single kernel."""
+        kernel = getattr(self, "kernel", None)
+        if kernel is None:
+            raise ValueError(f"{type(self).__name__} has no single kernel to map")
+        x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
+        return lengthscale_map(kernel, self.scaler.x(x)) * self.scaler.x_half_range.mean()
 
     @property
     def noise(self) -> Tensor:

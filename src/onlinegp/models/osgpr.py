@@ -79,11 +79,6 @@ class OSGPR(OnlineGP):
     def Z(self) -> Tensor | None:
         return None if self.summary is None else self.summary.Z
 
-    @property
-    def inducing_inputs(self) -> Tensor:
-        """Current inducing inputs in user units."""
-        return self.scaler.x_inverse(self.Z)
-
     # ------------------------------------------------------------------ hyper-parameters
     def _hyperparameters(self) -> list[torch.nn.Parameter]:
         return list(self.kernel.parameters()) + list(self.likelihood.parameters())

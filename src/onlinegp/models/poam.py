@@ -21,9 +21,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import GrowingBuffer, OnlineGP, PhaseTimer, as_tensor_2d, hyperparameter_optimizer
+from ..base import GrowingBuffer, OnlineGP, PhaseTimer, hyperparameter_optimizer
 from ..inducing import Selector, make_selector
-from ..kernels import CrossCovariance, dense, diagonal, lengthscale_map, make_kernel
+from ..kernels import CrossCovariance, dense, diagonal, make_kernel
 from ..linalg import cholesky, trisolve
 from ..objectives import svgp_elbo_cov
 from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, kuv, project_terms, with_jitter
@@ -213,18 +213,6 @@ class POAM(OnlineGP):
 
     def _predict(self, xs: Tensor, full_cov: bool):
         return self.predictor.predict(self.kernel, xs, full_cov)
-
-
-    @torch.no_grad()
-    def lengthscale_map(self, x: Any) -> Tensor:
-        """Length-scale (user input units, mean over dimensions) at inputs ``x``: the AK's attention map."""
-        x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
-        return lengthscale_map(self.kernel, self.scaler.x(x)) * self.scaler.x_half_range.mean()
-
-    @property
-    def inducing_inputs(self) -> Tensor:
-        """Current inducing inputs in user units."""
-        return self.scaler.x_inverse(self.Z)
 
 
 class PAM(POAM):

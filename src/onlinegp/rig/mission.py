@@ -31,7 +31,6 @@ import torch
 
 from .. import metrics
 from ..base import OnlineGP
-from ..kernels import lengthscale_map
 from ..models.registry import MODELS, make_model
 from .fields import DEFAULT_ENV, Field, load_field
 from .planners import PLANNERS, TASK_EXTENT, bezier_pilot, make_planner, random_pilot
@@ -114,14 +113,7 @@ def build_model(config: MissionConfig) -> OnlineGP:
 def lengthscale_grid(model: Any, x: np.ndarray) -> np.ndarray | None:
     """The learnt length-scale at ``x`` in user units, or None for models without one."""
     try:
-        if hasattr(model, "lengthscale_map"):
-            return np.asarray(model.lengthscale_map(x), dtype=np.float64)
-        kernel, scaler = getattr(model, "kernel", None), getattr(model, "scaler", None)
-        if kernel is None or scaler is None:
-            return None
-        xt = scaler.x(torch.as_tensor(x, dtype=model.dtype))
-        with torch.no_grad():
-            return (lengthscale_map(kernel, xt) * scaler.x_half_range.mean()).cpu().numpy().astype(np.float64)
+        return np.asarray(model.lengthscale_map(x), dtype=np.float64)
     except (ValueError, AttributeError, RuntimeError, TypeError):
         return None
 
