@@ -17,24 +17,8 @@ from onlinegp.models.registry import make_model
 from onlinegp.objectives import online_terms, sgpr_bound
 from onlinegp.posterior import kuu
 
-D = torch.float64
+from reference import D, dense_sgpr, toy
 BOUNDS = [[-2, -2], [2, 2]]  # scaled inputs are X / 2
-
-
-def toy(n=300, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, 2, dtype=D, generator=g) * 4 - 2
-    y = torch.sin(2 * X[:, 0]) * torch.cos(X[:, 1]) + 0.1 * torch.randn(n, dtype=D, generator=g)
-    return X, y
-
-
-def dense_sgpr(kernel, noise, Z, X, y, Xs):
-    """Titsias (2009) with explicit matrices: q(u) = N(m, S) and the predictive at Xs."""
-    Kuu, Kuf, Ksu = kuu(kernel, Z), dense(kernel, Z, X), dense(kernel, Xs, Z)
-    Sigma = torch.linalg.inv(Kuu + Kuf @ Kuf.T / noise)
-    mean = Ksu @ Sigma @ Kuf @ y / noise
-    var = diagonal(kernel, Xs) - (Ksu @ torch.linalg.solve(Kuu, Ksu.T)).diagonal() + (Ksu @ Sigma @ Ksu.T).diagonal()
-    return Kuu @ Sigma @ Kuf @ y / noise, Kuu @ Sigma @ Kuu, mean, var
 
 
 def fixed(cls, Z, kernel="rbf", **kw):

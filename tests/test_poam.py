@@ -14,27 +14,7 @@ from onlinegp.models.registry import MODELS, make_model
 from onlinegp.objectives import sgpr_bound
 from onlinegp.posterior import InducingPosterior, kuu
 
-D = torch.float64
-
-
-def toy(n=300, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, 2, dtype=D, generator=g) * 4 - 2
-    y = torch.sin(2 * X[:, 0]) * torch.cos(X[:, 1]) + 0.1 * torch.randn(n, dtype=D, generator=g)
-    return X, y
-
-
-def dense_sgpr(kernel, noise, Z, X, y, Xs):
-    """Titsias (2009) with explicit matrices: Σ = (K_uu + σ⁻² K_uf K_fu)⁻¹, q(u) and predictive."""
-    Kuu = kuu(kernel, Z)
-    Kuf = dense(kernel, Z, X)
-    Sigma = torch.linalg.inv(Kuu + Kuf @ Kuf.T / noise)
-    m = Kuu @ Sigma @ Kuf @ y / noise
-    S = Kuu @ Sigma @ Kuu
-    Ksu = dense(kernel, Xs, Z)
-    mean = Ksu @ Sigma @ Kuf @ y / noise
-    var = diagonal(kernel, Xs) - (Ksu @ torch.linalg.solve(Kuu, Ksu.T)).diagonal() + (Ksu @ Sigma @ Ksu.T).diagonal()
-    return m, S, mean, var
+from reference import D, dense_sgpr, toy
 
 
 def fixed_model(cls, Z_scaled, seed=0, **kw):

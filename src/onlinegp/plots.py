@@ -222,12 +222,7 @@ def plot_models_tradeoff(rows: Sequence[dict], path: str | Path, title: str = ""
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, title, dpi)
 
 
 def plot_rmse_curves(rows: Sequence[dict], path: str | Path, labels: dict[str, str] | None = None,
@@ -280,12 +275,7 @@ def plot_panel_curves(rows: Sequence[dict], path: str | Path, y_keys: Sequence[s
             ax.set_xlabel(x_key.replace("_", " "))
             ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, title, dpi)
 
 
 def plot_uncertain_maps(frames: Sequence[dict], extent: Sequence[float], path: str | Path, cmap: str = "viridis",
@@ -330,6 +320,16 @@ def plot_lines(series: dict[str, tuple[Sequence[float], Sequence[float]]], path:
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def _finish(fig, path, title: str | None, dpi: int):
+    """Title, tight layout, save and close a figure; returns ``path``."""
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt.close(fig)

@@ -1,0 +1,24 @@
+"""Shared test oracles: a seeded 2-D toy stream and batch SGPR (Titsias 2009) with explicit matrices."""
+
+import torch
+
+from onlinegp.kernels import dense, diagonal
+from onlinegp.posterior import kuu
+
+D = torch.float64
+
+
+def toy(n=300, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, 2, dtype=D, generator=g) * 4 - 2
+    y = torch.sin(2 * X[:, 0]) * torch.cos(X[:, 1]) + 0.1 * torch.randn(n, dtype=D, generator=g)
+    return X, y
+
+
+def dense_sgpr(kernel, noise, Z, X, y, Xs):
+    """Σ = (K_uu + σ⁻² K_uf K_fu)⁻¹; returns q(u)'s mean and covariance and the predictive mean and variance at Xs."""
+    Kuu, Kuf, Ksu = kuu(kernel, Z), dense(kernel, Z, X), dense(kernel, Xs, Z)
+    Sigma = torch.linalg.inv(Kuu + Kuf @ Kuf.T / noise)
+    mean = Ksu @ Sigma @ Kuf @ y / noise
+    var = diagonal(kernel, Xs) - (Ksu @ torch.linalg.solve(Kuu, Ksu.T)).diagonal() + (Ksu @ Sigma @ Ksu.T).diagonal()
+    return Kuu @ Sigma @ Kuf @ y / noise, Kuu @ Sigma @ Kuu, mean, var
