@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from .kernels import dense, diagonal
-from .linalg import JitterLog, cholesky, trisolve
+from .linalg import JitterLog, cho_inverse, cholesky, trisolve
 from .posterior import InducingPosterior, VariationalQ, kuu, kuv
 
 LOG2PI = math.log(2 * math.pi)
@@ -97,10 +97,13 @@ def svgp_elbo_cov(Kuu: Tensor, Kub: Tensor, kbb: Tensor, noise: Tensor, q_mean: 
 class _FixedQELBO(torch.autograd.Function):
     """Value and hand-derived gradient of the uncollapsed ELBO for a fixed q(u) = N(m, R Rᵀ).
 
-    With L = chol(K_uu), [C | A | v] = L⁻¹[R | K_ub | m], Γ = CᵀA, per-datum derivatives g_μ, h of the value
-    with respect to the predictive means and variances, P' = v g_μᵀ + 2 C Γ diag(h):
-        ∂/∂K_ub = L⁻ᵀ (P' − 2 A diag(h)),
-        ∂/∂K_uu = L⁻ᵀ [sym((A diag(h) − P') Aᵀ) + (CCᵀ + vvᵀ − I) / 2N] L⁻¹,   ∂/∂k_bb = h.
+    With L = chol(K_uu), [C | A | v] = L⁻¹[R | K_ub | m], Γ = CᵀA and [E | W | α] = L⁻ᵀ[C | A | v]
+    (= K_uu⁻¹[R | K_ub | m]), per-datum derivatives g_μ, h of the value with respect to the predictive means and
+    variances, and P = α g_μᵀ + 2 E Γ diag(h):
+        ∂/∂K_ub = P − 2 W diag(h),
+        ∂/∂K_uu = sym((W diag(h) − P) Wᵀ) + (E Eᵀ + α αᵀ − K_uu⁻¹) / 2N,   ∂/∂k_bb = h.
+    Every solve has the r + B + 1 columns of the forward (never M); K_uu⁻¹ comes from L (LAPACK potri).
+    The value is linear in S = R Rᵀ, so an unbiased sketch R Ω/√p of the root gives an unbiased gradient.
     """
 
     @staticmethod
@@ -115,26 +118,25 @@ class _FixedQELBO(torch.autograd.Function):
         var = var_raw.clamp_min(1e-12)
         ell = (-0.5 * (LOG2PI + noise.log()) - 0.5 * (resid.pow(2) + var) / noise).sum() / B
         kl = 0.5 * (C.pow(2).sum() + v @ v - M + 2 * L.diagonal().log().sum() - q_logdet)
-        ctx.save_for_backward(L, C, A, v, Gamma, resid, var, var_raw > 1e-12, noise)
-        ctx.num_data = num_data
+        ctx.save_for_backward(L, T, Gamma, resid, var, var_raw > 1e-12, noise)
+        ctx.sizes = (r, B, num_data)
         return ell - kl / num_data
 
     @staticmethod
     def backward(ctx, grad):
-        L, C, A, v, Gamma, resid, var, active, noise = ctx.saved_tensors
-        M, B = A.shape
+        L, T, Gamma, resid, var, active, noise = ctx.saved_tensors
+        r, B, num_data = ctx.sizes
         g_mean = grad * resid / (noise * B)
         h = (-0.5 * grad / (noise * B)) * active
         g_noise = grad * (-0.5 / noise + 0.5 * (resid.pow(2) + var) / noise.pow(2)).sum() / B
-        Ah = A * h
-        LP = torch.outer(v, g_mean) + 2 * (C @ (Gamma * h))
-        X = (Ah - LP) @ A.mT
-        X = 0.5 * (X + X.mT) + (grad / (2 * ctx.num_data)) * (C @ C.mT + torch.outer(v, v)
-                                                              - torch.eye(M, dtype=A.dtype, device=A.device))
-        W = trisolve(L, torch.cat([X, LP - 2 * Ah], -1), transpose=True)
-        G_uu = trisolve(L, W[:, :M].mT, transpose=True).mT
-        G_uu = 0.5 * (G_uu + G_uu.mT)
-        return G_uu, W[:, M:], h, g_noise.reshape(noise.shape), None, None, None, None, None, None
+        U = trisolve(L, T, transpose=True)  # K_uu⁻¹ [R | K_ub | m]
+        E, W, alpha = U[:, :r], U[:, r:r + B], U[:, r + B:]
+        P = alpha * g_mean + 2 * (E @ (Gamma * h))
+        Wh = W * h
+        G_uu = (Wh - P) @ W.mT
+        Ea = torch.cat([E, alpha], -1)
+        G_uu = 0.5 * (G_uu + G_uu.mT) + (grad / (2 * num_data)) * (Ea @ Ea.mT - cho_inverse(L))
+        return G_uu, P - 2 * Wh, h, g_noise.reshape(noise.shape), None, None, None, None, None, None
 
 
 def exact_mll(kernel: gpytorch.kernels.Kernel, noise: Tensor, X: Tensor, y: Tensor,

@@ -7,6 +7,7 @@ The amplitude α comes from wrapping it in ``gpytorch.kernels.ScaleKernel``. Sin
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor, nn
@@ -51,7 +52,7 @@ class AttentiveKernel(Kernel):
 
     def exponentials(self, sq: Tensor) -> Tensor:
         """The base kernels exp(-d² / 2ℓ_m²) for squared distances ``sq`` (N, N'), shape (M, N, N')."""
-        return torch.exp(sq.unsqueeze(-3) * self.coefficients(sq.dtype)[:, None, None])
+        return _exp_(sq.unsqueeze(-3) * self.coefficients(sq.dtype)[:, None, None])
 
     def combine(self, w1: Tensor, w2: Tensor, sq: Tensor, exps: Tensor | None = None) -> Tensor:
         """k from normalised weights and squared distances; ``exps`` = :meth:`exponentials` of ``sq`` if cached.
@@ -149,4 +150,14 @@ def _exp(sq: Tensor, coef: Tensor, m: int, exps: Tensor | None, buffer: Tensor) 
     """exp(c_m · sq), from the cache if given, else computed into ``buffer``."""
     if exps is not None:
         return exps[..., m, :, :]
-    return torch.mul(sq, coef[m], out=buffer).exp_()
+    return _exp_(torch.mul(sq, coef[m], out=buffer))
+
+
+def _exp_(x: Tensor) -> Tensor:
+    """In-place exp of a tensor that needs no gradient; on the CPU NumPy's, whose vectorised float64 exp is
+    about twice as fast as torch 2.13's on this machine kind."""
+    if x.device.type == "cpu" and x.is_contiguous() and not x.requires_grad:
+        array = x.numpy()
+        np.exp(array, out=array)
+        return x
+    return x.exp_()
