@@ -3,18 +3,20 @@
 Variants of POAM (Attentive Kernel, 10 Adam steps, batch 256) on the same stream (common.field, batches of 60):
 ``reference`` computes the way the code did before the speed work (AK as a per-length-scale autograd loop,
 kernel matrices afresh every step, autograd through the Cholesky factor; see stock_gpytorch_poam.reference_path),
-``fast`` is the library as it is (float64), ``float32`` the same in single precision. The fast path is the same
-arithmetic reorganised, so its RMSE/NLPD should equal the reference's up to round-off amplified by Adam; float32
-should stay within the seed-to-seed noise. With ``--missions`` the reference and fast paths also run the default
-mission for 3 seeds (minutes each) and compare final SMSE/MSLL.
+``fast`` is the library as it is (float64, exact M-step), ``sketch`` the same with the M-step's sketched q(u)
+covariance (``POAM(sketch=64)``, an unbiased gradient), ``float32`` the fast path in single precision. The fast path
+is the same arithmetic reorganised, so its RMSE/NLPD should equal the reference's up to round-off amplified by Adam;
+sketch and float32 should stay within the seed-to-seed noise. With ``--missions`` the chosen variants also run the
+default mission for each seed (minutes each, ``--workers`` at a time) and compare final SMSE/MSLL.
 
-    python benchmarks/bench_accuracy.py [--seeds 0 1 2] [--missions]
+    python benchmarks/bench_accuracy.py [--seeds 0 1 2] [--missions] [--mission-variants fast sketch] [--workers 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import multiprocessing
 import statistics
 import sys
 import tempfile
@@ -28,17 +30,18 @@ from stock_gpytorch_poam import reference_path  # noqa: E402
 
 from onlinegp import POAM  # noqa: E402
 
-VARIANTS = {"reference": (reference_path, torch.float64), "fast": (contextlib.nullcontext, torch.float64),
-            "float32": (contextlib.nullcontext, torch.float32)}
+VARIANTS = {"reference": (reference_path, torch.float64, {}), "fast": (contextlib.nullcontext, torch.float64, {}),
+            "sketch": (contextlib.nullcontext, torch.float64, {"sketch": 64}),
+            "float32": (contextlib.nullcontext, torch.float32, {})}
 
 
 def streaming_run(variant: str, seed: int, n: int = 1500, batch: int = 60, num_inducing: int = 200) -> dict:
-    context, dtype = VARIANTS[variant]
+    context, dtype, options = VARIANTS[variant]
     X, y = stream(n, seed=100 + seed)
     Xt, ft = grid(40)
     with context():
         torch.manual_seed(seed)
-        model = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, dtype=dtype)
+        model = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, dtype=dtype, **options)
         cpu = 0.0
         for lo in range(0, n, batch):
             _, c, _ = timed_cpu(lambda: model.update(X[lo:lo + batch].to(dtype), y[lo:lo + batch].to(dtype)))
@@ -51,11 +54,12 @@ def streaming_run(variant: str, seed: int, n: int = 1500, batch: int = 60, num_i
     return {"rmse": rmse, "nlpd": nlpd, "update_cpu_s": cpu}
 
 
-def mission_run(variant: str, seed: int) -> dict:
+def mission_run(variant: str, seed: int, threads: int = 1) -> dict:
     from onlinegp.rig.mission import MissionConfig, run_mission
-    context, _ = VARIANTS[variant]
+    torch.set_num_threads(threads)
+    context, _, options = VARIANTS[variant]
     with context(), tempfile.TemporaryDirectory() as out:
-        result = run_mission(MissionConfig(seed=seed), out, quiet=True)
+        result = run_mission(MissionConfig(seed=seed, model_options=options), out, quiet=True)
     rows = result.rows if hasattr(result, "rows") else result["rows"]
     last = rows[-1]
     return {"smse": float(last["smse"]), "msll": float(last["msll"]),
@@ -67,7 +71,8 @@ def summarise(runs: dict, keys: tuple[str, ...]) -> dict:
             for v, rs in runs.items()}
 
 
-def run(seeds=(0, 1, 2), missions: bool = False, quiet: bool = False) -> dict:
+def run(seeds=(0, 1, 2), missions: bool = False, quiet: bool = False,
+        mission_variants: tuple[str, ...] = ("reference", "fast", "sketch"), workers: int = 1) -> dict:
     runs: dict = {v: [] for v in VARIANTS}
     failures: dict = {}
     for seed in seeds:
@@ -83,12 +88,14 @@ def run(seeds=(0, 1, 2), missions: bool = False, quiet: bool = False) -> dict:
            "streaming": summarise({v: r for v, r in runs.items() if r}, ("rmse", "nlpd", "update_cpu_s")),
            "failures": failures}
     if missions:
-        mruns: dict = {"reference": [], "fast": []}
-        for seed in seeds:
-            for variant in mruns:
-                mruns[variant].append(mission_run(variant, seed))
-                if not quiet:
-                    print("mission", variant, seed, mruns[variant][-1], flush=True)
+        jobs = [(variant, seed) for seed in seeds for variant in mission_variants]
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            results = pool.starmap(mission_run, jobs)
+        mruns: dict = {v: [] for v in mission_variants}
+        for (variant, seed), result in zip(jobs, results):
+            mruns[variant].append(result)
+            if not quiet:
+                print("mission", variant, seed, result, flush=True)
         out["missions"] = summarise(mruns, ("smse", "msll", "update_s_total"))
     return out
 
@@ -97,12 +104,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--missions", action="store_true", help="also compare 3 default missions (slow)")
+    parser.add_argument("--mission-variants", nargs="+", default=["reference", "fast", "sketch"], choices=list(VARIANTS))
+    parser.add_argument("--workers", type=int, default=1, help="missions run at a time (one torch thread each)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    out = run(tuple(args.seeds), args.missions, args.quiet)
+    out = run(tuple(args.seeds), args.missions, args.quiet, tuple(args.mission_variants), args.workers)
     path = write("bench_accuracy", out)
     print({v: {k: round(s["mean"], 4) for k, s in d.items()} for v, d in out["streaming"].items()}, "->", path)
     return out

@@ -231,3 +231,56 @@ def test_float32_poam_close_to_float64():
     (r64, n64), (r32, n32) = scores[torch.float64], scores[torch.float32]
     assert r64 < 0.2
     assert abs(r32 - r64) < 0.02 and abs(n32 - n64) < 0.05
+
+
+def _closed_grads(root, k, lik, Z, X, y, m, logdet, n=400):
+    k.zero_grad()
+    lik.zero_grad()
+    value = _elbo("closed", k, lik, Z, X, y, m, root, logdet, n)
+    value.backward()
+    return value.detach(), torch.cat([g.reshape(-1) for g in grads(k) + grads(lik)])
+
+
+def test_elbo_and_gradient_are_linear_in_q_covariance():
+    """What makes the sketched M-step unbiased: value and gradient are affine in S = R Rᵀ, so the average over two
+    roots equals the result for the root [R1, R2]/√2 of (S1 + S2)/2, exactly."""
+    k, lik, Z, X, y, m, R, logdet = _fixed_q_problem()
+    g = torch.Generator().manual_seed(5)
+    R1 = R @ torch.randn(R.shape[1], 7, generator=g, dtype=D) / 7 ** 0.5
+    R2 = R @ torch.randn(R.shape[1], 3, generator=g, dtype=D) / 3 ** 0.5
+    v1, g1 = _closed_grads(R1, k, lik, Z, X, y, m, logdet)
+    v2, g2 = _closed_grads(R2, k, lik, Z, X, y, m, logdet)
+    v12, g12 = _closed_grads(torch.cat([R1, R2], -1) / 2 ** 0.5, k, lik, Z, X, y, m, logdet)
+    assert torch.allclose(v12, (v1 + v2) / 2, rtol=1e-12)
+    assert torch.allclose(g12, (g1 + g2) / 2, rtol=1e-9, atol=1e-12)
+    v, gx = _closed_grads(R, k, lik, Z, X, y, m, logdet)
+    assert (gx - g1).norm() > 1e-6 * gx.norm()  # a sketch is not the exact covariance: the check can fail
+
+
+def test_sketched_gradient_is_unbiased():
+    k, lik, Z, X, y, m, R, logdet = _fixed_q_problem()
+    exact = _closed_grads(R, k, lik, Z, X, y, m, logdet)[1]
+    g, p, draws = torch.Generator().manual_seed(6), 4, 400
+    sketched = torch.stack([_closed_grads(R @ torch.randn(R.shape[1], p, generator=g, dtype=D) / p ** 0.5,
+                                          k, lik, Z, X, y, m, logdet)[1] for _ in range(draws)])
+    mean, err = sketched.mean(0), sketched.std(0) / draws ** 0.5
+    assert ((mean - exact).abs() <= 5 * err + 1e-12).all()
+    assert (sketched.std(0) > 0).any()
+
+
+def test_poam_sketch_option():
+    torch.manual_seed(0)
+    X = torch.rand(300, 2, dtype=D) * 2 - 1
+    y = torch.sin(3 * X[:, 0]) + 0.1 * torch.randn(300, dtype=D)
+    with pytest.raises(ValueError, match="sketch"):
+        POAM(2, sketch=0)
+    with pytest.raises(ValueError, match="sketch"):
+        POAM(2, sketch=8, variational="gradient")
+    exact, fast = (POAM(2, num_inducing=40, sketch=s, x_bounds=[[-1, -1], [1, 1]], seed=1) for s in (None, 8))
+    for lo in range(0, 300, 60):
+        exact.update(X[lo:lo + 60], y[lo:lo + 60])
+        fast.update(X[lo:lo + 60], y[lo:lo + 60])
+    pe, pf = exact.predict(X[:50]), fast.predict(X[:50])
+    assert not torch.equal(pe.mean, pf.mean)  # different (stochastic) steps ...
+    assert (pe.mean - pf.mean).abs().max() < 0.1  # ... to about the same model
+    assert abs(float(exact.noise) - float(fast.noise)) < 0.1 * float(exact.noise)

@@ -115,10 +115,13 @@ def test_poam_learns_and_predicts_reasonably():
 
 
 @pytest.mark.parametrize("name", sorted(set(MODELS) & {"poam", "pam", "full", "ovc", "ovc++", "z-opt", "z-rand",
-                                                       "z-kmeans", "var-opt", "exact"}))
+                                                       "z-kmeans", "var-opt", "exact"}) + ["poam:sketch"])
 def test_every_variant_runs_and_checkpoints_exactly(name):
     X, y = toy(240, seed=7)
+    name, _, sketched = name.partition(":")
     opts = {"num_steps": 3} if name == "exact" else {"num_inducing": 30, "num_steps": 3, "batch_size": 32}
+    if sketched:
+        opts["sketch"] = 8
     model = make_model(name, 2, seed=1, **opts)
     model.update(X[:80], y[:80])
     model.update(X[80:160], y[80:160])
