@@ -284,3 +284,25 @@ def test_poam_sketch_option():
     assert not torch.equal(pe.mean, pf.mean)  # different (stochastic) steps ...
     assert (pe.mean - pf.mean).abs().max() < 0.1  # ... to about the same model
     assert abs(float(exact.noise) - float(fast.noise)) < 0.1 * float(exact.noise)
+
+
+@pytest.mark.parametrize("offset,quadratic", [(1e-1, True), (1e-5, False)])
+def test_marginal_prediction_quadratic_form_equals_solve_form(offset, quadratic):
+    """Predictor's cached (α, Q) marginals equal the triangular-solve form; with near-duplicate inducing inputs
+    (cond K_uu above the limit) it falls back to the solves; the cache is not part of a copy or checkpoint."""
+    import copy
+    import pickle
+
+    from onlinegp.posterior import InducingPosterior, Predictor
+    k, lik, Z, X, y, m, R, logdet = _fixed_q_problem(M=30)
+    Z = torch.cat([Z, Z[:5] + offset])
+    with torch.no_grad():
+        Kzx = dense(k, Z, X)
+        q = InducingPosterior.from_terms(k, Z, 5 * Kzx @ y, 5 * Kzx @ Kzx.mT).q()
+        P = Predictor.from_q(k, q)
+        xs = torch.rand(200, 2, dtype=D) * 2 - 1
+        mean, var, _ = P.predict(k, xs)
+        mean_s, var_s, cov = P.predict(k, xs, full_cov=True)
+    assert bool(P._quadratic) == quadratic
+    assert torch.allclose(mean, mean_s, rtol=0, atol=1e-9) and torch.allclose(var, var_s, rtol=0, atol=1e-9)
+    assert copy.deepcopy(P)._quadratic is None and pickle.loads(pickle.dumps(P))._quadratic is None

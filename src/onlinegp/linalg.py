@@ -104,6 +104,13 @@ def cho_inverse(L: Tensor) -> Tensor:
     return inv + inv.tril(-1).mT
 
 
+def condition_estimate(L: Tensor) -> float:
+    """LAPACK's 1-norm estimate of cond(A) = cond(L)² from the lower Cholesky factor L of A, in O(n²)."""
+    Ln = L.detach().cpu().double().numpy()
+    rcond, info = lapack.dtrcon(Ln, norm="1", uplo="L", diag="N")
+    return float("inf") if info != 0 or rcond == 0 else float(rcond) ** -2
+
+
 def pivoted_cholesky_dense(K: Tensor | np.ndarray, max_rank: int | None = None, tol: float = 0.0) -> Tensor:
     """Greedy pivots of a dense PSD matrix via LAPACK ``dpstrf`` (float64).
 

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from .kernels import dense, diagonal
-from .linalg import JitterLog, cholesky, trisolve
+from .linalg import JitterLog, cho_inverse, cholesky, condition_estimate, trisolve
 
 #: relative jitter always added to K_uu (times its mean diagonal), as ε in DESIGN §2
 KUU_JITTER = {torch.float64: 1e-8, torch.float32: 1e-5}
@@ -105,18 +105,36 @@ class VariationalQ:
         return VariationalQ(*(t.detach() for t in (self.Z, self.mean, self.root, self.logdet)))
 
 
+#: above this estimated cond(K_uu) marginal predictions use triangular solves (round-off ≈ cond·ε relative)
+QUADRATIC_MAX_COND = 1e8
+
+
 @dataclass
 class Predictor:
     """SVGP predictive from q(u) under the *current* kernel (Hensman et al. 2013; POAM paper Eq. 4).
 
     With w = L_u⁻¹ k_u(x*), g = L_u⁻¹ m and G = L_u⁻¹ R:  mean = wᵀg,  var_f = k** − ‖w‖² + ‖Gᵀw‖².
-    Built once per update (one Cholesky, two triangular solves), then each prediction costs one solve.
+    Built once per update (one Cholesky, two triangular solves). Marginal predictions use the equivalent
+    mean = k_u(x*)ᵀα, var_f = k** − k_u(x*)ᵀ Q k_u(x*) with α = K_uu⁻¹m and Q = K_uu⁻¹ − K_uu⁻¹SK_uu⁻¹, formed on
+    the first such call (one potri, one solve, one product) and kept: then each prediction is one matrix product
+    and no triangular solve. Its round-off grows like cond(K_uu)·ε, so above ``QUADRATIC_MAX_COND`` (LAPACK's
+    estimate) and for full covariances the solve form is used.
     """
 
     Z: Tensor
     Lu: Tensor
     g: Tensor
     G: Tensor
+
+    def __post_init__(self):
+        self._quadratic: tuple[Tensor, Tensor] | bool | None = None  # None: not yet decided; False: use solves
+
+    def __getstate__(self) -> dict:  # the cached (α, Q) is not state: rebuilt on demand after a copy or load
+        return {k: v for k, v in self.__dict__.items() if k != "_quadratic"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._quadratic = None
 
     @classmethod
     def from_q(cls, kernel: gpytorch.kernels.Kernel, q: VariationalQ, jitter_log: JitterLog | None = None,
@@ -125,16 +143,30 @@ class Predictor:
             Lu = cholesky(kuu(kernel, q.Z), jitter_log)
         return cls(Z=q.Z, Lu=Lu, g=trisolve(Lu, q.mean), G=trisolve(Lu, q.root))
 
+    def quadratic(self) -> tuple[Tensor, Tensor] | bool:
+        """(α, Q) = (K_uu⁻¹m, K_uu⁻¹ − K_uu⁻¹SK_uu⁻¹), computed once; False if K_uu is too ill-conditioned."""
+        if self._quadratic is None and condition_estimate(self.Lu) > QUADRATIC_MAX_COND:
+            self._quadratic = False
+        if self._quadratic is None:
+            E = trisolve(self.Lu, torch.cat([self.G, self.g.unsqueeze(-1)], -1), transpose=True)  # K⁻¹[R | m]
+            Q = cho_inverse(self.Lu) - E[:, :-1] @ E[:, :-1].mT
+            self._quadratic = (E[:, -1], 0.5 * (Q + Q.mT))
+        return self._quadratic
+
     def predict(self, kernel: gpytorch.kernels.Kernel, xs: Tensor, full_cov: bool = False
                 ) -> tuple[Tensor, Tensor, Tensor | None]:
         """Mean, marginal variance of f, and (if asked) the full covariance of f at ``xs``."""
-        w = trisolve(self.Lu, dense(kernel, self.Z, xs))
+        Kux = dense(kernel, self.Z, xs)
+        if not full_cov and self.quadratic():
+            alpha, Q = self.quadratic()
+            return Kux.mT @ alpha, diagonal(kernel, xs) - ((Q @ Kux) * Kux).sum(0), None
+        w = trisolve(self.Lu, Kux)
         v = self.G.mT @ w
         mean = w.mT @ self.g
-        if full_cov:
-            cov = dense(kernel, xs) - w.mT @ w + v.mT @ v
-            return mean, cov.diagonal().clone(), cov
-        return mean, diagonal(kernel, xs) - w.pow(2).sum(0) + v.pow(2).sum(0), None
+        if not full_cov:
+            return mean, diagonal(kernel, xs) - w.pow(2).sum(0) + v.pow(2).sum(0), None
+        cov = dense(kernel, xs) - w.mT @ w + v.mT @ v
+        return mean, cov.diagonal().clone(), cov
 
     def sample(self, kernel: gpytorch.kernels.Kernel, xs: Tensor, num_samples: int = 1,
                generator: torch.Generator | None = None) -> Tensor:
