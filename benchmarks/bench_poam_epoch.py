@@ -5,8 +5,11 @@ A model first absorbs a pilot survey; then, for each timed epoch, both implement
 state (kernel, noise, Z, stored terms, Adam moments, random generator) and absorb the same new batch, so they do
 the same work: the hyper-parameters after the epoch agree to round-off, which is checked and reported.
 The stock side uses the Attentive Kernel as the paper's code computes it (a per-length-scale autograd loop); a
-second stock run with onlinegp's fused kernel shows how much of the gap is the kernel. Also timed: prediction of
-2000 and 2500 points (both), and a float32 onlinegp model fed the same stream.
+second stock run with onlinegp's fused kernel shows how much of the gap is the kernel. ``sketch`` is the same epoch,
+from the same state, with ``POAM(sketch=64)`` (M-step on an unbiased sketch of q's covariance: not the same
+arithmetic, same expected gradient). Also timed: prediction of 2000 and 2500 points (both; onlinegp "cold" = the
+first call after an update, which builds the predictor's cached quadratic form, and "warm" = later calls), and a
+float32 onlinegp model fed the same stream.
 
     python benchmarks/bench_poam_epoch.py [--epochs 7] [--threads 1]
 """
@@ -31,11 +34,12 @@ def params_diff(a: torch.nn.Module, b: torch.nn.Module) -> float:
 
 
 def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int = 60, seed: int = 0,
-        quiet: bool = False) -> dict:
+        sketch: int = 64, quiet: bool = False) -> dict:
     X, y = stream(pilot + epochs * batch + 2500, seed=seed)
     Xp = X[-2500:]
     model = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed)
     model32 = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, dtype=torch.float32)
+    sketched = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, sketch=sketch)
     failures32: list[str] = []
     for lo in range(0, pilot, 250):
         model.update(X[lo:lo + 250], y[lo:lo + 250])
@@ -54,8 +58,11 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
         xs, ys = model.scaler.x(xb), model.scaler.y(yb)
         t_stock, c_stock, phases_stock = timed_cpu(lambda: stock.epoch(xs, ys))
         t_fused = timed(lambda: stock_fused.epoch(xs, ys))[0]
+        sketched.load_state_dict(model.state_dict())
+        t_sketch, c_sketch, _ = timed_cpu(lambda: sketched.update(xb, yb))
         t_ours, c_ours, report = timed_cpu(lambda: model.update(xb, yb))
-        row = {"epoch": e, "num_data": model.num_data, "stock_s": t_stock, "ours_s": t_ours,
+        row = {"epoch": e, "num_data": model.num_data, "stock_s": t_stock, "ours_s": t_ours, "sketch_s": t_sketch,
+               "sketch_cpu_s": c_sketch,
                "stock_cpu_s": c_stock, "ours_cpu_s": c_ours, "stock_fusedak_s": t_fused,
                "stock_phases": phases_stock, "ours_phases": report.timings,
                "param_maxdiff": params_diff(model.kernel, stock.kernel),
@@ -67,6 +74,7 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
             except Exception as err:  # noqa: BLE001 - float32 is not stable on every problem: record why
                 failures32.append(f"epoch {e}: {type(err).__name__}: {err}")
                 model32 = None
+        row["predict2500_cold_ours_s"] = timed(lambda: model.predict(Xp))[0]
         for n in (2000, 2500):
             row[f"predict{n}_ours_s"] = median([timed(lambda: model.predict(Xp[:n]))[0] for _ in range(3)])
             xps = model.scaler.x(Xp[:n])
@@ -97,9 +105,14 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
     for n in (2000, 2500):
         summary[f"predict{n}_ours_s"] = median([r[f"predict{n}_ours_s"] for r in timed_rows])
         summary[f"predict{n}_stock_s"] = median([r[f"predict{n}_stock_s"] for r in timed_rows])
+    summary["predict2500_cold_ours_s"] = median([r["predict2500_cold_ours_s"] for r in timed_rows])
     summary["predict2500_over_epoch"] = summary["predict2500_ours_s"] / summary["ours_epoch_s"]
+    summary["sketch_epoch_s"] = median([r["sketch_s"] for r in timed_rows])
+    summary["sketch_epoch_cpu_s"] = median([r["sketch_cpu_s"] for r in timed_rows])
+    summary["ratio_sketch"] = summary["stock_epoch_s"] / summary["sketch_epoch_s"]
+    summary["predict2500_cold_over_sketch_epoch"] = summary["predict2500_cold_ours_s"] / summary["sketch_epoch_s"]
     config = {"epochs": epochs, "num_inducing": num_inducing, "pilot": pilot, "batch": batch, "seed": seed,
-              "num_steps": model.num_steps, "batch_size": model.batch_size, "dtype": "float64"}
+              "num_steps": model.num_steps, "batch_size": model.batch_size, "dtype": "float64", "sketch": sketch}
     return {"config": config, "summary": summary, "epochs": rows}
 
 

@@ -3,7 +3,9 @@
 Each registered method among POAM, OVC, OSGPR and WISKI (skipped if absent from the registry) absorbs a stream
 in large batches (fast filling, untimed); at each checkpoint N it then absorbs ``repeats`` decision-epoch-sized
 batches (60 points), and the median of those update times is reported, with the ratio t(50 000) / t(5 000)
-(target ≤ 1.25). Memory of the model's state (its checkpoint size) is reported at each N as well.
+(target ≤ 1.25). Memory of the model's state (its checkpoint size) is reported at each N as well. Methods that
+optimise to convergence (OSGPR's L-BFGS) report how many bound evaluations each update took: their count varies
+with the batch, not with N, so the time per evaluation is reported too (its ratio is the constant-time check).
 
     python benchmarks/bench_scaling.py [--methods poam ovc osgpr wiski] [--checkpoints 5000 50000]
 """
@@ -49,20 +51,26 @@ def run(methods=METHODS, checkpoints=(5000, 50000), fill_batch: int = 5000, batc
                 step = min(fill_batch, target - pos)
                 model.update(X[pos:pos + step], y[pos:pos + step])
                 pos += step
-            walls, cpus = [], []
+            walls, cpus, evals = [], [], []
             for _ in range(repeats):
-                wall, cpu, _ = timed_cpu(lambda: model.update(X[pos:pos + batch], y[pos:pos + batch]))
+                wall, cpu, report = timed_cpu(lambda: model.update(X[pos:pos + batch], y[pos:pos + batch]))
                 walls.append(wall)
                 cpus.append(cpu)
+                evals.append(report.extra.get("evaluations"))
                 pos += batch
             rows.append({"num_data": target, "update_s": median(walls), "update_cpu_s": median(cpus),
                          "state_bytes": state_bytes(model)})
+            if None not in evals and sum(evals) > 0:
+                rows[-1].update(evaluations=evals, cpu_s_per_evaluation=sum(cpus) / sum(evals))
             if not quiet:
                 print(f"{name} N={target}: update {median(walls):.3f}s (cpu {median(cpus):.3f}s)", flush=True)
         first, last = rows[0], rows[-1]
         out["methods"][name] = {"rows": rows, "ratio": last["update_s"] / first["update_s"],
                                 "ratio_cpu": last["update_cpu_s"] / first["update_cpu_s"],
                                 "state_ratio": last["state_bytes"] / first["state_bytes"]}
+        if "cpu_s_per_evaluation" in first and "cpu_s_per_evaluation" in last:
+            out["methods"][name]["ratio_cpu_per_evaluation"] = (last["cpu_s_per_evaluation"]
+                                                                / first["cpu_s_per_evaluation"])
     return out
 
 

@@ -83,10 +83,11 @@ class OSGPR(OnlineGP):
     def _hyperparameters(self) -> list[torch.nn.Parameter]:
         return list(self.kernel.parameters()) + list(self.likelihood.parameters())
 
-    def _fit(self, Z: Tensor, xs: Tensor, ys: Tensor, old: InducingPosterior | None) -> Tensor:
-        """Maximise the online bound over θ (and Z if asked); returns the final inducing inputs."""
+    def _fit(self, Z: Tensor, xs: Tensor, ys: Tensor, old: InducingPosterior | None) -> tuple[Tensor, int]:
+        """Maximise the online bound over θ (and Z if asked); returns the final inducing inputs and the number
+        of bound evaluations (each O(M³ + N_batch M²), whatever the data seen so far)."""
         if self.num_steps == 0:
-            return Z
+            return Z, 0
         n = xs.shape[0]
         Zp = torch.nn.Parameter(Z.clone()) if self.optimize_inducing else Z
 
@@ -103,16 +104,20 @@ class OSGPR(OnlineGP):
                 self.optimizer.step()
                 if extra is not None:
                     extra.step()
+            evaluations = self.num_steps
         else:
-            self._lbfgs(self._hyperparameters() + ([Zp] if self.optimize_inducing else []), loss)
-        return Zp.detach().clone()
+            evaluations = self._lbfgs(self._hyperparameters() + ([Zp] if self.optimize_inducing else []), loss)
+        return Zp.detach().clone(), evaluations
 
-    def _lbfgs(self, params: list[torch.nn.Parameter], loss) -> None:
+    def _lbfgs(self, params: list[torch.nn.Parameter], loss) -> int:
         """L-BFGS to convergence; a trial point whose bound is not finite (or not PD even with the largest
-        jitter) is answered with +inf so the line search backs off, and the best point seen is kept."""
+        jitter) is answered with +inf so the line search backs off, and the best point seen is kept.
+        Returns the number of bound evaluations."""
         best = [float("inf"), [p.detach().clone() for p in params]]
+        evaluations = [0]
 
         def closure() -> Tensor:
+            evaluations[0] += 1
             lbfgs.zero_grad(set_to_none=False)
             try:
                 value = loss()
@@ -131,6 +136,7 @@ class OSGPR(OnlineGP):
         with torch.no_grad():
             for p, b in zip(params, best[1]):
                 p.copy_(b)
+        return evaluations[0]
 
     # ------------------------------------------------------------------ protocol
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
@@ -138,12 +144,12 @@ class OSGPR(OnlineGP):
         with timer("inducing"), torch.no_grad():
             Z = self.selector(self.kernel, self.Z, xs, generator=self.generator, model=self)
         with timer("hyperparameters"):
-            Z = self._fit(Z, xs, ys, old)
+            Z, evaluations = self._fit(Z, xs, ys, old)
         with timer("posterior"), torch.no_grad():
             terms = online_terms(self.kernel, self.noise, Z, xs, ys, old, self.jitter)
             self.summary = terms.posterior()
             self.predictor = Predictor.from_q(self.kernel, self.summary.q(), Lu=self.summary.Lu)
-        return {"objective": float(terms.value), "noise": float(self.noise.detach())}
+        return {"objective": float(terms.value), "noise": float(self.noise.detach()), "evaluations": evaluations}
 
     def _predict(self, xs: Tensor, full_cov: bool):
         return self.predictor.predict(self.kernel, xs, full_cov)
