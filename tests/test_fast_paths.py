@@ -257,12 +257,24 @@ def test_elbo_and_gradient_are_linear_in_q_covariance():
     assert (gx - g1).norm() > 1e-6 * gx.norm()  # a sketch is not the exact covariance: the check can fail
 
 
+def test_sketch_root_is_unbiased():
+    from onlinegp.posterior import sketch_root
+    g = torch.Generator().manual_seed(8)
+    R = torch.randn(6, 9, generator=g, dtype=D)
+    draws = torch.stack([sketch_root(R, 3, g) for _ in range(20000)])
+    assert draws.shape[1:] == (6, 3)
+    S = (draws @ draws.mT).mean(0)
+    assert torch.allclose(S, R @ R.mT, rtol=0, atol=0.05 * float((R @ R.mT).abs().max()))
+    omega = sketch_root(torch.eye(9, dtype=D), 3, g)  # Ω itself: one ±1 per row, so diag(ΩΩᵀ) = 1 exactly
+    assert torch.equal(omega.abs().sum(-1), torch.ones(9, dtype=D)) and set(omega.unique().tolist()) <= {-1.0, 0.0, 1.0}
+
+
 def test_sketched_gradient_is_unbiased():
+    from onlinegp.posterior import sketch_root
     k, lik, Z, X, y, m, R, logdet = _fixed_q_problem()
     exact = _closed_grads(R, k, lik, Z, X, y, m, logdet)[1]
     g, p, draws = torch.Generator().manual_seed(6), 4, 400
-    sketched = torch.stack([_closed_grads(R @ torch.randn(R.shape[1], p, generator=g, dtype=D) / p ** 0.5,
-                                          k, lik, Z, X, y, m, logdet)[1] for _ in range(draws)])
+    sketched = torch.stack([_closed_grads(sketch_root(R, p, g), k, lik, Z, X, y, m, logdet)[1] for _ in range(draws)])
     mean, err = sketched.mean(0), sketched.std(0) / draws ** 0.5
     assert ((mean - exact).abs() <= 5 * err + 1e-12).all()
     assert (sketched.std(0) > 0).any()

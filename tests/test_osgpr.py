@@ -128,6 +128,11 @@ def test_lbfgs_and_adam_increase_the_online_bound_and_predict_well():
             r0, r1 = frozen.update(X[lo:lo + 100], y[lo:lo + 100]), model.update(X[lo:lo + 100], y[lo:lo + 100])
             if lo == 0:
                 assert r1.objective > r0.objective        # same first Z, same start: optimisation helps
+            assert r0.extra["evaluations"] == 0
+            if optimizer == "adam":
+                assert r1.extra["evaluations"] == 30
+            else:  # L-BFGS: at least one evaluation per iteration, at most its budget plus line-search trials
+                assert 1 <= r1.extra["evaluations"] <= 2 * 60
         rmse = float((model.predict(Xt).mean - yt).pow(2).mean().sqrt())
         assert rmse < 0.3 * float(yt.std()), optimizer
         assert model.num_inducing == 30

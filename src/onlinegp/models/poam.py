@@ -26,7 +26,8 @@ from ..inducing import Selector, make_selector
 from ..kernels import CrossCovariance, dense, diagonal, make_kernel
 from ..linalg import cholesky, trisolve
 from ..objectives import svgp_elbo_cov
-from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, kuv, project_terms, with_jitter
+from ..posterior import (InducingPosterior, Predictor, VariationalQ, kuu, kuv, project_terms, sketch_root,
+                         with_jitter)
 
 
 class POAM(OnlineGP):
@@ -45,9 +46,9 @@ class POAM(OnlineGP):
         optimize_inducing: also move Z by gradient in the M-step (Z-OPT ablation, OVC).
         variational: 'analytic' (POAM) or 'gradient' (VAR-OPT ablation).
         noise_weighted: store σ⁻²-weighted terms with each batch's σ² (OVC).
-        sketch: p, draw a fresh Gaussian sketch R Ω/√p (Ω: r × p) of q's covariance root at every M-step Adam
-            step; the ELBO is linear in S = R Rᵀ, so each step's gradient stays unbiased while its dense algebra
-            shrinks from O(M³) to O(M²(p + batch)). None (default) is exact.
+        sketch: p, draw a fresh random sketch R Ω (:func:`~onlinegp.posterior.sketch_root`, p columns) of q's
+            covariance root at every M-step Adam step; the ELBO is linear in S = R Rᵀ, so each step's gradient
+            stays unbiased while its dense algebra shrinks from O(M³) to O(M²(p + batch)). None is exact.
         x_bounds: optional (2, D) corners of the input domain for scaling; else fitted on the first batch.
         seed: seed of the model's own random generator (mini-batches, random selectors).
     """
@@ -181,8 +182,7 @@ class POAM(OnlineGP):
             else:
                 q = self.q
                 if self.sketch is not None and self.sketch < q.root.shape[-1]:
-                    omega = torch.randn(q.root.shape[-1], self.sketch, dtype=q.root.dtype, generator=self.generator)
-                    q = VariationalQ(q.Z, q.mean, q.root @ omega / self.sketch ** 0.5, q.logdet)
+                    q = VariationalQ(q.Z, q.mean, sketch_root(q.root, self.sketch, self.generator), q.logdet)
             self.optimizer.zero_grad(set_to_none=True)
             if opt_extra is not None:
                 opt_extra.zero_grad(set_to_none=True)
