@@ -114,6 +114,8 @@ def test_resume_with_other_options_is_refused(runs):
     (["--model", "nope"], "unknown model"), (["--planner", "greedy"], "unknown planner"),
     (["--kernel", "nope"], "unknown kernel"), (["--init", "spiral"], "init"),
     (["--model", "exact", "--num-inducing", "5"], "does not accept"),
+    (["--option", "foo=1"], "does not accept"), (["--option", "sketch"], "KEY=VALUE"),
+    (["--option", "sketch=0"], "sketch"),
 ])
 def test_bad_options_fail_before_work(tmp_path, args, message):
     out = tmp_path / "run"
@@ -152,3 +154,10 @@ def test_listings():
     assert envs.exit_code == 0 and "valley-ridges" in envs.output and "seafloor" in envs.output
     models = runner.invoke(app, ["mission", "--list-models"])
     assert models.exit_code == 0 and "poam" in models.output
+
+
+def test_model_options_from_the_command_line():
+    from onlinegp.cli import parse_model_options
+    assert parse_model_options(["sketch=None", "lr=0.005", "inducing=vips", "batch_size = 128"]) == \
+        {"sketch": None, "lr": 0.005, "inducing": "vips", "batch_size": 128}
+    assert parse_model_options(None) == {}

@@ -21,6 +21,23 @@ def list_models() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- mission (issue 4)
+def parse_model_options(items: list[str] | None) -> dict:
+    """``KEY=VALUE`` strings to model keyword arguments; values are read as Python literals (``sketch=None``,
+    ``lr=0.005``, ``batch_size=128``) and otherwise kept as strings (``inducing=vips``)."""
+    import ast
+
+    options = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise typer.BadParameter(f"--option expects KEY=VALUE with KEY a constructor argument, got {item!r}")
+        try:
+            options[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            options[key.strip()] = value.strip()
+    return options
+
+
 @app.command("mission")
 def mission_command(
     env: str = typer.Option(None, "--env", help="bundled environment (see --list-envs) or a .npy/.npz/.tif file; "
@@ -36,6 +53,8 @@ def mission_command(
     kernel: str = typer.Option(None, "--kernel", help="ak, rbf, matern12/32/52 (model default if unset)"),
     inducing: str = typer.Option(None, "--inducing", help="inducing-point selector: vips, conditional-variance, "
                                  "oips (adaptive size, paper 001), pivoted, random, kmeans (model default if unset)"),
+    option: list[str] = typer.Option(None, "--option", help="any model constructor argument as KEY=VALUE, "
+                                      "repeatable (e.g. --option sketch=None for POAM's exact M-step)"),
     resume: bool = typer.Option(False, "--resume", help="continue from the run directory's last completed epoch"),
     animate: bool = typer.Option(False, "--animate", help="also write mission.gif of the map being built"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
@@ -55,10 +74,11 @@ def mission_command(
     config = rig_mission.MissionConfig(env=env or fields.DEFAULT_ENV, model=model, budget=budget, seed=seed,
                                        planner=planner, init=init, num_inducing=num_inducing, num_steps=num_steps,
                                        kernel=kernel, animate=animate,
-                                       model_options={"inducing": inducing} if inducing else {})
+                                       model_options={**parse_model_options(option),
+                                                      **({"inducing": inducing} if inducing else {})})
     try:
         mission = rig_mission.open_mission(config, out, resume=resume)
-    except ValueError as err:
+    except (ValueError, TypeError) as err:  # TypeError: a --option the model does not take
         raise typer.BadParameter(str(err)) from err
     try:
         result = rig_mission.run_mission(mission, out, quiet=quiet, stop_after_epochs=stop_after_epochs,
