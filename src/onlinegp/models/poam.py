@@ -46,9 +46,10 @@ class POAM(OnlineGP):
         optimize_inducing: also move Z by gradient in the M-step (Z-OPT ablation, OVC).
         variational: 'analytic' (POAM) or 'gradient' (VAR-OPT ablation).
         noise_weighted: store σ⁻²-weighted terms with each batch's σ² (OVC).
-        sketch: p, draw a fresh random sketch R Ω (:func:`~onlinegp.posterior.sketch_root`, p columns) of q's
-            covariance root at every M-step Adam step; the ELBO is linear in S = R Rᵀ, so each step's gradient
-            stays unbiased while its dense algebra shrinks from O(M³) to O(M²(p + batch)). None is exact.
+        sketch: p (default 64), draw a fresh random sketch R Ω (:func:`~onlinegp.posterior.sketch_root`, p columns)
+            of q's covariance root at every M-step Adam step; the ELBO is linear in S = R Rᵀ, so each step's gradient
+            stays unbiased while its dense algebra shrinks from O(M³) to O(M²(p + batch)). None: the exact M-step
+            of the paper. Not used with ``variational='gradient'`` (q is then a parameter of the M-step).
         x_bounds: optional (2, D) corners of the input domain for scaling; else fitted on the first batch.
         seed: seed of the model's own random generator (mini-batches, random selectors).
     """
@@ -59,7 +60,7 @@ class POAM(OnlineGP):
                  num_steps: int = 10, batch_size: int = 256, lr: float = 1e-2, lr_attention: float = 1e-3,
                  terms: str = "online", inducing_from: str = "online", optimize_inducing: bool = False,
                  variational: str = "analytic", noise_weighted: bool = False, noise: float = 0.1,
-                 sketch: int | None = None, x_bounds: Any = None, y_stats: tuple[float, float] | None = None,
+                 sketch: int | None = 64, x_bounds: Any = None, y_stats: tuple[float, float] | None = None,
                  seed: int = 0, dtype: torch.dtype = torch.float64, kernel_options: dict | None = None):
         super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
         for name, value, allowed in (("terms", terms, ("online", "all")), ("inducing_from", inducing_from, ("online", "all")),
@@ -68,10 +69,9 @@ class POAM(OnlineGP):
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
         if num_steps < 0 or batch_size < 1:
             raise ValueError("num_steps must be >= 0 and batch_size >= 1")
-        if sketch is not None and (int(sketch) < 1 or variational == "gradient"):
-            raise ValueError("sketch must be a positive number of probes (and needs variational='analytic'), "
-                             f"got {sketch!r}")
-        self.sketch = None if sketch is None else int(sketch)
+        if sketch is not None and (isinstance(sketch, bool) or int(sketch) < 1):
+            raise ValueError(f"sketch must be a positive number of columns or None (exact), got {sketch!r}")
+        self.sketch = None if sketch is None or variational == "gradient" else int(sketch)
         self.kernel = make_kernel(kernel, input_dim, dtype, **(kernel_options or {}))
         self.selector = make_selector(inducing, num_inducing)
         self.num_steps, self.batch_size = int(num_steps), int(batch_size)
