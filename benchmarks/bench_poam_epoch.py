@@ -36,6 +36,7 @@ def params_diff(a: torch.nn.Module, b: torch.nn.Module) -> float:
 
 def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int = 60, seed: int = 0,
         sketch: int = 64, quiet: bool = False) -> dict:
+    torch.manual_seed(seed)  # the attention networks' initial weights
     X, y = stream(pilot + epochs * batch + 2500, seed=seed)
     Xp = X[-2500:]
     model = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, sketch=None)  # the paper's exact M-step

@@ -37,6 +37,7 @@ def state_bytes(model) -> int:
 def run(methods=METHODS, checkpoints=(5000, 50000), fill_batch: int = 5000, batch: int = 60, repeats: int = 3,
         seed: int = 0, quiet: bool = False) -> dict:
     top = max(checkpoints) + len(checkpoints) * repeats * batch
+    torch.manual_seed(seed)  # the attention networks' initial weights
     X, y = stream(top, seed=seed)
     out: dict = {"config": {"checkpoints": list(checkpoints), "fill_batch": fill_batch, "batch": batch,
                             "repeats": repeats, "seed": seed}, "methods": {}}

@@ -32,6 +32,7 @@ def gaussian_sketch(root: torch.Tensor, p: int, generator: torch.Generator) -> t
 
 
 def run(samples: int = 3000, draws: int = 50, probes=(16, 32, 64, 128), seed: int = 0, quiet: bool = False) -> dict:
+    torch.manual_seed(seed)  # the attention networks' initial weights
     X, y = stream(samples, seed=seed)
     model = POAM(2, num_inducing=500, x_bounds=BOUNDS, seed=seed)
     for lo in range(0, samples, 250):

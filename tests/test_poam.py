@@ -219,3 +219,16 @@ def test_lengthscale_map_and_inducing_inputs_in_user_units(name):
     assert ls.shape == (7,) and (ls > 0).all()
     if name == "poam":  # AK bounds (0.05, 0.5) in scaled units, times the half-range 2
         assert (ls >= 0.1 - 1e-12).all() and (ls <= 1.0 + 1e-12).all()
+
+
+def test_a_model_loaded_from_a_live_model_shares_no_state_with_it():
+    """Loading another live model's state_dict gives an independent copy: the clone's updates (Adam moments
+    included) leave the original exactly as it was."""
+    X, y = toy(240, seed=8)
+    model = make_model("poam", 2, seed=1, num_inducing=30, num_steps=3, batch_size=32)
+    model.update(X[:120], y[:120])
+    before = copy.deepcopy(model.state_dict())
+    clone = make_model("poam", 2, seed=1, num_inducing=30, num_steps=3, batch_size=32)
+    clone.load_state_dict(model.state_dict())
+    clone.update(X[120:], y[120:])
+    assert state_equal(model.state_dict(), before)

@@ -295,7 +295,10 @@ class OnlineGP(nn.Module, metaclass=ABCMeta):
         optimizer, data = getattr(self, "optimizer", None), getattr(self, "data", None)
         return {"dynamic": dyn, "generator": self.generator.get_state(), "num_data": self.num_data,
                 "num_updates": self.num_updates, "extra": copy.deepcopy(self._extra_state()),
-                "optimizer": optimizer.state_dict() if isinstance(optimizer, torch.optim.Optimizer) else None,
+                # a copy: torch's state_dict() hands out the live Adam moments, which a model loading this state
+                # would otherwise share (and update in place) with this one
+                "optimizer": copy.deepcopy(optimizer.state_dict()) if isinstance(optimizer, torch.optim.Optimizer)
+                else None,
                 "data": data.state() if isinstance(data, GrowingBuffer) else None}
 
     def set_extra_state(self, state: dict) -> None:

@@ -51,7 +51,8 @@ class POAM(OnlineGP):
             stays unbiased while its dense algebra shrinks from O(M³) to O(M²(p + batch)). None: the exact M-step
             of the paper. Not used with ``variational='gradient'`` (q is then a parameter of the M-step).
         x_bounds: optional (2, D) corners of the input domain for scaling; else fitted on the first batch.
-        seed: seed of the model's own random generator (mini-batches, random selectors).
+        seed: seed of the model's own random generator (mini-batches, sketches, random selectors); the attention
+            network's initial weights come from torch's global generator, like any nn.Module (torch.manual_seed).
     """
 
     _dynamic = ("Z", "a", "B", "q", "predictor", "Lu_terms", "theta_terms")
