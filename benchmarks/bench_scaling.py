@@ -5,7 +5,10 @@ in large batches (fast filling, untimed); at each checkpoint N it then absorbs `
 batches (60 points), and the median of those update times is reported, with the ratio t(50 000) / t(5 000)
 (target ≤ 1.25). Memory of the model's state (its checkpoint size) is reported at each N as well. Methods that
 optimise to convergence (OSGPR's L-BFGS) report how many bound evaluations each update took: their count varies
-with the batch, not with N, so the time per evaluation is reported too (its ratio is the constant-time check).
+with the batch, not with N, so the time per evaluation is reported too. Each row also records the model size M
+after the timed updates: a method whose selector is still adding inducing points costs more per evaluation
+because M grew (O(M³)), not because N did; ``osgpr@300`` caps OSGPR at 300 inducing points, a size its selector
+reaches before N = 5 000, to show its cost at a fixed M.
 
     python benchmarks/bench_scaling.py [--methods poam ovc osgpr wiski] [--checkpoints 5000 50000]
 """
@@ -24,7 +27,8 @@ from common import BOUNDS, median, stream, timed_cpu, write  # noqa: E402
 
 from onlinegp.models.registry import MODELS, make_model  # noqa: E402
 
-METHODS = ("poam", "ovc", "osgpr", "wiski")
+METHODS = ("poam", "ovc", "osgpr", "osgpr@300", "wiski")
+#: constructor options per method; "name@M" is the registered model ``name`` with at most M inducing points
 OPTIONS = {"poam": {"num_inducing": 500}, "ovc": {"num_inducing": 500}, "osgpr": {"num_inducing": 500}, "wiski": {}}
 
 
@@ -42,10 +46,12 @@ def run(methods=METHODS, checkpoints=(5000, 50000), fill_batch: int = 5000, batc
     out: dict = {"config": {"checkpoints": list(checkpoints), "fill_batch": fill_batch, "batch": batch,
                             "repeats": repeats, "seed": seed}, "methods": {}}
     for name in methods:
-        if name not in MODELS:
+        registered, _, size = name.partition("@")
+        if registered not in MODELS:
             out["methods"][name] = {"skipped": "not registered in models/registry.py"}
             continue
-        model = make_model(name, 2, x_bounds=BOUNDS, seed=seed, **OPTIONS.get(name, {}))
+        options = {**OPTIONS.get(registered, {}), **({"num_inducing": int(size)} if size else {})}
+        model = make_model(registered, 2, x_bounds=BOUNDS, seed=seed, **options)
         pos, rows = 0, []
         for target in sorted(checkpoints):
             while pos < target:  # fill, untimed
@@ -60,11 +66,12 @@ def run(methods=METHODS, checkpoints=(5000, 50000), fill_batch: int = 5000, batc
                 evals.append(report.extra.get("evaluations"))
                 pos += batch
             rows.append({"num_data": target, "update_s": median(walls), "update_cpu_s": median(cpus),
-                         "state_bytes": state_bytes(model)})
+                         "num_inducing": report.num_inducing, "state_bytes": state_bytes(model)})
             if None not in evals and sum(evals) > 0:
                 rows[-1].update(evaluations=evals, cpu_s_per_evaluation=sum(cpus) / sum(evals))
             if not quiet:
-                print(f"{name} N={target}: update {median(walls):.3f}s (cpu {median(cpus):.3f}s)", flush=True)
+                print(f"{name} N={target}: update {median(walls):.3f}s (cpu {median(cpus):.3f}s) "
+                      f"M={report.num_inducing}", flush=True)
         first, last = rows[0], rows[-1]
         out["methods"][name] = {"rows": rows, "ratio": last["update_s"] / first["update_s"],
                                 "ratio_cpu": last["update_cpu_s"] / first["update_cpu_s"],
