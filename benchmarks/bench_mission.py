@@ -54,9 +54,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--tag", default="", help="suffix of the result file (e.g. a thread setting)")
     args = parser.parse_args(argv)
     out = run(args.seed, args.budget, args.threads)
-    path = write("bench_mission", out)
+    path = write("bench_mission" + (f"_{args.tag}" if args.tag else ""), out)
     print({k: v for k, v in out.items() if k != "config"}, "->", path)
     return out
 
