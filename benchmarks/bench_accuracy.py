@@ -8,7 +8,8 @@ kernel matrices afresh every step, autograd through the Cholesky factor; see sto
 path in single precision. The fast path
 is the same arithmetic reorganised, so its RMSE/NLPD should equal the reference's up to round-off amplified by Adam;
 sketch and float32 should stay within the seed-to-seed noise. With ``--missions`` the chosen variants also run the
-default mission for each seed (minutes each, ``--workers`` at a time) and compare final SMSE/MSLL.
+default mission for each seed (minutes each, ``--workers`` at a time) and compare final SMSE/MSLL
+(``results/bench_accuracy_missions.json``).
 
     python benchmarks/bench_accuracy.py [--seeds 0 1 2] [--missions] [--mission-variants fast sketch] [--workers 2]
 """
@@ -114,6 +115,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     out = run(tuple(args.seeds), args.missions, args.quiet, tuple(args.mission_variants), args.workers)
+    if "missions" in out:  # its own file: a later run without --missions keeps it
+        write("bench_accuracy_missions", {"config": {"seeds": list(args.seeds), "workers": args.workers},
+                                          "missions": out.pop("missions")})
     path = write("bench_accuracy", out)
     print({v: {k: round(s["mean"], 4) for k, s in d.items()} for v, d in out["streaming"].items()}, "->", path)
     return out
