@@ -4,7 +4,7 @@ import torch
 
 from onlinegp.inducing import greedy_variance
 from onlinegp.kernels import dense, make_kernel
-from onlinegp.linalg import (CholeskyError, JitterLog, cho_inverse, cho_solve, cholesky, pivoted_cholesky,
+from onlinegp.linalg import (CholeskyError, JitterLog, cho_solve, cholesky, pivoted_cholesky,
                              pivoted_cholesky_dense, trisolve)
 
 
@@ -87,14 +87,3 @@ def test_greedy_variance_paths_agree_and_respect_tolerance():
     assert torch.equal(X[idx], X[idx_rows])  # same points in the same order (ties between duplicates aside)
     small, _ = greedy_variance(k, X, 10)
     assert torch.equal(X[small], X[idx[:10]])
-
-
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_cho_inverse_equals_dense_inverse(dtype):
-    g = torch.Generator().manual_seed(3)
-    A = torch.randn(40, 40, generator=g, dtype=torch.float64)
-    K = A @ A.mT + 40 * torch.eye(40, dtype=torch.float64)
-    inv = cho_inverse(torch.linalg.cholesky(K).to(dtype))
-    assert inv.dtype == dtype and torch.equal(inv, inv.mT)
-    tol = 1e-12 if dtype == torch.float64 else 1e-5
-    assert torch.allclose(inv.double(), torch.linalg.inv(K), atol=tol, rtol=0)

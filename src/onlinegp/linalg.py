@@ -89,21 +89,6 @@ def cho_solve(L: Tensor, B: Tensor) -> Tensor:
     return trisolve(L, trisolve(L, B), transpose=True)
 
 
-def cho_inverse(L: Tensor) -> Tensor:
-    """A⁻¹ from the lower Cholesky factor L of A (LAPACK potri: half the work of two triangular solves).
-
-    Only for the gradient of log|A| (which is A⁻¹ itself); solves use :func:`cho_solve`. CPU 2-D float tensors
-    go through SciPy's ``?potri``; anything else through ``torch.cholesky_inverse``.
-    """
-    if L.device.type != "cpu" or L.ndim != 2 or L.requires_grad:
-        return torch.cholesky_inverse(L)
-    inv, info = (lapack.dpotri if L.dtype == torch.float64 else lapack.spotri)(L.numpy(), lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"potri failed with info={info}")
-    inv = torch.from_numpy(inv).tril_()
-    return inv + inv.tril(-1).mT
-
-
 def condition_estimate(L: Tensor) -> float:
     """LAPACK's 1-norm estimate of cond(A) = cond(L)² from the lower Cholesky factor L of A, in O(n²)."""
     Ln = L.detach().cpu().double().numpy()

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from .kernels import dense, diagonal
-from .linalg import JitterLog, cho_inverse, cholesky, trisolve
+from .linalg import JitterLog, cholesky, trisolve
 from .posterior import InducingPosterior, VariationalQ, kuu, kuv
 
 LOG2PI = math.log(2 * math.pi)
@@ -102,7 +102,7 @@ class _FixedQELBO(torch.autograd.Function):
     variances, and P = α g_μᵀ + 2 E Γ diag(h):
         ∂/∂K_ub = P − 2 W diag(h),
         ∂/∂K_uu = sym((W diag(h) − P) Wᵀ) + (E Eᵀ + α αᵀ − K_uu⁻¹) / 2N,   ∂/∂k_bb = h.
-    Every solve has the r + B + 1 columns of the forward (never M); K_uu⁻¹ comes from L (LAPACK potri).
+    Every solve has the r + B + 1 columns of the forward (never M); K_uu⁻¹ comes from L (``torch.cholesky_inverse``).
     The value is linear in S = R Rᵀ, so an unbiased sketch R Ω/√p of the root gives an unbiased gradient.
     """
 
@@ -135,7 +135,7 @@ class _FixedQELBO(torch.autograd.Function):
         Wh = W * h
         G_uu = (Wh - P) @ W.mT
         Ea = torch.cat([E, alpha], -1)
-        G_uu = 0.5 * (G_uu + G_uu.mT) + (grad / (2 * num_data)) * (Ea @ Ea.mT - cho_inverse(L))
+        G_uu = 0.5 * (G_uu + G_uu.mT) + (grad / (2 * num_data)) * (Ea @ Ea.mT - torch.cholesky_inverse(L))
         return G_uu, P - 2 * Wh, h, g_noise.reshape(noise.shape), None, None, None, None, None, None
 
 

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from .kernels import dense, diagonal
-from .linalg import JitterLog, cho_inverse, cholesky, condition_estimate, trisolve
+from .linalg import JitterLog, cholesky, condition_estimate, trisolve
 
 #: relative jitter always added to K_uu (times its mean diagonal), as ε in DESIGN §2
 KUU_JITTER = {torch.float64: 1e-8, torch.float32: 1e-5}
@@ -130,7 +130,7 @@ class Predictor:
     With w = L_u⁻¹ k_u(x*), g = L_u⁻¹ m and G = L_u⁻¹ R:  mean = wᵀg,  var_f = k** − ‖w‖² + ‖Gᵀw‖².
     Built once per update (one Cholesky, two triangular solves). Marginal predictions use the equivalent
     mean = k_u(x*)ᵀα, var_f = k** − k_u(x*)ᵀ Q k_u(x*) with α = K_uu⁻¹m and Q = K_uu⁻¹ − K_uu⁻¹SK_uu⁻¹, formed on
-    the first such call (one potri, one solve, one product) and kept: then each prediction is one matrix product
+    the first such call (one Cholesky inverse, one solve, one product) and kept: then each prediction is one matrix product
     and no triangular solve. Its round-off grows like cond(K_uu)·ε, so above ``QUADRATIC_MAX_COND`` (LAPACK's
     estimate) and for full covariances the solve form is used.
     """
@@ -163,7 +163,7 @@ class Predictor:
             self._quadratic = False
         if self._quadratic is None:
             E = trisolve(self.Lu, torch.cat([self.G, self.g.unsqueeze(-1)], -1), transpose=True)  # K⁻¹[R | m]
-            Q = cho_inverse(self.Lu) - E[:, :-1] @ E[:, :-1].mT
+            Q = torch.cholesky_inverse(self.Lu) - E[:, :-1] @ E[:, :-1].mT
             self._quadratic = (E[:, -1], 0.5 * (Q + Q.mT))
         return self._quadratic
 

@@ -154,9 +154,10 @@ def _exp(sq: Tensor, coef: Tensor, m: int, exps: Tensor | None, buffer: Tensor) 
 
 
 def _exp_(x: Tensor) -> Tensor:
-    """In-place exp of a tensor that needs no gradient; on the CPU NumPy's, whose vectorised float64 exp is
-    about twice as fast as torch 2.13's on this machine kind."""
-    if x.device.type == "cpu" and x.is_contiguous() and not x.requires_grad:
+    """In-place exp of a tensor that needs no gradient. With one torch thread on the CPU it is NumPy's, whose
+    vectorised float64 exp is about twice as fast as torch 2.13's on this machine kind; with more threads torch's
+    (parallel) exp is faster."""
+    if x.device.type == "cpu" and x.is_contiguous() and not x.requires_grad and torch.get_num_threads() == 1:
         array = x.numpy()
         np.exp(array, out=array)
         return x
