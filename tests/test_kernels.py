@@ -74,8 +74,8 @@ def test_attentive_kernel_gradients_match_finite_differences():
         for i in range(0, flat.numel(), max(1, flat.numel() // 4)):
             old = float(flat[i])
             flat[i] = old + 1e-6
-            up = float(loss())
+            up = float(loss().detach())
             flat[i] = old - 1e-6
-            down = float(loss())
+            down = float(loss().detach())
             flat[i] = old
             assert abs((up - down) / 2e-6 - float(g.view(-1)[i])) < 1e-5 * max(1.0, abs(float(g.view(-1)[i])))
