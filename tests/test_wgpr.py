@@ -110,26 +110,29 @@ class FailingOSGPR(OSGPR):
         return super()._update(xs, ys, timer)
 
 
+def _fail_second_update(model, n_batches=2):
+    """Two batches into ``model`` whose members fail numerically from their second update on: the report of the
+    second update and the first member's state before it."""
+    batches = stream(n_batches)
+    model.update(*batches[0])
+    first = copy.deepcopy(model.members[0].state_dict())
+    return model.update(*batches[1]), first, batches[1]
+
+
 def test_numerically_failing_update_is_dissimilar_not_a_crash():
     model = WGPR(2, epsilon=math.inf, num_inducing=15, member=FailingOSGPR, member_options=MEMBER, x_bounds=BOUNDS,
                  y_stats=(0.0, 1.0))
-    batches = stream(3)
-    model.update(*batches[0])
-    first = copy.deepcopy(model.members[0].state_dict())
-    report = model.update(*batches[1])
+    report, first, batch = _fail_second_update(model, n_batches=3)
     assert report.extra["failed"] == 1 and report.extra["split"] and model.num_models == 2
     assert report.extra["scores"] == [math.inf]
     assert state_equal(first, model.members[0].state_dict())
-    assert torch.isfinite(model.predict(batches[1][0]).mean).all()
+    assert torch.isfinite(model.predict(batch[0]).mean).all()
 
 
 def test_solar_member_failure_starts_a_new_member():
     model = SOLARGP(2, w_gen=1e-300, num_inducing=15, member=FailingOSGPR, member_options=MEMBER, x_bounds=BOUNDS,
                     y_stats=(0.0, 1.0))
-    batches = stream(2)
-    model.update(*batches[0])
-    first = copy.deepcopy(model.members[0].state_dict())
-    report = model.update(*batches[1])
+    report, first, _ = _fail_second_update(model)
     assert report.extra["failed"] == 1 and report.extra["split"] and model.num_models == 2
     assert state_equal(first, model.members[0].state_dict())
 

@@ -211,6 +211,14 @@ def bench_poam_robustness(
 
 
 # ------------------------------------------------------------------------------------------- WISKI (paper 002)
+_WISKI_OPTIONS = {
+    "pretrain_steps": lambda: typer.Option(100, "--pretrain-steps",
+                                           help="optimiser steps on the 5% pre-training batch"),
+    "seed": lambda: typer.Option(0, "--seed"),
+    "quiet": lambda: typer.Option(False, "--quiet", "-q", help="no progress bar"),
+}
+
+
 @bench_app.command("wiski-bo")
 def bench_wiski_bo(
     functions: str = typer.Option("levy,ackley", "--functions", help="comma-separated: levy, ackley"),
@@ -220,7 +228,7 @@ def bench_wiski_bo(
     grid_size: int = typer.Option(8, "--grid-size", help="WISKI grid points per dimension (m = g³)"),
     steps: int = typer.Option(5, "--steps", help="Adam steps per BO iteration (50 on the initial points)"),
     out: str = typer.Option("runs/wiski-bo", "--out", help="output directory"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    quiet: bool = _WISKI_OPTIONS["quiet"](),
 ) -> None:
     """Paper 002 §5.3: batch UCB (q = 3) on noisy 3-D Levy and Ackley with WISKI and an exact GP."""
     from .bench.wiski import run_bo
@@ -237,11 +245,11 @@ def bench_wiski_uci(
     max_points: int = typer.Option(500, "--max-points", help="points streamed one at a time after pre-training"),
     eval_every: int = typer.Option(50, "--eval-every", help="evaluate on the test set every this many points"),
     max_test: int = typer.Option(1000, "--max-test", help="at most this many test points"),
-    pretrain_steps: int = typer.Option(100, "--pretrain-steps", help="optimiser steps on the 5% pre-training batch"),
+    pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
     exact_max: int = typer.Option(1500, "--exact-max", help="run the exact GP only up to this many points"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = _WISKI_OPTIONS["seed"](),
     out: str = typer.Option("runs/wiski-uci", "--out", help="output directory"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    quiet: bool = _WISKI_OPTIONS["quiet"](),
 ) -> None:
     """Paper 002 §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
     from .bench.wiski import run_uci
@@ -253,12 +261,12 @@ def bench_wiski_uci(
 
 @bench_app.command("wiski-banana")
 def bench_wiski_banana(
-    pretrain_steps: int = typer.Option(100, "--pretrain-steps", help="optimiser steps on the 5% pre-training batch"),
+    pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
     eval_every: int = typer.Option(20, "--eval-every", help="evaluate every this many points"),
     grid_size: int = typer.Option(16, "--grid-size", help="grid points per dimension (m = g²)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = _WISKI_OPTIONS["seed"](),
     out: str = typer.Option("runs/wiski-banana", "--out", help="output directory"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    quiet: bool = _WISKI_OPTIONS["quiet"](),
 ) -> None:
     """Paper 002 §5.2: online Dirichlet classification on banana with WISKI (accuracy, NLL vs points seen)."""
     from .bench.wiski import run_banana

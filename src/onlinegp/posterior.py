@@ -171,8 +171,9 @@ class Predictor:
                 ) -> tuple[Tensor, Tensor, Tensor | None]:
         """Mean, marginal variance of f, and (if asked) the full covariance of f at ``xs``."""
         Kux = dense(kernel, self.Z, xs)
-        if not full_cov and self.quadratic():
-            alpha, Q = self.quadratic()
+        quadratic = None if full_cov else self.quadratic()
+        if quadratic:
+            alpha, Q = quadratic
             return Kux.mT @ alpha, diagonal(kernel, xs) - ((Q @ Kux) * Kux).sum(0), None
         w = trisolve(self.Lu, Kux)
         v = self.G.mT @ w
