@@ -32,3 +32,15 @@ def state_equal(a, b) -> bool:
 @pytest.fixture
 def snapshot():
     return lambda model: copy.deepcopy(model.state_dict())
+
+
+@pytest.fixture(params=["native", "torch"])
+def ak_backend(request, monkeypatch) -> str:
+    """Runs a test with the Attentive Kernel's compiled routine and again with its PyTorch path."""
+    from onlinegp.kernels import native
+    if request.param == "native":
+        if native.library() is None:
+            pytest.skip("no C compiler: the native Attentive Kernel is unavailable")
+    else:
+        monkeypatch.setattr(native, "usable", lambda *tensors: False)
+    return request.param

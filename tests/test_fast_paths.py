@@ -72,7 +72,7 @@ def test_fused_attentive_kernel_symmetric_gradient_without_input_grad():
 
 @pytest.mark.parametrize("name", ["ak", "rbf"])
 @pytest.mark.parametrize("moving_z", [False, True])
-def test_cross_covariance_equals_dense_kernel_calls(name, moving_z):
+def test_cross_covariance_equals_dense_kernel_calls(name, moving_z, ak_backend):
     torch.manual_seed(2)
     k = make_kernel(name, 2)
     Z = torch.rand(20, 2, dtype=D) * 2 - 1
@@ -80,7 +80,7 @@ def test_cross_covariance_equals_dense_kernel_calls(name, moving_z):
         Z.requires_grad_()
     X = torch.rand(15, 2, dtype=D) * 2 - 1
     cross = CrossCovariance(k, Z)
-    assert (cross.exps is not None) == (name == "ak" and not moving_z)
+    assert (cross.exps is not None) == (name == "ak" and not moving_z and ak_backend == "torch")
     results = []
     for pair in (lambda: (dense(k, Z), dense(k, Z, X)), lambda: cross(X)):
         k.zero_grad()

@@ -1,8 +1,11 @@
 import gpytorch
+import pytest
 import torch
 
 from onlinegp import AttentiveKernel
 from onlinegp.kernels import dense, diagonal, lengthscale_map, make_kernel
+
+pytestmark = pytest.mark.usefixtures("ak_backend")
 
 
 def test_attentive_kernel_psd_symmetric_and_diag():

@@ -101,7 +101,8 @@ class _FixedQELBO(torch.autograd.Function):
     (= K_uu⁻¹[R | K_ub | m]), per-datum derivatives g_μ, h of the value with respect to the predictive means and
     variances, and P = α g_μᵀ + 2 E Γ diag(h):
         ∂/∂K_ub = P − 2 W diag(h),
-        ∂/∂K_uu = sym((W diag(h) − P) Wᵀ) + (E Eᵀ + α αᵀ − K_uu⁻¹) / 2N,   ∂/∂k_bb = h.
+        ∂/∂K_uu = (W diag(h) − P) Wᵀ + (E Eᵀ + α αᵀ − K_uu⁻¹) / 2N (its symmetric part is the gradient),
+        ∂/∂k_bb = h.
     Every solve has the r + B + 1 columns of the forward (never M); K_uu⁻¹ comes from L (``torch.cholesky_inverse``).
     The value is linear in S = R Rᵀ, so an unbiased sketch R Ω/√p of the root gives an unbiased gradient.
     """
@@ -133,9 +134,9 @@ class _FixedQELBO(torch.autograd.Function):
         E, W, alpha = U[:, :r], U[:, r:r + B], U[:, r + B:]
         P = alpha * g_mean + 2 * (E @ (Gamma * h))
         Wh = W * h
-        G_uu = (Wh - P) @ W.mT
-        Ea = torch.cat([E, alpha], -1)
-        G_uu = 0.5 * (G_uu + G_uu.mT) + (grad / (2 * num_data)) * (Ea @ Ea.mT - torch.cholesky_inverse(L))
+        Ea, c = torch.cat([E, alpha], -1), float(grad) / (2 * num_data)
+        # K_uu is symmetric, so any matrix with the right symmetric part is its gradient: no symmetrisation pass
+        G_uu = torch.addmm(torch.cholesky_inverse(L), Ea, Ea.mT, beta=-c, alpha=c).addmm_(Wh - P, W.mT)
         return G_uu, P - 2 * Wh, h, g_noise.reshape(noise.shape), None, None, None, None, None, None
 
 

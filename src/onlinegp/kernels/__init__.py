@@ -6,6 +6,7 @@ import gpytorch
 import torch
 from torch import Tensor
 
+from . import native
 from .attentive import AttentiveKernel, sqdist
 
 __all__ = ["AttentiveKernel", "CrossCovariance", "dense", "diagonal", "make_kernel", "lengthscale_map"]
@@ -35,7 +36,8 @@ class CrossCovariance:
     """k(Z, Z) and k(Z, X) for fixed inputs Z under changing hyper-parameters (an optimiser's steps).
 
     For the Attentive Kernel (bare or in a ``ScaleKernel``) the parts that depend on Z alone are computed once:
-    the squared distances and, when they fit in ``cache_limit`` numbers, the base kernels' exponentials; each call
+    the squared distances and, when they fit in ``cache_limit`` numbers and the compiled kernel (which recomputes
+    them faster than it could read them) is not in use, the base kernels' exponentials; each call
     then evaluates the attention network once on [Z; X]. If Z requires grad (inducing inputs being optimised)
     nothing is cached. Any other kernel is evaluated as ``dense(kernel, Z, [Z; X])``. Values equal
     ``dense(kernel, Z)`` and ``dense(kernel, Z, X)`` to round-off, gradients included.
@@ -49,7 +51,7 @@ class CrossCovariance:
         if self.ak is not None and not Z.requires_grad:
             with torch.no_grad():
                 self.sq = sqdist(Z, Z)
-                if self.ak.lengthscales.numel() * self.sq.numel() <= cache_limit:
+                if self.ak.lengthscales.numel() * self.sq.numel() <= cache_limit and not native.usable(self.sq):
                     self.exps = self.ak.exponentials(self.sq)
 
     def __call__(self, X: Tensor) -> tuple[Tensor, Tensor]:

@@ -12,6 +12,8 @@ import torch
 from gpytorch.kernels import Kernel
 from torch import Tensor, nn
 
+from . import native
+
 
 class AttentiveKernel(Kernel):
     """Non-stationary kernel mixing fixed-length-scale RBFs with input-dependent attention weights.
@@ -58,9 +60,14 @@ class AttentiveKernel(Kernel):
         """k from normalised weights and squared distances; ``exps`` = :meth:`exponentials` of ``sq`` if cached.
 
         Callers that evaluate the kernel repeatedly on the same inputs (an optimiser's steps at fixed inducing
-        inputs) pass the weights and the distances or exponentials they already have.
+        inputs) pass the weights and the distances or exponentials they already have. ``w1 is w2`` means k(x, x)
+        (``sq`` symmetric). Float64 CPU matrices go through the compiled routine (:mod:`.native`), which needs no
+        cached exponentials; anything else through PyTorch.
         """
-        return (w1 @ w2.mT) * _Mixture.apply(w1, w2, sq, self.coefficients(sq.dtype), exps)
+        coef = self.coefficients(sq.dtype)
+        if native.usable(w1, w2, sq):
+            return _NativeAttentive.apply(w1, w2, sq, coef)
+        return (w1 @ w2.mT) * _Mixture.apply(w1, w2, sq, coef, exps)
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
         if diag:
@@ -83,6 +90,22 @@ def sqdist(x1: Tensor, x2: Tensor) -> Tensor:
 
 #: largest number of base-kernel values the forward keeps for the backward (else they are recomputed)
 KEEP_LIMIT = 2 ** 22
+
+
+class _NativeAttentive(torch.autograd.Function):
+    """k = (w1 w2ᵀ) ⊙ Σ_m (w1_m w2_mᵀ) ⊙ exp(c_m · sq) and its gradient by the compiled routine (:mod:`.native`)."""
+
+    @staticmethod
+    def forward(ctx, w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor) -> Tensor:
+        ctx.symmetric = w1 is w2 and not ctx.needs_input_grad[2]  # reads one triangle of sq: no gradient for it
+        ctx.save_for_backward(w1, w2, sq, coef)
+        return native.attentive(w1, w2, sq, coef, ctx.symmetric)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        w1, w2, sq, coef = ctx.saved_tensors
+        g1, g2, gsq = native.attentive_backward(w1, w2, sq, coef, grad, ctx.symmetric, ctx.needs_input_grad[2])
+        return g1, g2, gsq, None
 
 
 class _Mixture(torch.autograd.Function):
