@@ -132,3 +132,14 @@ def test_the_routine_is_compiled_once_into_the_cache(tmp_path):
     stamp = built[0].stat().st_mtime_ns
     assert run_python(code, env).stdout.strip() == "True"
     assert list(tmp_path.iterdir()) == built and built[0].stat().st_mtime_ns == stamp
+
+
+@pytest.mark.parametrize("dim", [1, 2, 5])
+def test_native_squared_distances_equal_differences(dim):
+    torch.manual_seed(dim)
+    x1, x2 = torch.randn(37, dim, dtype=D), torch.randn(300, dim, dtype=D)
+    want = (x1[:, None, :] - x2[None, :, :]).pow(2).sum(-1)
+    assert torch.allclose(native.sq_distances(x1, x2), want, rtol=1e-15, atol=0)
+    assert torch.allclose(sqdist(x1, x2), want, rtol=1e-15, atol=0)
+    with pytest.raises(ValueError, match="dimension"):
+        native.sq_distances(x1, x2[:, :0])

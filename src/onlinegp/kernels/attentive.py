@@ -78,7 +78,10 @@ class AttentiveKernel(Kernel):
 
 
 def sqdist(x1: Tensor, x2: Tensor) -> Tensor:
-    """Squared Euclidean distances (..., N, N'), exact (differences, not the expanded form) for D <= 3."""
+    """Squared Euclidean distances (..., N, N'), exact (differences, not the expanded form) for D <= 3, or any D
+    by the compiled routine (inputs that need no gradient)."""
+    if not (x1.requires_grad or x2.requires_grad) and native.usable(x1, x2):
+        return native.sq_distances(x1, x2)
     if x1.shape[-1] > 3:
         return torch.cdist(x1, x2).pow(2)
     sq = None

@@ -131,3 +131,22 @@ int ak_backward(long n1, long n2, long M, const double *a, const double *bT, con
     free(buf);
     return 0;
 }
+
+/* out (n1 x n2) = squared distances between the rows of x1 (n1 x D) and the columns of x2T (D x n2), rows
+ * [r0, r1), summed over dimensions from exact differences (not the expanded |x|^2 - 2 x.y + |y|^2). */
+void sq_distances(long n1, long n2, long D, const double *x1, const double *x2T, double *out, long r0, long r1) {
+    for (long i = r0; i < r1; i++) {
+        double *restrict o = out + i * n2;
+        #pragma omp simd
+        for (long j = 0; j < n2; j++) o[j] = 0.0;
+        for (long d = 0; d < D; d++) {
+            const double xd = x1[i * D + d];
+            const double *restrict col = x2T + d * n2;
+            #pragma omp simd
+            for (long j = 0; j < n2; j++) {
+                const double diff = xd - col[j];
+                o[j] += diff * diff;
+            }
+        }
+    }
+}

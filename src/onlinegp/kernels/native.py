@@ -94,6 +94,8 @@ def library() -> ctypes.CDLL | None:
     pointer, size = ctypes.c_void_p, ctypes.c_long
     lib.ak_forward.argtypes = [size, size, size, *[pointer] * 5, size, size, ctypes.c_int]
     lib.ak_backward.argtypes = [size, size, size, *[pointer] * 8, size, size, ctypes.c_int]
+    lib.sq_distances.argtypes = [size, size, size, pointer, pointer, pointer, size, size]
+    lib.sq_distances.restype = None
     return lib
 
 
@@ -141,6 +143,18 @@ def _shapes(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, *more: Tensor) -> 
         raise ValueError(f"native Attentive Kernel: shapes disagree (w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}, "
                          f"sq {tuple(sq.shape)}, coefficients {tuple(coef.shape)})")
     return n1, n2, M
+
+
+def sq_distances(x1: Tensor, x2: Tensor) -> Tensor:
+    """Squared Euclidean distances (n1, n2) from exact differences, one pass (no autograd)."""
+    lib, (n1, D), n2 = library(), x1.shape, x2.shape[0]
+    if x2.shape[1] != D:
+        raise ValueError(f"native squared distances: {tuple(x1.shape)} and {tuple(x2.shape)} differ in dimension")
+    a, bT = x1.contiguous(), x2.mT.contiguous()
+    out = torch.empty(n1, n2, dtype=torch.float64)
+    _run(_row_ranges(n1, n2, 10 * D, False),
+         lambda r0, r1, _: lib.sq_distances(n1, n2, D, _p(a), _p(bT), _p(out), r0, r1) or 0)
+    return out
 
 
 def attentive(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, symmetric: bool) -> Tensor:
