@@ -120,6 +120,10 @@ def test_without_a_compiler_the_torch_path_is_used_with_one_warning(tmp_path):
     assert "could not compile its native Attentive Kernel" in run.stderr
     run = run_python(code, {**env, "ONLINEGP_NATIVE": "0"})
     assert run.stdout.split() == ["True", "5.0"] and "could not compile" not in run.stderr
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    run = run_python(code, {**os.environ, "ONLINEGP_CACHE": str(blocker / "cache")})  # cache not creatable
+    assert run.stdout.split() == ["True", "5.0"] and "could not compile" in run.stderr
 
 
 def test_the_routine_is_compiled_once_into_the_cache(tmp_path):

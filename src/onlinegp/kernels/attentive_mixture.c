@@ -150,3 +150,13 @@ void sq_distances(long n1, long n2, long D, const double *x1, const double *x2T,
         }
     }
 }
+
+/* Copy the upper triangle of the n x n matrix a into its lower triangle (blocked, for the cache). */
+void mirror_upper(long n, double *a) {
+    const long block = 64;
+    for (long ib = 0; ib < n; ib += block)
+        for (long jb = 0; jb <= ib; jb += block)
+            for (long i = ib; i < ib + block && i < n; i++)
+                for (long j = jb; j < jb + block && j < i; j++)
+                    a[i * n + j] = a[j * n + i];
+}

@@ -96,6 +96,8 @@ def library() -> ctypes.CDLL | None:
     lib.ak_backward.argtypes = [size, size, size, *[pointer] * 8, size, size, ctypes.c_int]
     lib.sq_distances.argtypes = [size, size, size, pointer, pointer, pointer, size, size]
     lib.sq_distances.restype = None
+    lib.mirror_upper.argtypes = [size, pointer]
+    lib.mirror_upper.restype = None
     return lib
 
 
@@ -165,7 +167,7 @@ def attentive(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, symmetric: bool)
     _run(_row_ranges(n1, n2, M, symmetric),
          lambda r0, r1, _: lib.ak_forward(n1, n2, M, _p(a), _p(bT), _p(sq), _p(coef), _p(out), r0, r1, symmetric))
     if symmetric:
-        out = out.triu().add_(out.triu(1).mT)
+        lib.mirror_upper(n1, _p(out))
     return out
 
 
