@@ -104,10 +104,11 @@ def summary_markdown() -> str:
             workers = (load("bench_accuracy_missions") or {}).get("config", {}).get("workers", 1)
             lines += ["", f"Default missions (valley-ridges, 5000 samples), mean over seeds ({workers} at a time: "
                       "compare update times only when that is 1):", "",
-                      "| mission variant | SMSE (mean) | MSLL (mean) | update s (total) |", "| --- | --- | --- | --- |"]
+                      "| mission variant | seeds | SMSE (mean) | MSLL (mean) | update s (total) |",
+                      "| --- | --- | --- | --- | --- |"]
             for v, d in missions.items():
-                lines.append(f"| {v} | {fmt(d['smse']['mean'], 4)} | {fmt(d['msll']['mean'], 4)} | "
-                             f"{fmt(d['update_s_total']['mean'])} |")
+                lines.append(f"| {v} | {len(d['smse']['per_seed'])} | {fmt(d['smse']['mean'], 4)} | "
+                             f"{fmt(d['msll']['mean'], 4)} | {fmt(d['update_s_total']['mean'])} |")
         lines.append("")
     mission = load("bench_mission")
     if mission:
