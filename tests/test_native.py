@@ -147,3 +147,32 @@ def test_native_squared_distances_equal_differences(dim):
     assert torch.allclose(sqdist(x1, x2), want, rtol=1e-15, atol=0)
     with pytest.raises(ValueError, match="dimension"):
         native.sq_distances(x1, x2[:, :0])
+
+
+def _kernel_sum(queue, args):
+    queue.put(float(native.attentive(*args, False).sum()))
+
+
+def test_a_forked_child_gets_its_own_thread_pool(monkeypatch):
+    """A forked child inherits the parent's pool object but not its threads: reusing it would hang forever.
+    (Only the native call runs in the child: torch's own OpenMP pool is not fork-safe either.)"""
+    import multiprocessing
+    monkeypatch.setattr(native, "THREAD_WORK", 1)
+    w1, w2, x1, x2, coef = inputs(64, 48)
+    args = (w1, w2, sqdist(x1, x2), coef)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        want = float(native.attentive(*args, False).sum())  # the parent's two-thread pool now exists
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        child = ctx.Process(target=_kernel_sum, args=(queue, args))
+        child.start()
+        child.join(timeout=60)
+    finally:
+        torch.set_num_threads(threads)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive, "the forked child hung on the parent's thread pool"
+    assert queue.get(timeout=5) == pytest.approx(want, rel=1e-12)

@@ -108,7 +108,8 @@ def usable(*tensors: Tensor) -> bool:
 
 
 @lru_cache(maxsize=None)
-def _pool(workers: int) -> ThreadPoolExecutor:
+def _pool(pid: int, workers: int) -> ThreadPoolExecutor:
+    """A thread pool per process (a forked child inherits the parent's pool object but not its threads)."""
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="onlinegp-ak")
 
 
@@ -129,7 +130,7 @@ def _run(ranges: list[tuple[int, int]], call) -> None:
     if len(ranges) <= 1:
         codes = [call(*block, 0) for block in ranges]
     else:
-        codes = list(_pool(len(ranges)).map(lambda item: call(*item[1], item[0]), enumerate(ranges)))
+        codes = list(_pool(os.getpid(), len(ranges)).map(lambda item: call(*item[1], item[0]), enumerate(ranges)))
     if any(codes):
         raise MemoryError("the native Attentive Kernel could not allocate its row buffers")
 
