@@ -17,6 +17,7 @@ import hashlib
 import math
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -54,42 +55,26 @@ def _cpu_signature() -> str:
     return platform.processor() + platform.machine()
 
 
-def _compile(compiler: str, target: Path) -> str | None:
+def _compile(compiler: list[str], target: Path) -> str | None:
     """Compile SOURCE into ``target`` (atomically: concurrent processes may race); the error text on failure."""
     target.parent.mkdir(parents=True, exist_ok=True)
     errors = []
     for arch in (NATIVE_ARCH, ()):
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
-        run = subprocess.run([compiler, *FLAGS, *arch, str(SOURCE), "-o", tmp], capture_output=True, text=True)
-        if run.returncode == 0:
-            os.replace(tmp, target)
-            return None
-        os.unlink(tmp)
-        errors.append(run.stderr.strip())
+        try:
+            run = subprocess.run([*compiler, *FLAGS, *arch, str(SOURCE), "-o", tmp], capture_output=True, text=True)
+            if run.returncode == 0:
+                os.replace(tmp, target)
+                return None
+            errors.append(run.stderr.strip())
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     return "\n".join(errors)
 
 
-@lru_cache(maxsize=None)
-def library() -> ctypes.CDLL | None:
-    """The compiled routine (built on first use), or None when disabled or no compiler could build it."""
-    if os.environ.get("ONLINEGP_NATIVE", "1") == "0":
-        return None
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        return None
-    key = hashlib.sha256("\0".join([SOURCE.read_text(), *FLAGS, *NATIVE_ARCH, compiler, _cpu_signature()])
-                         .encode()).hexdigest()[:16]
-    target = cache_dir() / f"attentive_mixture-{key}.so"
-    if not target.exists():
-        try:
-            error = _compile(compiler, target)
-        except OSError as exc:
-            error = str(exc)
-        if error is not None:
-            warnings.warn(f"onlinegp could not compile its native Attentive Kernel ({compiler}: {error[:500]}); "
-                          "using the slower PyTorch path. Set ONLINEGP_NATIVE=0 to silence this.", stacklevel=2)
-            return None
+def _load(target: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(target))
     pointer, size = ctypes.c_void_p, ctypes.c_long
     lib.ak_forward.argtypes = [size, size, size, *[pointer] * 5, size, size, ctypes.c_int]
@@ -99,6 +84,36 @@ def library() -> ctypes.CDLL | None:
     lib.mirror_upper.argtypes = [size, pointer]
     lib.mirror_upper.restype = None
     return lib
+
+
+@lru_cache(maxsize=None)
+def library() -> ctypes.CDLL | None:
+    """The compiled routine (built on first use), or None when disabled or no compiler could build it."""
+    if os.environ.get("ONLINEGP_NATIVE", "1") == "0":
+        return None
+    compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or ""]
+    if not compiler[0]:
+        return None
+    key = hashlib.sha256("\0".join([SOURCE.read_text(), *FLAGS, *NATIVE_ARCH, *compiler, _cpu_signature()])
+                         .encode()).hexdigest()[:16]
+    target = cache_dir() / f"attentive_mixture-{key}.so"
+    error = None
+    for attempt in range(2):  # a cached library that will not load (damaged) is rebuilt once
+        if attempt or not target.exists():
+            try:
+                error = _compile(compiler, target)
+            except OSError as exc:
+                error = str(exc)
+            if error is not None:
+                break
+        try:
+            return _load(target)
+        except (OSError, AttributeError) as exc:
+            error = f"{target}: {exc}"
+    warnings.warn(f"onlinegp could not build or load its native Attentive Kernel ({' '.join(compiler)}: "
+                  f"{error[:500]}); using the slower PyTorch path. Set ONLINEGP_NATIVE=0 to silence this.",
+                  stacklevel=2)
+    return None
 
 
 def usable(*tensors: Tensor) -> bool:
