@@ -120,7 +120,21 @@ def summary_markdown() -> str:
                   f"implementation's 6.5 min; target ≥ 5), peak memory {fmt(mission['peak_rss_mib'])} MiB, "
                   f"{mission['epochs']} epochs, model updates {fmt(mission['total_update_s'])} s; final "
                   + ", ".join(f"{k.upper()} {fmt(v, 4)}" for k, v in mission["final"].items()) + ".", ""]
-    known = {"bench_poam_epoch", "bench_scaling", "bench_accuracy", "bench_accuracy_missions", "bench_mission"}
+    kernel = load("bench_kernel")
+    if kernel:
+        impls = kernel["config"]["implementations"]
+        lines += ["## The Attentive Kernel alone (ms, median; forward / forward + backward to the network)", "",
+                  "| case | " + " | ".join(impls) + " | max abs / grad rel diff vs paper |",
+                  "| --- |" + " --- |" * (len(impls) + 1)]
+        for case, row in kernel["cases"].items():
+            diffs = ", ".join(f"{i} {fmt(row[i]['max_abs_diff_vs_paper'], 2)} / {fmt(row[i]['grad_rel_diff_vs_paper'], 2)}"
+                              for i in impls[:-1])
+            lines.append(f"| {case} | " + " | ".join(f"{fmt(row[i]['forward_s'] * 1e3)} / "
+                                                    f"{fmt(row[i]['forward_backward_s'] * 1e3)}" for i in impls)
+                         + f" | {diffs} |")
+        lines.append("")
+    known = {"bench_poam_epoch", "bench_scaling", "bench_accuracy", "bench_accuracy_missions", "bench_mission",
+             "bench_kernel"}
     others = sorted(p.stem for p in RESULTS.glob("bench_*.json") if p.stem not in known)
     if others:
         lines += ["## Other benchmarks", ""] + [f"- `{name}`: see `results/{name}.json`" for name in others] + [""]
