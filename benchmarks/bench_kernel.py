@@ -13,15 +13,13 @@ agree. Median of ``--repeats`` calls, wall clock.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write  # noqa: E402
+from common import median, timed, write  # noqa: E402
 from stock_gpytorch_poam import PaperAttentiveKernel  # noqa: E402
 
 from onlinegp.kernels import AttentiveKernel, native  # noqa: E402
@@ -30,13 +28,9 @@ CASES = {"K_uu (500 x 500)": (500, None), "K_ub (500 x 256)": (500, 256), "K_*u 
 
 
 def median_time(fn, repeats: int) -> float:
+    """Median wall time of ``repeats`` calls after one warm-up call."""
     fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return median([timed(fn)[0] for _ in range(repeats)])
 
 
 def evaluate(kernel: AttentiveKernel, implementation: str, x1, x2, grad_out=None):

@@ -1,4 +1,5 @@
 """The compiled Attentive Kernel (onlinegp.kernels.native) against the PyTorch path and a direct computation."""
+import os
 import subprocess
 import sys
 
@@ -107,7 +108,6 @@ def run_python(code, env):
 
 
 def test_without_a_compiler_the_torch_path_is_used_with_one_warning(tmp_path):
-    import os
     code = ("import warnings, torch; warnings.simplefilter('always')\n"
             "from onlinegp.kernels import native, make_kernel, dense\n"
             "x = torch.rand(5, 2, dtype=torch.float64)\n"
@@ -127,7 +127,6 @@ def test_without_a_compiler_the_torch_path_is_used_with_one_warning(tmp_path):
 
 
 def test_the_routine_is_compiled_once_into_the_cache(tmp_path):
-    import os
     code = "from onlinegp.kernels import native; print(native.library() is not None)"
     env = {**os.environ, "ONLINEGP_CACHE": str(tmp_path)}
     assert run_python(code, env).stdout.strip() == "True"

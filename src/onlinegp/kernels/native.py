@@ -141,7 +141,8 @@ def _row_ranges(n1: int, n2: int, M: int, symmetric: bool) -> list[tuple[int, in
 
 
 def _run(ranges: list[tuple[int, int]], call) -> None:
-    """call(r0, r1, part) for each row block, on threads when there are several; raises on allocation failure."""
+    """call(r0, r1, part) for each row block, on threads when there are several; a nonzero return (the C routine's
+    allocation failure) raises."""
     if len(ranges) <= 1:
         codes = [call(*block, 0) for block in ranges]
     else:
@@ -154,13 +155,14 @@ def _p(t: Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
 
 
-def _shapes(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, *more: Tensor) -> tuple[int, int, int]:
-    """(n1, n2, M), after checking that the shapes agree (the C routine trusts them)."""
+def _operands(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, *more: Tensor):
+    """(n1, n2, M) and the C routine's contiguous operands (w1, w2ᵀ, sq, coef), after checking that the shapes agree
+    (the C routine trusts them)."""
     (n1, M), n2 = w1.shape, w2.shape[0]
     if w2.shape[1] != M or coef.shape != (M,) or any(t.shape != (n1, n2) for t in (sq, *more)):
         raise ValueError(f"native Attentive Kernel: shapes disagree (w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}, "
                          f"sq {tuple(sq.shape)}, coefficients {tuple(coef.shape)})")
-    return n1, n2, M
+    return (n1, n2, M), (w1.contiguous(), w2.mT.contiguous(), sq.contiguous(), coef.contiguous())
 
 
 def sq_distances(x1: Tensor, x2: Tensor) -> Tensor:
@@ -171,14 +173,13 @@ def sq_distances(x1: Tensor, x2: Tensor) -> Tensor:
     a, bT = x1.contiguous(), x2.mT.contiguous()
     out = torch.empty(n1, n2, dtype=torch.float64)
     _run(_row_ranges(n1, n2, 10 * D, False),
-         lambda r0, r1, _: lib.sq_distances(n1, n2, D, _p(a), _p(bT), _p(out), r0, r1) or 0)
+         lambda r0, r1, _: lib.sq_distances(n1, n2, D, _p(a), _p(bT), _p(out), r0, r1))
     return out
 
 
 def attentive(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, symmetric: bool) -> Tensor:
     """k = (w1 w2ᵀ) ⊙ Σ_m (w1_m w2_mᵀ) ⊙ exp(c_m sq) (symmetric: w1 is w2 and sq is symmetric)."""
-    lib, (n1, n2, M) = library(), _shapes(w1, w2, sq, coef)
-    a, bT, sq, coef = w1.contiguous(), w2.mT.contiguous(), sq.contiguous(), coef.contiguous()
+    lib, ((n1, n2, M), (a, bT, sq, coef)) = library(), _operands(w1, w2, sq, coef)
     out = torch.empty(n1, n2, dtype=torch.float64)
     _run(_row_ranges(n1, n2, M, symmetric),
          lambda r0, r1, _: lib.ak_forward(n1, n2, M, _p(a), _p(bT), _p(sq), _p(coef), _p(out), r0, r1, symmetric))
@@ -193,8 +194,7 @@ def attentive_backward(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, grad: T
     (the second is None); the distance gradient is computed only when ``need_sq``."""
     if symmetric and need_sq:
         raise ValueError("native Attentive Kernel: the symmetric form reads one triangle of sq, so it has no sq gradient")
-    lib, (n1, n2, M) = library(), _shapes(w1, w2, sq, coef, grad)
-    a, bT, sq, coef = w1.contiguous(), w2.mT.contiguous(), sq.contiguous(), coef.contiguous()
+    lib, ((n1, n2, M), (a, bT, sq, coef)) = library(), _operands(w1, w2, sq, coef, grad)
     G = (grad + grad.mT) if symmetric else grad.contiguous()
     ga = torch.empty(n1, M, dtype=torch.float64)
     gsq = torch.empty(n1, n2, dtype=torch.float64) if need_sq else None
