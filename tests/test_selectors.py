@@ -1,11 +1,11 @@
-"""Adaptive-size selectors: Conditional Variance, OIPS and VIPS follow their rules; names; POAM accepts VIPS."""
+"""Adaptive-size selectors: Conditional Variance, OIPS and VIPSSelector follow their rules; names; POAM accepts VIPSSelector."""
 
 import numpy as np
 import pytest
 import torch
 
 from onlinegp import POAM
-from onlinegp.inducing import (OIPS, SELECTORS, VIPS, ConditionalVariance, make_selector, residual_traces)
+from onlinegp.inducing import (OIPS, SELECTORS, VIPSSelector, ConditionalVariance, make_selector, residual_traces)
 from onlinegp.kernels import dense, diagonal, make_kernel
 from onlinegp.objectives import noise_log_lik, online_bounds
 from onlinegp.posterior import InducingPosterior, kuu
@@ -80,7 +80,7 @@ def test_vips_selector_keeps_old_points_and_stops_where_the_rule_says():
         def vips_context(self, X_):
             return y, old, s2, (float(yo.mean()), float(yo.var()))
 
-    sel = VIPS(delta=0.05)
+    sel = VIPSSelector(delta=0.05)
     Z = sel(k, Zold, X, model=Model())
     assert torch.equal(Z[:12], Zold) and Z.shape[0] > 12
     step = sel.last
@@ -93,18 +93,18 @@ def test_vips_selector_keeps_old_points_and_stops_where_the_rule_says():
     assert step.upper - float(b.lower[-1].detach()) <= step.alpha + 1e-9         # rule met at M_b
     if m > 13:
         assert step.upper - float(b.lower[-2].detach()) > step.alpha             # and not one point earlier
-    tighter = VIPS(delta=0.005)(k, Zold, X, model=Model())
+    tighter = VIPSSelector(delta=0.005)(k, Zold, X, model=Model())
     assert tighter.shape[0] >= m
 
 
 def test_selector_names_and_errors():
     assert {"vips", "conditional-variance", "oips"} <= set(SELECTORS)
-    assert isinstance(make_selector("vips"), VIPS) and isinstance(make_selector("oips", 100), OIPS)
-    for bad in (lambda: VIPS(delta=0), lambda: OIPS(rho=1.5), lambda: ConditionalVariance(eta=-1)):
+    assert isinstance(make_selector("vips"), VIPSSelector) and isinstance(make_selector("oips", 100), OIPS)
+    for bad in (lambda: VIPSSelector(delta=0), lambda: OIPS(rho=1.5), lambda: ConditionalVariance(eta=-1)):
         with pytest.raises(ValueError):
             bad()
     with pytest.raises(ValueError, match="needs the model"):
-        VIPS()(make_kernel("rbf", 1, D), None, torch.zeros(3, 1, dtype=D))
+        VIPSSelector()(make_kernel("rbf", 1, D), None, torch.zeros(3, 1, dtype=D))
 
 
 def test_poam_with_vips_grows_with_an_expanding_domain():
@@ -112,7 +112,7 @@ def test_poam_with_vips_grows_with_an_expanding_domain():
     g = torch.Generator().manual_seed(0)
     x = torch.sort(torch.rand(400, dtype=D, generator=g) * 10).values[:, None]
     y = torch.sin(2 * x[:, 0]) + torch.cos(5 * x[:, 0]) + 0.3 * torch.randn(400, dtype=D, generator=g)
-    model = POAM(1, kernel="rbf", inducing=VIPS(), num_steps=0, x_bounds=[[0.0], [10.0]],
+    model = POAM(1, kernel="rbf", inducing=VIPSSelector(), num_steps=0, x_bounds=[[0.0], [10.0]],
                  kernel_options={"lengthscale": 0.1}, noise=0.09)
     sizes = [model.update(x[i:i + 40], y[i:i + 40]).num_inducing for i in range(0, 400, 40)]
     steps = np.diff(sizes)

@@ -1,10 +1,14 @@
-"""The one interface every method implements (:class:`OnlineGP`) and what it shares.
+"""The one interface every method implements (:class:`OnlineGP`) and the records it returns.
 
 A model receives raw user units; :class:`~onlinegp.scaling.Scaler` maps them to the scaled space where all
 GP math happens. ``update`` validates first, then runs the method's ``_update`` inside a transaction: if anything
 fails the model is restored to exactly its previous state. ``state_dict``/``load_state_dict`` are exact
 checkpoints: variable-size tensors (inducing inputs, stored terms, data buffers), optimiser moments and the
 model's random generator travel in the module's extra state.
+
+The input width D is fixed by the constructor's ``input_dim`` or, when that is omitted, by the first batch:
+whatever depends on it (kernel, scaler, buffers, optimisers) is created by the method's ``_build(input_dim)``,
+at construction when D is given, otherwise at the first ``update`` (or when a checkpoint is loaded).
 """
 
 from __future__ import annotations
@@ -14,23 +18,24 @@ import time
 from abc import ABCMeta, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, runtime_checkable
+from typing import Any, Iterator
 
 import gpytorch
-import numpy as np
 import torch
 from torch import Tensor, nn
 
+from .buffer import GrowingBuffer
 from .kernels import lengthscale_map
 from .linalg import JitterLog
 from .scaling import Scaler
+from .validation import as_targets, as_tensor_2d
 
 DEFAULT_DTYPE = torch.float64
 
 
 @dataclass
 class Prediction:
-    """Predictive distribution in user units: latent ``f`` and noisy ``y`` marginals (and ``cov`` of f if asked)."""
+    """Predictive distribution: latent ``f`` and noisy ``y`` marginals (and ``cov_f``, the covariance of f, if asked)."""
 
     mean: Tensor
     var_f: Tensor
@@ -58,17 +63,6 @@ class UpdateReport:
         return float(sum(self.timings.values()))
 
 
-@runtime_checkable
-class OnlineGPProtocol(Protocol):
-    def update(self, x: Tensor, y: Tensor) -> UpdateReport: ...
-
-    def predict(self, x: Tensor, full_cov: bool = False) -> Prediction: ...
-
-    def state_dict(self) -> dict: ...
-
-    def load_state_dict(self, state: dict) -> Any: ...
-
-
 class PhaseTimer:
     """Accumulates wall-clock seconds per named phase."""
 
@@ -84,55 +78,6 @@ class PhaseTimer:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
 
 
-def as_tensor_2d(x: Any, name: str, dtype: torch.dtype, width: int | None) -> Tensor:
-    """Convert user input to an ``(N, D)`` floating tensor or raise ValueError saying what is wrong."""
-    if isinstance(x, Tensor):
-        t = x.detach()
-    else:
-        try:
-            arr = np.asarray(x, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must be numeric (a tensor, array or nested list of numbers), got {type(x).__name__}") from err
-        t = torch.from_numpy(arr)
-    if not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)):
-        raise ValueError(f"{name} must hold real numbers, got dtype {t.dtype}")
-    t = t.to(dtype)
-    if t.dim() == 1 and width == 1:
-        t = t.unsqueeze(-1)
-    if t.dim() != 2:
-        raise ValueError(f"{name} must be 2-D with shape (N, D), got shape {tuple(t.shape)}")
-    if width is not None and t.shape[1] != width:
-        raise ValueError(f"{name} has {t.shape[1]} columns but the model was built for input_dim={width}")
-    if t.shape[0] == 0:
-        raise ValueError(f"{name} is empty: pass at least one row")
-    if not bool(torch.isfinite(t).all()):
-        bad = int((~torch.isfinite(t)).any(-1).sum())
-        raise ValueError(f"{name} contains NaN or inf in {bad} row(s); drop or impute them before calling")
-    return t
-
-
-def as_targets(y: Any, n: int, dtype: torch.dtype) -> Tensor:
-    if isinstance(y, Tensor):
-        t = y.detach()
-    else:
-        try:
-            t = torch.from_numpy(np.asarray(y, dtype=np.float64))
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"y must be numeric, got {type(y).__name__}") from err
-    if t.dtype == torch.bool or t.is_complex():
-        raise ValueError(f"y must hold real numbers, got dtype {t.dtype}")
-    t = t.to(dtype)
-    if t.dim() == 2 and t.shape[1] == 1:
-        t = t[:, 0]
-    if t.dim() != 1:
-        raise ValueError(f"y must be 1-D (N,) or (N, 1), got shape {tuple(t.shape)}")
-    if t.shape[0] != n:
-        raise ValueError(f"x has {n} rows but y has {t.shape[0]}; they must match")
-    if not bool(torch.isfinite(t).all()):
-        raise ValueError(f"y contains {int((~torch.isfinite(t)).sum())} NaN or inf value(s)")
-    return t
-
-
 def gaussian_likelihood(noise: float = 0.1, dtype: torch.dtype = DEFAULT_DTYPE) -> gpytorch.likelihoods.GaussianLikelihood:
     """gpytorch Gaussian likelihood with a floor on the noise (in scaled target units)."""
     lik = gpytorch.likelihoods.GaussianLikelihood(noise_constraint=gpytorch.constraints.GreaterThan(1e-6))
@@ -140,88 +85,98 @@ def gaussian_likelihood(noise: float = 0.1, dtype: torch.dtype = DEFAULT_DTYPE) 
     return lik.to(dtype)
 
 
-def hyperparameter_optimizer(kernel: nn.Module, likelihood: nn.Module, lr: float = 1e-2,
-                             lr_attention: float = 1e-3) -> torch.optim.Adam:
-    """Adam over kernel and noise parameters; an Attentive Kernel's network gets its own rate (paper 000 §V-A)."""
-    attention = [p for n, p in kernel.named_parameters() if ".attention." in f".{n}"]
-    others = [p for p in kernel.parameters() if all(p is not a for a in attention)]
-    groups = [{"params": others + list(likelihood.parameters()), "lr": lr}]
-    if attention:
-        groups.append({"params": attention, "lr": lr_attention})
-    return torch.optim.Adam(groups)
+class _BuildWhenWidthKnown(ABCMeta):
+    """Runs ``_build`` once the whole constructor chain has finished, when ``input_dim`` was given."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        model = super().__call__(*args, **kwargs)
+        if model._requested_dim is not None:
+            model._build_for(model._requested_dim)
+        return model
 
 
-class GrowingBuffer:
-    """All data seen so far (for methods whose M-step samples from it), with amortised O(1) appends."""
-
-    def __init__(self, dim: int, dtype: torch.dtype):
-        self.X = torch.zeros(0, dim, dtype=dtype)
-        self.y = torch.zeros(0, dtype=dtype)
-        self.n = 0
-
-    def append(self, x: Tensor, y: Tensor) -> None:
-        need = self.n + x.shape[0]
-        if need > self.X.shape[0]:
-            cap = max(need, 2 * self.X.shape[0], 256)
-            X = torch.zeros(cap, self.X.shape[1], dtype=self.X.dtype)
-            Y = torch.zeros(cap, dtype=self.y.dtype)
-            X[: self.n], Y[: self.n] = self.X[: self.n], self.y[: self.n]
-            self.X, self.y = X, Y
-        self.X[self.n : need], self.y[self.n : need] = x, y
-        self.n = need
-
-    @property
-    def data(self) -> tuple[Tensor, Tensor]:
-        return self.X[: self.n], self.y[: self.n]
-
-    def state(self) -> dict:
-        X, y = self.data
-        return {"X": X.clone(), "y": y.clone()}
-
-    def load(self, state: dict) -> None:
-        self.X, self.y = state["X"].clone(), state["y"].clone()
-        self.n = self.X.shape[0]
-
-
-class OnlineGP(nn.Module, metaclass=ABCMeta):
+class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
     """Base class of every online GP: validation, scaling, transactions, checkpoints.
 
-    Subclasses implement ``_update(xs, ys, timer) -> dict`` and ``_predict(xs, full_cov) -> (mean, var_f, cov)``
-    in scaled units, and list their variable-size tensors in ``_dynamic``. ``self.noise`` is the scaled noise
-    variance. Extra state beyond those tensors goes through ``_extra_state``/``_load_extra_state``.
+    Subclasses keep their options in ``__init__`` (keyword-only after ``input_dim``), create what depends on the
+    input width in ``_build(input_dim)`` (calling ``super()._build`` first), implement ``_update(xs, ys, timer) ->
+    dict`` and ``_predict(xs, full_cov) -> (mean, var_f, cov_f)`` in scaled units, and list their variable-size
+    tensors in ``_dynamic``. ``self.noise`` is the scaled noise variance. Extra state beyond those tensors goes
+    through ``_extra_state``/``_load_extra_state``.
+
+    Args:
+        input_dim: D, the number of inputs; None (default) takes it from the first batch.
+        x_bounds: optional (2, D) corners of the input domain for scaling (they also fix D); else fitted on the
+            first batch.
+        y_stats: optional (mean, std) of the targets; else fitted on the first batch.
+        noise: initial noise variance in scaled target units (default 0.1).
+        seed: seed of the model's own random generator.
+        dtype: float64 by default.
     """
 
     _dynamic: tuple[str, ...] = ()
 
-    def __init__(self, input_dim: int, x_bounds: Any = None, dtype: torch.dtype = DEFAULT_DTYPE, seed: int = 0,
-                 noise: float = 0.1, y_stats: tuple[float, float] | None = None):
+    def __init__(self, input_dim: int | None = None, *, x_bounds: Any = None, dtype: torch.dtype = DEFAULT_DTYPE,
+                 seed: int = 0, noise: float = 0.1, y_stats: tuple[float, float] | None = None):
         super().__init__()
-        if not isinstance(input_dim, int) or input_dim < 1:
-            raise ValueError(f"input_dim must be a positive integer, got {input_dim!r}")
-        self.input_dim = input_dim
+        bounds = None if x_bounds is None else torch.as_tensor(x_bounds, dtype=dtype).reshape(2, -1)
+        if input_dim is not None and (isinstance(input_dim, bool) or not isinstance(input_dim, int) or input_dim < 1):
+            raise ValueError(f"input_dim must be a positive integer or None (taken from the first batch), got {input_dim!r}")
+        if bounds is not None and input_dim is not None and bounds.shape[1] != input_dim:
+            raise ValueError(f"x_bounds has {bounds.shape[1]} columns but input_dim={input_dim}")
+        self._requested_dim = input_dim if bounds is None else int(bounds.shape[1])
+        self.input_dim: int | None = None
         self.dtype = dtype
-        self.scaler = Scaler(input_dim, None if x_bounds is None else torch.as_tensor(x_bounds, dtype=dtype),
-                             y_stats=y_stats, dtype=dtype)
+        self._x_bounds, self._y_stats = bounds, y_stats
         self.likelihood = gaussian_likelihood(noise, dtype)
         self.generator = torch.Generator().manual_seed(int(seed))
         self.num_data = 0
         self.num_updates = 0
         self.jitter = JitterLog()
 
+    # ----------------------------------------------------------------- the input width
+    def _build(self, input_dim: int) -> None:
+        """Create what depends on the input width (subclasses extend this, calling ``super()._build`` first)."""
+        self.scaler = Scaler(input_dim, self._x_bounds, y_stats=self._y_stats, dtype=self.dtype)
+
+    def _build_for(self, input_dim: int) -> None:
+        self.input_dim = int(input_dim)
+        self._build(self.input_dim)
+
+    def _structure(self) -> tuple[dict, dict]:
+        """The model's attributes and registered parameters, buffers and modules (shallow copies)."""
+        return dict(self.__dict__), {k: dict(self.__dict__[k]) for k in ("_parameters", "_buffers", "_modules")}
+
+    def _restore_structure(self, structure: tuple[dict, dict]) -> None:
+        attributes, registries = structure
+        self.__dict__.clear()
+        self.__dict__.update(attributes)
+        for k, v in registries.items():
+            self.__dict__[k].clear()
+            self.__dict__[k].update(v)
+
     # ----------------------------------------------------------------- the protocol
     def update(self, x: Any, y: Any) -> UpdateReport:
-        """Absorb a batch ``(x, y)`` in user units; returns an :class:`UpdateReport`."""
+        """Absorb a batch ``(x, y)`` in user units; returns an :class:`UpdateReport`.
+
+        A batch that fails anywhere leaves the model exactly as it was (after a failed first batch the model has
+        no input width again)."""
         x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
         y = as_targets(y, x.shape[0], self.dtype)
         snapshot = copy.deepcopy(self.state_dict())
+        unbuilt = self._structure() if self.input_dim is None else None
         timer = PhaseTimer()
-        self.jitter = JitterLog()
         try:
+            if unbuilt is not None:
+                self._build_for(x.shape[1])
+            self.jitter = JitterLog()
             with timer("scaling"):
                 self.scaler.fit(x, y)
                 xs, ys = self.scaler.x(x), self.scaler.y(y)
             info = self._update(xs, ys, timer) or {}
         except BaseException:
+            if unbuilt is not None:
+                self._restore_structure(unbuilt)
             self.load_state_dict(snapshot)
             raise
         self.num_data += x.shape[0]
@@ -229,21 +184,31 @@ class OnlineGP(nn.Module, metaclass=ABCMeta):
         return UpdateReport(num_data=self.num_data, num_inducing=self.num_inducing, timings=timer.timings,
                             objective=info.pop("objective", None), jitter=self.jitter.max_jitter, extra=info)
 
+    def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
+        """Predictive distribution at scaled inputs, in scaled units; differentiable in ``xs`` (no validation).
+
+        For code that works in the model's scaled space (ensembles of models, acquisition functions)."""
+        mean, var_f, cov = self._predict(xs, full_cov)
+        var_f = var_f.clamp_min(0.0)
+        return Prediction(mean=mean, var_f=var_f, var_y=var_f + self.noise.detach(), cov_f=cov)
+
+    def posterior(self, x: Any, full_cov: bool = False) -> Prediction:
+        """Predictive distribution at ``x`` in user units, differentiable in a tensor ``x`` (e.g. for BoTorch)."""
+        if self.num_updates == 0:
+            raise RuntimeError("the model has seen no data yet: call update(x, y) before predict")
+        x = as_tensor_2d(x, "x", self.dtype, self.input_dim, keep_graph=True)
+        scaled = self.posterior_scaled(self.scaler.x(x), full_cov)
+        return Prediction(
+            mean=self.scaler.y_inverse_mean(scaled.mean),
+            var_f=self.scaler.y_inverse_var(scaled.var_f),
+            var_y=self.scaler.y_inverse_var(scaled.var_y),
+            cov_f=None if scaled.cov_f is None else self.scaler.y_inverse_var(scaled.cov_f),
+        )
+
     @torch.no_grad()
     def predict(self, x: Any, full_cov: bool = False) -> Prediction:
         """Predictive mean and variances at ``x`` (user units)."""
-        if self.num_updates == 0:
-            raise RuntimeError("the model has seen no data yet: call update(x, y) before predict")
-        x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
-        mean, var_f, cov = self._predict(self.scaler.x(x), full_cov)
-        var_f = var_f.clamp_min(0.0)
-        noise = self.noise.detach()
-        return Prediction(
-            mean=self.scaler.y_inverse_mean(mean),
-            var_f=self.scaler.y_inverse_var(var_f),
-            var_y=self.scaler.y_inverse_var(var_f + noise),
-            cov_f=None if cov is None else self.scaler.y_inverse_var(cov),
-        )
+        return self.posterior(x, full_cov)
 
     # ----------------------------------------------------------------- to implement
     @abstractmethod
@@ -272,6 +237,8 @@ class OnlineGP(nn.Module, metaclass=ABCMeta):
         kernel = getattr(self, "kernel", None)
         if kernel is None:
             raise ValueError(f"{type(self).__name__} has no single kernel to map")
+        if self.input_dim is None:
+            raise RuntimeError("the model has seen no data yet: call update(x, y) before lengthscale_map")
         x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
         return lengthscale_map(kernel, self.scaler.x(x)) * self.scaler.x_half_range.mean()
 
@@ -293,8 +260,9 @@ class OnlineGP(nn.Module, metaclass=ABCMeta):
             v = getattr(self, k, None)
             dyn[k] = v.detach().clone() if isinstance(v, Tensor) else copy.deepcopy(v)
         optimizer, data = getattr(self, "optimizer", None), getattr(self, "data", None)
-        return {"dynamic": dyn, "generator": self.generator.get_state(), "num_data": self.num_data,
-                "num_updates": self.num_updates, "extra": copy.deepcopy(self._extra_state()),
+        return {"input_dim": self.input_dim, "dynamic": dyn, "generator": self.generator.get_state(),
+                "num_data": self.num_data, "num_updates": self.num_updates,
+                "extra": copy.deepcopy(self._extra_state()),
                 # a copy: torch's state_dict() hands out the live Adam moments, which a model loading this state
                 # would otherwise share (and update in place) with this one
                 "optimizer": copy.deepcopy(optimizer.state_dict()) if isinstance(optimizer, torch.optim.Optimizer)
@@ -312,6 +280,16 @@ class OnlineGP(nn.Module, metaclass=ABCMeta):
         if state.get("data") is not None:
             self.data = GrowingBuffer(self.input_dim, self.dtype)
             self.data.load(state["data"])
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False) -> Any:
+        """Load an exact checkpoint; a model that has not fixed its input width yet adopts the checkpoint's."""
+        width = state_dict.get("_extra_state", {}).get("input_dim", self.input_dim)
+        if width != self.input_dim:
+            if self.input_dim is not None:
+                raise ValueError(f"the checkpoint is of a model with input_dim={width}, this model has "
+                                 f"input_dim={self.input_dim}; load it into a model built without input_dim")
+            self._build_for(width)
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def save(self, path: str) -> None:
         """Write an exact checkpoint (``torch.save`` of ``state_dict``)."""

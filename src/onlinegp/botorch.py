@@ -2,7 +2,7 @@
 
 ``OnlineGPModel(gp).posterior(X)`` is the joint Gaussian over each ``q``-point set of a ``batch × q × d`` input:
 a ``GPyTorchPosterior`` over a ``MultivariateNormal`` with the model's full covariance of f (plus the noise when
-``observation_noise=True``), in user units. It is differentiable in ``X`` whenever the model's ``_predict`` is
+``observation_noise=True``), in user units. It is differentiable in ``X`` whenever the model's ``posterior`` is
 (WISKI, the exact GP and the inducing-point models are), so acquisition functions optimise by L-BFGS as usual;
 model parameters are held out of the graph. Batches are evaluated in chunks of about ``chunk_size`` points, one
 full-covariance prediction per chunk, keeping the diagonal q × q blocks.
@@ -42,25 +42,26 @@ def _frozen(gp: OnlineGP) -> Iterator[None]:
             p.requires_grad_(True)
 
 
-def joint_blocks(gp: OnlineGP, X: Tensor, chunk_size: int = 256) -> tuple[Tensor, Tensor]:
-    """Means (B × q) and covariances of f (B × q × q) of each q-set in ``X`` (B × q × d), user units.
+def joint_blocks(gp: OnlineGP, X: Tensor, chunk_size: int = 256) -> tuple[Tensor, Tensor, Tensor]:
+    """Means (B × q), covariances of f (B × q × q) and noise variances (B × q) of each q-set in ``X`` (B × q × d),
+    user units.
 
-    Differentiable in ``X`` when the model's ``_predict`` is; ``chunk_size`` points go through each call.
+    Differentiable in ``X`` when the model's ``posterior`` is; ``chunk_size`` points go through each call.
     """
     if gp.num_updates == 0:
         raise ValueError("the model has seen no data yet: call update(x, y) before building a posterior")
     B, q, d = X.shape
     per = max(1, chunk_size // max(q, 1))
-    means, covs = [], []
+    means, covs, noises = [], [], []
     with _frozen(gp):
         for i in range(0, B, per):
             Xc = X[i:i + per]
             c = Xc.shape[0]
-            mean, _, cov = gp._predict(gp.scaler.x(Xc.reshape(c * q, d)), True)
-            cov = torch.diagonal(cov.reshape(c, q, c, q), dim1=0, dim2=2).permute(2, 0, 1)
-            means.append(gp.scaler.y_inverse_mean(mean).reshape(c, q))
-            covs.append(gp.scaler.y_inverse_var(cov))
-    return torch.cat(means), torch.cat(covs)
+            p = gp.posterior(Xc.reshape(c * q, d), full_cov=True)
+            covs.append(torch.diagonal(p.cov_f.reshape(c, q, c, q), dim1=0, dim2=2).permute(2, 0, 1))
+            means.append(p.mean.reshape(c, q))
+            noises.append((p.var_y - p.var_f).detach().reshape(c, q))
+    return torch.cat(means), torch.cat(covs), torch.cat(noises)
 
 
 class OnlineGPModel(Model, FantasizeMixin):
@@ -122,11 +123,10 @@ class OnlineGPModel(Model, FantasizeMixin):
         for j, gp in enumerate(self.models):
             rows = (owner == j).nonzero(as_tuple=True)[0]
             if rows.numel():
-                m, c = joint_blocks(gp, Xf[rows], self.chunk_size)
+                m, c, noise = joint_blocks(gp, Xf[rows], self.chunk_size)
                 mean, cov = mean.index_copy(0, rows, m), cov.index_copy(0, rows, c)
                 if observation_noise is True:
-                    noise = gp.noise.detach() * gp.scaler.y_std ** 2
-                    cov = cov.index_add(0, rows, noise * torch.eye(q, dtype=cov.dtype).expand(rows.numel(), q, q))
+                    cov = cov.index_add(0, rows, torch.diag_embed(noise))
         mean, cov = mean.reshape(*out_batch, q), cov.reshape(*out_batch, q, q)
         if isinstance(observation_noise, Tensor):
             cov = cov + torch.diag_embed(observation_noise.to(cov).expand(*out_batch, q, 1)[..., 0])

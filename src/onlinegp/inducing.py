@@ -215,36 +215,16 @@ class VIPSStep:
         return self.upper - self.lower
 
 
-def _vips_context(model: Any, X: Tensor):
-    """(y, old summary, σ², mean and variance of all targets so far), in scaled units, from the model.
-
-    Sources, in order: a model's ``vips_context(X)`` (the VIPS/OSGPR family exposes its summary and the batch);
-    otherwise a POAM-style model's stored terms (a, B at Z, noise-weighted or not), turned into the q(u) they
-    define with K' under the θ they were formed with (``Lu_terms``, else the current θ), and its data buffer,
-    whose last rows are the batch being absorbed.
-    """
-    if model is None:
-        raise ValueError("the VIPS selector needs the model (batch targets, noise, old summary): "
-                         "call it as selector(kernel, Z, X, model=model)")
-    if hasattr(model, "vips_context"):
-        return model.vips_context(X)
-    data = getattr(model, "data", None)
-    if data is None or data.n < X.shape[0]:
-        raise ValueError(f"{type(model).__name__} exposes neither vips_context() nor a data buffer; "
-                         "VIPS cannot see the batch targets")
-    X_all, y_all = data.data
-    if not torch.equal(X_all[-X.shape[0]:], X):
-        raise ValueError("VIPS expects the model's data buffer to end with the batch being selected from")
-    old = None
-    if getattr(model, "Z", None) is not None and getattr(model, "a", None) is not None:
-        prec = 1.0 if getattr(model, "noise_weighted", False) else 1.0 / model.noise.detach()
-        old = InducingPosterior.from_terms(model.kernel, model.Z, prec * model.a, prec * model.B,
-                                           Lu=getattr(model, "Lu_terms", None))
-    var = float(y_all.var()) if y_all.numel() > 1 else 1.0
-    return y_all[-X.shape[0]:], old, model.noise.detach(), (float(y_all.mean()), var if var > 0 else 1.0)
+def _vips_context(model: Any, X: Tensor) -> tuple[Tensor, Any, Tensor, tuple[float, float]]:
+    """(batch targets, summary q(u) of the past, σ², mean and variance of all targets so far) from the model's
+    ``vips_context(X)`` (OSGPR's family and POAM's both expose it), in scaled units."""
+    if model is None or not hasattr(model, "vips_context"):
+        raise ValueError("the VIPS selector needs the model that calls it (batch targets, noise, summary of the "
+                         "past): use it inside an OSGPR- or POAM-family model, selector(kernel, Z, X, model=model)")
+    return model.vips_context(X)
 
 
-class VIPS:
+class VIPSSelector:
     """Vegas Inducing Point Selection (paper 001 §4, Algorithm 1 in appendix C).
 
     Keep the old inducing inputs; order the new inputs by greedy variance given them; add them one at a time
@@ -289,9 +269,23 @@ class VIPS:
         return Zb[:m].clone()
 
 
+class KeepAfterFirst:
+    """Choose Z once, on the first batch, with ``selector``, and keep it afterwards, so that it moves only by
+    gradient (POAM's Z-OPT ablation, Chen et al. 2024 §V-C: a random Z from the first batch)."""
+
+    def __init__(self, selector: Selector):
+        self.selector = selector
+
+    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+        if Z is not None and Z.shape[0] > 0:
+            return Z.clone()
+        return self.selector(kernel, Z, X, generator=generator, model=model)
+
+
 SELECTORS = {"pivoted": PivotedCholesky, "random": RandomSubset, "kmeans": KMeans, "resample": Resample,
+             "random-first": lambda m: KeepAfterFirst(RandomSubset(m)),
              # adaptive size (paper 001): the rule decides M, so the requested size is not used
-             "vips": lambda _m: VIPS(), "conditional-variance": lambda _m: ConditionalVariance(),
+             "vips": lambda _m: VIPSSelector(), "conditional-variance": lambda _m: ConditionalVariance(),
              "oips": lambda _m: OIPS()}
 
 

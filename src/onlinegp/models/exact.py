@@ -7,12 +7,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import GrowingBuffer, OnlineGP, PhaseTimer
+from ..base import OnlineGP, PhaseTimer
+from ..buffer import GrowingBuffer
 from ..kernels import dense, diagonal, make_kernel
 from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll
+from ..training import gradient_steps
+from .registry import register
 
 
+@register("exact", "exact GP refit on all data (O(N³) baseline)")
 class ExactGP(OnlineGP):
     """Exact GP regression; after each batch, ``num_steps`` Adam steps on the exact log marginal likelihood.
 
@@ -24,17 +28,21 @@ class ExactGP(OnlineGP):
 
     _dynamic = ("L", "alpha")
 
-    def __init__(self, input_dim: int, kernel: Any = "rbf", num_steps: int = 10, lr: float = 1e-2,
+    def __init__(self, input_dim: int | None = None, *, kernel: Any = "rbf", num_steps: int = 10, lr: float = 1e-2,
                  noise: float = 0.1, max_data: int = 20_000, x_bounds: Any = None,
                  y_stats: tuple[float, float] | None = None, seed: int = 0, dtype: torch.dtype = torch.float64,
                  kernel_options: dict | None = None):
         super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
-        self.kernel = make_kernel(kernel, input_dim, dtype, **(kernel_options or {}))
+        self._kernel_spec, self._kernel_options, self.lr = kernel, dict(kernel_options or {}), lr
         self.num_steps, self.max_data = int(num_steps), int(max_data)
-        self.optimizer = torch.optim.Adam(list(self.kernel.parameters()) + list(self.likelihood.parameters()), lr=lr)
-        self.data = GrowingBuffer(input_dim, dtype)
         self.L: Tensor | None = None
         self.alpha: Tensor | None = None
+
+    def _build(self, input_dim: int) -> None:
+        super()._build(input_dim)
+        self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
+        self.optimizer = torch.optim.Adam(list(self.kernel.parameters()) + list(self.likelihood.parameters()), lr=self.lr)
+        self.data = GrowingBuffer(input_dim, self.dtype)
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         if self.data.n + xs.shape[0] > self.max_data:
@@ -42,14 +50,9 @@ class ExactGP(OnlineGP):
                              "use a sparse online model (POAM, OSGPR) or raise max_data")
         self.data.append(xs, ys)
         X, y = self.data.data
-        value = None
         with timer("hyperparameters"):
-            for _ in range(self.num_steps):
-                self.optimizer.zero_grad(set_to_none=True)
-                mll = exact_mll(self.kernel, self.noise, X, y, self.jitter)
-                (-mll / X.shape[0]).backward()
-                self.optimizer.step()
-                value = float(mll.detach())
+            value = gradient_steps([self.optimizer], lambda: exact_mll(self.kernel, self.noise, X, y, self.jitter),
+                                   self.num_steps, scale=X.shape[0])
         with timer("factorise"), torch.no_grad():
             K = dense(self.kernel, X) + self.noise * torch.eye(X.shape[0], dtype=X.dtype)
             self.L = cholesky(K, self.jitter)

@@ -24,17 +24,20 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import OnlineGP, PhaseTimer, hyperparameter_optimizer
+from ..base import OnlineGP, PhaseTimer
 from ..inducing import Selector, make_selector
 from ..kernels import make_kernel
 from ..linalg import CholeskyError
 from ..objectives import online_bound, online_terms
 from ..posterior import InducingPosterior, Predictor
+from ..training import gradient_steps, hyperparameter_optimizer
+from .registry import register
 
 #: L-BFGS iterations per batch when ``num_steps`` is not given ("to convergence" with the tolerances below)
 LBFGS_MAX_ITER = 200
 
 
+@register("osgpr", "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (Stanton et al. 2021 baseline)")
 class OSGPR(OnlineGP):
     """Streaming sparse GP (Bui et al. 2017) on the online collapsed bound, in the stable root form of notes 003.
 
@@ -56,8 +59,8 @@ class OSGPR(OnlineGP):
 
     _dynamic = ("summary", "predictor")
 
-    def __init__(self, input_dim: int, num_inducing: int = 500, kernel: Any = "rbf", inducing: str | Selector = "pivoted",
-                 optimizer: str = "lbfgs", num_steps: int | None = None, optimize_inducing: bool = False,
+    def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "rbf",
+                 inducing: str | Selector = "pivoted", optimizer: str = "lbfgs", num_steps: int | None = None, optimize_inducing: bool = False,
                  lr: float = 1e-2, lr_attention: float = 1e-3, noise: float = 0.1, x_bounds: Any = None,
                  y_stats: tuple[float, float] | None = None, seed: int = 0, dtype: torch.dtype = torch.float64,
                  kernel_options: dict | None = None):
@@ -66,14 +69,18 @@ class OSGPR(OnlineGP):
             raise ValueError(f"optimizer must be 'lbfgs' (SSGP) or 'adam' (SSGP++), got {optimizer!r}")
         if num_steps is not None and num_steps < 0:
             raise ValueError(f"num_steps must be >= 0, got {num_steps}")
-        self.kernel = make_kernel(kernel, input_dim, dtype, **(kernel_options or {}))
+        self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
         self.selector = make_selector(inducing, num_inducing)
         self.optimizer_name = optimizer
         self.num_steps = int(num_steps if num_steps is not None else (LBFGS_MAX_ITER if optimizer == "lbfgs" else 10))
-        self.optimize_inducing, self.lr = optimize_inducing, lr
+        self.optimize_inducing, self.lr, self.lr_attention = optimize_inducing, lr, lr_attention
         self.summary: InducingPosterior | None = None
         self.predictor: Predictor | None = None
-        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, lr, lr_attention)
+
+    def _build(self, input_dim: int) -> None:
+        super()._build(input_dim)
+        self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
+        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr_attention)
 
     @property
     def Z(self) -> Tensor | None:
@@ -91,22 +98,16 @@ class OSGPR(OnlineGP):
         n = xs.shape[0]
         Zp = torch.nn.Parameter(Z.clone()) if self.optimize_inducing else Z
 
-        def loss() -> Tensor:
-            return -online_bound(self.kernel, self.noise, Zp, xs, ys, old, self.jitter) / n
+        def bound() -> Tensor:
+            return online_bound(self.kernel, self.noise, Zp, xs, ys, old, self.jitter)
 
         if self.optimizer_name == "adam":
-            extra = torch.optim.Adam([Zp], lr=self.lr) if self.optimize_inducing else None
-            for _ in range(self.num_steps):
-                self.optimizer.zero_grad(set_to_none=True)
-                if extra is not None:
-                    extra.zero_grad(set_to_none=True)
-                loss().backward()
-                self.optimizer.step()
-                if extra is not None:
-                    extra.step()
+            extra = [torch.optim.Adam([Zp], lr=self.lr)] if self.optimize_inducing else []
+            gradient_steps([self.optimizer, *extra], bound, self.num_steps, scale=n)
             evaluations = self.num_steps
         else:
-            evaluations = self._lbfgs(self._hyperparameters() + ([Zp] if self.optimize_inducing else []), loss)
+            evaluations = self._lbfgs(self._hyperparameters() + ([Zp] if self.optimize_inducing else []),
+                                      lambda: -bound() / n)
         return Zp.detach().clone(), evaluations
 
     def _lbfgs(self, params: list[torch.nn.Parameter], loss) -> int:
@@ -156,19 +157,23 @@ class OSGPR(OnlineGP):
 
 
 
+@register("ssgp", "SSGP: streaming sparse GP, resampled Z, Z and θ by L-BFGS on the online bound (Bui et al. 2017)")
 class SSGP(OSGPR):
     """SSGP as configured in paper 000 (Table III): resampled Z, then Z and θ by L-BFGS on the online bound."""
 
-    def __init__(self, input_dim: int, num_inducing: int = 500, kernel: Any = "ak", inducing: str | Selector = "resample",
-                 optimizer: str = "lbfgs", optimize_inducing: bool = True, **kwargs):
+    def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "ak",
+                 inducing: str | Selector = "resample", optimizer: str = "lbfgs", optimize_inducing: bool = True,
+                 **kwargs: Any):
         super().__init__(input_dim, num_inducing=num_inducing, kernel=kernel, inducing=inducing, optimizer=optimizer,
                          optimize_inducing=optimize_inducing, **kwargs)
 
 
+@register("ssgp++", "SSGP++: streaming sparse GP, pivoted-Cholesky Z, Adam on the online bound (Chen et al. 2024, app. A4)")
 class SSGPpp(OSGPR):
     """SSGP++ (paper 000 appendix A4): pivoted-Cholesky Z without gradient steps, T Adam steps on θ."""
 
-    def __init__(self, input_dim: int, num_inducing: int = 500, kernel: Any = "ak", inducing: str | Selector = "pivoted",
-                 optimizer: str = "adam", num_steps: int | None = 10, **kwargs):
+    def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "ak",
+                 inducing: str | Selector = "pivoted", optimizer: str = "adam", num_steps: int | None = 10,
+                 **kwargs: Any):
         super().__init__(input_dim, num_inducing=num_inducing, kernel=kernel, inducing=inducing, optimizer=optimizer,
                          num_steps=num_steps, **kwargs)

@@ -7,18 +7,23 @@ after its pivoted-Cholesky start; OVC++ does not.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .poam import POAM
+from .registry import register
 
 
+@register("ovc", "OVC: noise-weighted projected terms, Z refined by gradient (Chen et al. 2024, app. A3)")
 class OVC(POAM):
     """OVC: noise-weighted projected terms, pivoted-Cholesky Z refined by gradient."""
 
-    def __init__(self, input_dim: int, optimize_inducing: bool = True, **kwargs):
+    def __init__(self, input_dim: int | None = None, *, optimize_inducing: bool = True, **kwargs: Any):
         super().__init__(input_dim, noise_weighted=True, optimize_inducing=optimize_inducing, **kwargs)
 
 
+@register("ovc++", "OVC++: OVC without gradient steps on Z")
 class OVCpp(OVC):
     """OVC++: OVC without the gradient steps on Z."""
 
-    def __init__(self, input_dim: int, **kwargs):
+    def __init__(self, input_dim: int | None = None, **kwargs: Any):
         super().__init__(input_dim, optimize_inducing=False, **kwargs)

@@ -1,17 +1,20 @@
-"""POAM: Probabilistic Online Attentive Mapping (paper 000, §IV, Algorithm 1), with PAM, FULL and ablations.
+"""POAM: Probabilistic Online Attentive Mapping (Chen et al. 2024, §IV, Algorithm 1), with PAM, FULL and ablations.
 
 Per batch (X_n, y_n), in scaled units:
 
 1. E-step, inducing inputs: a selector (default: first M pivots of a pivoted Cholesky of k([Z; X_n])).
 2. E-step, data-dependent terms projected onto the new Z' (Eqs. 18-21), P = K_zz⁻¹ K_zz':
-   a ← Pᵀ a + K_z'X_n y_n,  B ← Pᵀ B P + K_z'X_n K_X_n z'  (stored without σ⁻², since σ² is learnt).
+   a ← Pᵀ a + K_z'X_n y_n,  B ← Pᵀ B P + K_z'X_n K_X_n z'  (stored without σ⁻², since σ² is learnt), held by
+   :class:`~onlinegp.projected.ProjectedTerms`.
 3. E-step, q(u) analytically from (σ⁻² a, σ⁻² B) (Eqs. 7-8), kept in root form.
 4. M-step: T Adam steps on the uncollapsed ELBO (Eq. 10) on mini-batches from all data, Z and q(u) fixed.
 
-Variants by switches: ``terms="all"`` recomputes a, B from all data (FULL); ``inducing_from="all"`` selects Z from
-all data too (PAM, offline). Ablations (§V-C): ``inducing="random"|"kmeans"`` (Z-RAND, k-means),
-``optimize_inducing=True`` (Z-OPT; OVC), ``variational="gradient"`` (VAR-OPT). ``noise_weighted=True`` stores
-σ⁻²-weighted terms with the σ² of their batch (OVC, appendix A3).
+Variants are options of this class (the registry names them): ``terms="all"`` recomputes a, B from all data
+(FULL); ``inducing_from="all"`` selects Z from all data too (PAM, offline). Ablations (§V-C):
+``inducing="random"|"kmeans"`` (Z-RAND, k-means); ``inducing="random-first", optimize_inducing=True`` (Z-OPT:
+a random Z from the first batch, then moved by gradient only); ``variational="gradient"`` (VAR-OPT: q(u) by
+gradient, started from the analytic q). ``noise_weighted=True`` stores σ⁻²-weighted terms with the σ² of their
+batch, and ``optimize_inducing=True`` refines the selector's Z by gradient (OVC, appendix A3).
 """
 
 from __future__ import annotations
@@ -21,15 +24,24 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import GrowingBuffer, OnlineGP, PhaseTimer, hyperparameter_optimizer
+from ..base import OnlineGP, PhaseTimer
+from ..buffer import GrowingBuffer
 from ..inducing import Selector, make_selector
-from ..kernels import CrossCovariance, dense, diagonal, make_kernel
-from ..linalg import cholesky, trisolve
+from ..kernels import CrossCovariance, diagonal, make_kernel
+from ..linalg import cholesky
 from ..objectives import svgp_elbo_cov
-from ..posterior import (InducingPosterior, Predictor, VariationalQ, kuu, kuv, project_terms, sketch_root,
-                         with_jitter)
+from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, sketch_root, with_jitter
+from ..projected import ProjectedTerms, batch_terms, kernel_theta
+from ..training import gradient_steps, hyperparameter_optimizer
+from .registry import register
 
 
+@register("poam", "POAM: pivoted-Cholesky Z, projected terms, analytic q(u), Adam M-step (Chen et al. 2024)")
+@register("z-rand", "POAM ablation: random Z", inducing="random")
+@register("z-kmeans", "POAM ablation: k-means Z", inducing="kmeans")
+@register("z-opt", "POAM ablation: random Z from the first batch, then moved by gradient only",
+          inducing="random-first", optimize_inducing=True)
+@register("var-opt", "POAM ablation: q(u) by gradient", variational="gradient")
 class POAM(OnlineGP):
     """Online sparse GP with analytic variational E-step and stochastic M-step (POAM, paper 000).
 
@@ -55,9 +67,10 @@ class POAM(OnlineGP):
             network's initial weights come from torch's global generator, like any nn.Module (torch.manual_seed).
     """
 
-    _dynamic = ("Z", "a", "B", "q", "predictor", "Lu_terms", "theta_terms")
+    _dynamic = ("Z", "projected", "q", "predictor")
 
-    def __init__(self, input_dim: int, num_inducing: int = 500, kernel: Any = "ak", inducing: str | Selector = "pivoted",
+    def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "ak",
+                 inducing: str | Selector = "pivoted",
                  num_steps: int = 10, batch_size: int = 256, lr: float = 1e-2, lr_attention: float = 1e-3,
                  terms: str = "online", inducing_from: str = "online", optimize_inducing: bool = False,
                  variational: str = "analytic", noise_weighted: bool = False, noise: float = 0.1,
@@ -73,88 +86,90 @@ class POAM(OnlineGP):
         if sketch is not None and (isinstance(sketch, bool) or int(sketch) < 1):
             raise ValueError(f"sketch must be a positive number of columns or None (exact), got {sketch!r}")
         self.sketch = None if sketch is None or variational == "gradient" else int(sketch)
-        self.kernel = make_kernel(kernel, input_dim, dtype, **(kernel_options or {}))
+        self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
+        self.lr, self.lr_attention = lr, lr_attention
         self.selector = make_selector(inducing, num_inducing)
         self.num_steps, self.batch_size = int(num_steps), int(batch_size)
         self.terms, self.inducing_from = terms, inducing_from
         self.optimize_inducing, self.variational, self.noise_weighted = optimize_inducing, variational, noise_weighted
         self.Z: Tensor | None = None
-        self.a: Tensor | None = None
-        self.B: Tensor | None = None
+        self.projected: ProjectedTerms | None = None
         self.q: VariationalQ | None = None
         self.predictor: Predictor | None = None
-        # root of K_zz and θ under which the stored terms a, B are expressed (K' of Eqs. 16-19)
-        self.Lu_terms: Tensor | None = None
-        self.theta_terms: Tensor | None = None
         self._kuu_cache: tuple[Tensor, Tensor, Tensor] | None = None  # (Z, θ, chol K_uu): not state, a cache
-        self.data = GrowingBuffer(input_dim, dtype)
-        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, lr, lr_attention)
-        self.lr = lr
+
+    def _build(self, input_dim: int) -> None:
+        super()._build(input_dim)
+        self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
+        self.data = GrowingBuffer(input_dim, self.dtype)
+        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr_attention)
+
+    @property
+    def a(self) -> Tensor | None:
+        """The stored K_zX y term at ``Z`` (see :class:`~onlinegp.projected.ProjectedTerms`)."""
+        return None if self.projected is None else self.projected.a
+
+    @property
+    def B(self) -> Tensor | None:
+        """The stored K_zX K_Xz term at ``Z``."""
+        return None if self.projected is None else self.projected.B
 
     # ------------------------------------------------------------------ E-step
-    @torch.no_grad()
-    def _new_terms(self, Z: Tensor, X: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-        Kzx = dense(self.kernel, Z, X)
-        scale = 1.0 / self.noise if self.noise_weighted else 1.0
-        return scale * (Kzx @ y), scale * (Kzx @ Kzx.mT)
-
     @torch.no_grad()
     def _e_step(self, xs: Tensor, ys: Tensor) -> None:
         X_all, y_all = self.data.data
         source_Z, source_X = (None, X_all) if self.inducing_from == "all" else (self.Z, xs)
         Z_new = self.selector(self.kernel, source_Z, source_X, generator=self.generator, model=self)
-        if self.terms == "all" or self.Z is None:
-            X_t, y_t = (X_all, y_all) if self.terms == "all" else (xs, ys)
-            self.a, self.B = self._new_terms(Z_new, X_t, y_t)
+        self._set_terms(Z_new, *self._terms_at(Z_new, xs, ys))
+        if self.variational == "gradient" and self.q is not None:
+            self.q = self._carry_q()
         else:
-            self._project_terms(Z_new)
-            a_n, B_n = self._new_terms(Z_new, xs, ys)
-            self.a, self.B = self.a + a_n, self.B + B_n
-        old_q, self.Z = self.q, Z_new
-        self.Lu_terms, self.theta_terms = self._root_kuu(self.Z), self._theta()
-        if self.variational == "gradient" and old_q is not None:
-            self.q = self._carry_q(old_q)
-        else:
-            prec = 1.0 if self.noise_weighted else 1.0 / self.noise
-            post = InducingPosterior.from_terms(self.kernel, self.Z, prec * self.a, prec * self.B, self.jitter,
-                                                Lu=self.Lu_terms)
-            self.q = post.q()
+            self.q = self.projected.posterior(self.kernel, self.noise, self.jitter).q()
 
     @torch.no_grad()
-    def _project_terms(self, Z_new: Tensor) -> None:
-        """Eqs. 16-21: P = K'_zz⁻¹ K_zz', K' under the θ the stored terms were formed with, K under the current θ.
+    def _terms_at(self, Z_new: Tensor, xs: Tensor, ys: Tensor) -> tuple[Tensor, Tensor]:
+        """(a, B) at ``Z_new`` including the batch: projected plus the batch's own (FULL: from all data)."""
+        weight = 1.0 / self.noise if self.noise_weighted else 1.0
+        if self.terms == "all" or self.projected is None:
+            X_t, y_t = self.data.data if self.terms == "all" else (xs, ys)
+            return batch_terms(self.kernel, Z_new, X_t, y_t, weight)
+        a_old, B_old = self.projected.project(self.kernel, Z_new)
+        a_new, B_new = batch_terms(self.kernel, Z_new, xs, ys, weight)
+        return a_old + a_new, B_old + B_new
 
-        When θ has not changed since (no M-step in between) kept inducing inputs carry their terms over exactly.
-        """
-        if self.theta_terms is None or torch.equal(self.theta_terms, self._theta()):
-            Lu = self._root_kuu(self.Z) if self.Lu_terms is None else self.Lu_terms
-            self.a, self.B = project_terms(self.kernel, self.Z, Z_new, Lu, self.a, self.B)
-            return
-        P = trisolve(self.Lu_terms, trisolve(self.Lu_terms, kuv(self.kernel, self.Z, Z_new)), transpose=True)
-        B = P.mT @ self.B @ P
-        self.a, self.B = P.mT @ self.a, 0.5 * (B + B.mT)
-
-    def _theta(self) -> Tensor:
-        return torch.cat([p.detach().reshape(-1) for p in self.kernel.parameters()])
+    @torch.no_grad()
+    def _set_terms(self, Z: Tensor, a: Tensor, B: Tensor) -> None:
+        self.Z = Z
+        self.projected = ProjectedTerms(Z, a, B, self._root_kuu(Z), kernel_theta(self.kernel), self.noise_weighted)
 
     @torch.no_grad()
     def _root_kuu(self, Z: Tensor) -> Tensor:
         """chol(K_uu) at Z under the current θ, reusing the predictor's root when it was built for exactly these."""
-        theta = self._theta()
         cached = self._kuu_cache
-        if cached is not None and cached[0] is Z and torch.equal(cached[1], theta):
+        if cached is not None and cached[0] is Z and torch.equal(cached[1], kernel_theta(self.kernel)):
             return cached[2]
         return cholesky(kuu(self.kernel, Z), self.jitter)
 
     def _remember_root(self, Z: Tensor, Lu: Tensor) -> None:
-        self._kuu_cache = (Z, self._theta(), Lu)
+        self._kuu_cache = (Z, kernel_theta(self.kernel), Lu)
 
     @torch.no_grad()
-    def _carry_q(self, q: VariationalQ) -> VariationalQ:
+    def _carry_q(self) -> VariationalQ:
         """VAR-OPT: start q at the new Z from the old q's predictive (then refined by gradient)."""
         mean, _, cov = self.predictor.predict(self.kernel, self.Z, full_cov=True)
         root = cholesky(0.5 * (cov + cov.mT), self.jitter)
         return VariationalQ(self.Z, mean, root, 2 * root.diagonal().abs().log().sum())
+
+    @torch.no_grad()
+    def vips_context(self, X: Tensor) -> tuple[Tensor, InducingPosterior | None, Tensor, tuple[float, float]]:
+        """What the VIPS selector needs while this model absorbs ``X`` (the last rows of its data buffer): the
+        batch targets, the q(u) of the terms so far, σ², and the mean and variance of all targets so far."""
+        X_all, y_all = self.data.data
+        if X_all.shape[0] < X.shape[0] or not torch.equal(X_all[-X.shape[0]:], X):
+            raise ValueError("vips_context is only available while the model absorbs the batch X")
+        old = None if self.projected is None else self.projected.posterior(self.kernel, self.noise.detach())
+        var = float(y_all.var()) if y_all.numel() > 1 else 1.0
+        return y_all[-X.shape[0]:], old, self.noise.detach(), (float(y_all.mean()), var if var > 0 else 1.0)
 
     # ------------------------------------------------------------------ M-step
     def _m_step(self) -> float | None:
@@ -169,12 +184,12 @@ class POAM(OnlineGP):
             extra.append(Z)
         if self.variational == "gradient":
             mean = torch.nn.Parameter(self.q.mean.clone())
-            root = torch.nn.Parameter(self.q.root.tril().clone())
+            root = torch.nn.Parameter(self._cholesky_root(self.q))
             extra += [mean, root]
-        opt_extra = torch.optim.Adam(extra, lr=self.lr) if extra else None
+        optimizers = [self.optimizer] + ([torch.optim.Adam(extra, lr=self.lr)] if extra else [])
         cross = CrossCovariance(self.kernel, Z)  # Z-only kernel work done once for the T steps
-        value = None
-        for _ in range(self.num_steps):
+
+        def elbo() -> Tensor:
             idx = torch.randint(n, (min(self.batch_size, n),), generator=self.generator) if n > self.batch_size \
                 else torch.arange(n)
             if self.variational == "gradient":
@@ -184,31 +199,30 @@ class POAM(OnlineGP):
                 q = self.q
                 if self.sketch is not None and self.sketch < q.root.shape[-1]:
                     q = VariationalQ(q.Z, q.mean, sketch_root(q.root, self.sketch, self.generator), q.logdet)
-            self.optimizer.zero_grad(set_to_none=True)
-            if opt_extra is not None:
-                opt_extra.zero_grad(set_to_none=True)
             xb = X_all[idx]
             Kuu, Kub = cross(xb)
-            elbo = svgp_elbo_cov(with_jitter(Kuu), Kub, diagonal(self.kernel, xb), self.noise, q.mean, q.root,
+            return svgp_elbo_cov(with_jitter(Kuu), Kub, diagonal(self.kernel, xb), self.noise, q.mean, q.root,
                                  q.logdet, y_all[idx], n, self.jitter)
-            (-elbo).backward()
-            self.optimizer.step()
-            if opt_extra is not None:
-                opt_extra.step()
-            value = float(elbo.detach())
+
+        value = gradient_steps(optimizers, elbo, self.num_steps)
         with torch.no_grad():
             if self.optimize_inducing:
-                self._project_terms(Z.detach().clone())
-                self.Z = Z.detach().clone()
-                self.Lu_terms, self.theta_terms = self._root_kuu(self.Z), self._theta()
+                Z_moved = Z.detach().clone()
+                self._set_terms(Z_moved, *self.projected.project(self.kernel, Z_moved))
                 if self.variational == "analytic":
-                    prec = 1.0 if self.noise_weighted else 1.0 / self.noise
-                    self.q = InducingPosterior.from_terms(self.kernel, self.Z, prec * self.a, prec * self.B,
-                                                          self.jitter).q()
+                    self.q = self.projected.posterior(self.kernel, self.noise, self.jitter).q()
             if self.variational == "gradient":
                 L = root.detach().tril()
                 self.q = VariationalQ(self.Z, mean.detach().clone(), L, 2 * L.diagonal().abs().log().sum())
         return value
+
+    def _cholesky_root(self, q: VariationalQ) -> Tensor:
+        """A lower-triangular root of q's covariance: the analytic q's root R = L_u L_W⁻ᵀ is not triangular, so
+        VAR-OPT's Cholesky parametrisation must start from chol(R Rᵀ), not from R's lower triangle."""
+        if torch.equal(q.root, q.root.tril()):
+            return q.root.clone()
+        S = q.root @ q.root.mT
+        return cholesky(0.5 * (S + S.mT), self.jitter)
 
     # ------------------------------------------------------------------ protocol
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
@@ -226,15 +240,17 @@ class POAM(OnlineGP):
         return self.predictor.predict(self.kernel, xs, full_cov)
 
 
+@register("pam", "PAM: POAM's E/M steps recomputed from all data (offline)")
 class PAM(POAM):
-    """PAM (paper 000 §IV-B): POAM's E/M steps recomputed from all data each time (offline, linear cost)."""
+    """PAM (Chen et al. 2024, §IV-B): POAM's E/M steps recomputed from all data each time (offline, linear cost)."""
 
-    def __init__(self, input_dim: int, **kwargs):
+    def __init__(self, input_dim: int | None = None, **kwargs: Any):
         super().__init__(input_dim, terms="all", inducing_from="all", **kwargs)
 
 
+@register("full", "FULL: POAM with the terms recomputed from all data")
 class FULL(POAM):
-    """FULL (paper 000 §V): POAM with the data-dependent terms recomputed from all data."""
+    """FULL (Chen et al. 2024, §V): POAM with the data-dependent terms recomputed from all data."""
 
-    def __init__(self, input_dim: int, **kwargs):
+    def __init__(self, input_dim: int | None = None, **kwargs: Any):
         super().__init__(input_dim, terms="all", **kwargs)

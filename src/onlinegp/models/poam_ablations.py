@@ -12,32 +12,35 @@ Both keep the summary InducingPosterior(Z, L_u, L_D, β) of the last E-step, the
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
 from ..objectives import online_bound, online_terms
 from ..posterior import InducingPosterior
+from ..training import gradient_steps
 from .poam import POAM
+from .registry import register
 
-_FIXED_OPTIONS = ("terms", "inducing_from", "optimize_inducing", "variational", "noise_weighted")
-
-
-def _reject(name: str, kwargs: dict) -> None:
-    bad = sorted(set(kwargs) & set(_FIXED_OPTIONS))
-    if bad:
-        raise ValueError(f"{name} is POAM with one step replaced; it does not take {', '.join(bad)} "
-                         "(use POAM for the other ablations)")
-
-
-class VarSSGP(POAM):
-    """POAM-VAR-SSGP: pivoted-Cholesky Z, SSGP's variational update, POAM's M-step. Options as for POAM."""
+class _SummaryAblation(POAM):
+    """POAM with one step replaced by SSGP's, keeping the summary InducingPosterior of the last E-step."""
 
     _dynamic = POAM._dynamic + ("summary",)
+    _fixed_options = ("terms", "inducing_from", "optimize_inducing", "variational", "noise_weighted")
 
-    def __init__(self, input_dim: int, **kwargs):
-        _reject("VAR-SSGP", kwargs)
+    def __init__(self, input_dim: int | None = None, **kwargs: Any):
+        bad = sorted(set(kwargs) & set(self._fixed_options))
+        if bad:
+            raise ValueError(f"{type(self).__name__} is POAM with one step replaced; it does not take "
+                             f"{', '.join(bad)} (use POAM for the other ablations)")
         super().__init__(input_dim, **kwargs)
         self.summary: InducingPosterior | None = None
+
+
+@register("var-ssgp", "POAM ablation: SSGP's variational update")
+class VarSSGP(_SummaryAblation):
+    """POAM-VAR-SSGP: pivoted-Cholesky Z, SSGP's variational update, POAM's M-step. Options as for POAM."""
 
     @torch.no_grad()
     def _e_step(self, xs: Tensor, ys: Tensor) -> None:
@@ -46,15 +49,12 @@ class VarSSGP(POAM):
         self.Z, self.q = Z_new, self.summary.q()
 
 
-class OnlineELBO(POAM):
+@register("online-elbo", "POAM ablation: M-step on SSGP's online bound")
+class OnlineELBO(_SummaryAblation):
     """POAM-ONLINE-ELBO: POAM's E-step; M-step = ``num_steps`` Adam steps on the online bound of the new batch."""
 
-    _dynamic = POAM._dynamic + ("summary",)
-
-    def __init__(self, input_dim: int, **kwargs):
-        _reject("ONLINE-ELBO", kwargs)
+    def __init__(self, input_dim: int | None = None, **kwargs: Any):
         super().__init__(input_dim, **kwargs)
-        self.summary: InducingPosterior | None = None
         self._previous: InducingPosterior | None = None
         self._batch: tuple[Tensor, Tensor] | None = None
 
@@ -62,18 +62,12 @@ class OnlineELBO(POAM):
     def _e_step(self, xs: Tensor, ys: Tensor) -> None:
         self._previous, self._batch = self.summary, (xs, ys)
         super()._e_step(xs, ys)
-        self.summary = InducingPosterior.from_terms(self.kernel, self.Z, self.a / self.noise, self.B / self.noise,
-                                                    self.jitter, Lu=self.Lu_terms)
+        self.summary = self.projected.posterior(self.kernel, self.noise, self.jitter)
 
     def _m_step(self) -> float | None:
         if self.num_steps == 0:
             return None
         xs, ys = self._batch
-        value = None
-        for _ in range(self.num_steps):
-            self.optimizer.zero_grad(set_to_none=True)
-            bound = online_bound(self.kernel, self.noise, self.Z, xs, ys, self._previous, self.jitter)
-            (-bound / xs.shape[0]).backward()
-            self.optimizer.step()
-            value = float(bound.detach())
-        return value
+        return gradient_steps([self.optimizer],
+                              lambda: online_bound(self.kernel, self.noise, self.Z, xs, ys, self._previous, self.jitter),
+                              self.num_steps, scale=xs.shape[0])

@@ -23,11 +23,13 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ..base import OnlineGP, PhaseTimer, as_targets, as_tensor_2d
+from ..base import OnlineGP, PhaseTimer, Prediction
 from ..kernels import dense, diagonal, make_kernel
 from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll
-from .wgpr import NUMERICAL_FAILURES, LocalEnsemble
+from ..validation import as_targets, as_tensor_2d
+from .ensemble import NUMERICAL_FAILURES, LocalEnsemble
+from .registry import register
 
 LocalPrediction = tuple[Tensor, Tensor, Tensor, Tensor | None]
 
@@ -68,6 +70,8 @@ class _Dominant:
         return self.log_similarity(self.scaler.x(as_tensor_2d(x, "x", self.dtype, self.input_dim))).argmax(1)
 
 
+@register("solar-gp", "SOLAR-GP-style ensemble of OSGPR members split by input distance, weighted prediction "
+                      "(Kepler et al. 2021 baseline)")
 class SOLARGP(_Dominant, LocalEnsemble):
     """SOLAR-GP-style ensemble of online sparse GPs, split by distance in input space, weighted prediction.
 
@@ -86,8 +90,8 @@ class SOLARGP(_Dominant, LocalEnsemble):
 
     _dynamic = ("centroids", "counts")
 
-    def __init__(self, input_dim: int, w_gen: float = 0.5, similarity_lengthscale: float = 0.2, num_predict: int = 3,
-                 **kwargs):
+    def __init__(self, input_dim: int | None = None, *, w_gen: float = 0.5, similarity_lengthscale: float = 0.2,
+                 num_predict: int = 3, **kwargs: Any):
         super().__init__(input_dim, **kwargs)
         if not 0.0 < w_gen <= 1.0:
             raise ValueError(f"w_gen must be in (0, 1], got {w_gen!r}")
@@ -124,13 +128,17 @@ class SOLARGP(_Dominant, LocalEnsemble):
         self.counts = torch.cat([self.counts, torch.tensor([float(xs.shape[0])], dtype=self.dtype)])
         return {"num_models": len(self.members), "split": True, "chosen": len(self.members) - 1, "failed": failed}
 
-    def _predict_scaled(self, xs: Tensor, full_cov: bool) -> LocalPrediction:
+    def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
         def local(j: int, rows: Tensor, full: bool) -> LocalPrediction:
-            return self.member_predict(self.members[j], xs[rows], full)
+            p = self.members[j].posterior_scaled(xs[rows], full)
+            return p.mean, p.var_f, p.var_y, p.cov_f
 
-        return weighted_prediction(self.log_similarity(xs), self.num_predict, local, full_cov)
+        mean, var_f, var_y, cov = weighted_prediction(self.log_similarity(xs), self.num_predict, local, full_cov)
+        return Prediction(mean=mean, var_f=var_f, var_y=var_y, cov_f=cov)
 
 
+@register("lgpr", "LGPR: exact local GPs with offline global hyper-parameters, weighted prediction "
+                  "(Kepler et al. 2021 baseline)")
 class LGPR(_Dominant, OnlineGP):
     """Local GP regression (Nguyen-Tuong et al. 2009): offline global hyper-parameters, exact local GPs.
 
@@ -149,7 +157,7 @@ class LGPR(_Dominant, OnlineGP):
 
     _dynamic = ("centroids", "counts", "local_X", "local_y", "local_L", "local_alpha")
 
-    def __init__(self, input_dim: int, w_gen: float = 0.5, max_local: int = 300, num_predict: int = 3,
+    def __init__(self, input_dim: int | None = None, *, w_gen: float = 0.5, max_local: int = 300, num_predict: int = 3,
                  kernel: Any = "rbf", fit_steps: int = 100, max_fit_points: int = 1000, noise: float = 0.1,
                  x_bounds: Any = None, y_stats: tuple[float, float] | None = None, seed: int = 0,
                  dtype: torch.dtype = torch.float64, kernel_options: dict | None = None):
@@ -158,18 +166,22 @@ class LGPR(_Dominant, OnlineGP):
             raise ValueError(f"w_gen must be in (0, 1], got {w_gen!r}")
         if not (isinstance(max_local, int) and max_local >= 1 and isinstance(num_predict, int) and num_predict >= 1):
             raise ValueError(f"max_local and num_predict must be positive integers, got {max_local!r}, {num_predict!r}")
-        self.kernel = make_kernel(kernel, input_dim, dtype, **(kernel_options or {}))
-        if getattr(getattr(self.kernel, "base_kernel", self.kernel), "lengthscale", None) is None:
-            raise ValueError("LGPR needs a kernel with a length-scale (rbf, matern12/32/52) for its similarity")
+        self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
         self.w_gen, self.max_local, self.num_predict = float(w_gen), max_local, num_predict
         self.fit_steps, self.max_fit_points = int(fit_steps), int(max_fit_points)
         self.hyper_fitted = False
-        self.centroids = torch.zeros(0, input_dim, dtype=dtype)
         self.counts = torch.zeros(0, dtype=dtype)
         self.local_X: list[Tensor] = []
         self.local_y: list[Tensor] = []
         self.local_L: list[Tensor] = []
         self.local_alpha: list[Tensor] = []
+
+    def _build(self, input_dim: int) -> None:
+        super()._build(input_dim)
+        self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
+        if getattr(getattr(self.kernel, "base_kernel", self.kernel), "lengthscale", None) is None:
+            raise ValueError("LGPR needs a kernel with a length-scale (rbf, matern12/32/52) for its similarity")
+        self.centroids = torch.zeros(0, input_dim, dtype=self.dtype)
 
     # ------------------------------------------------------------------ offline hyper-parameters
     def fit_hyperparameters(self, x: Any, y: Any) -> float:
@@ -181,6 +193,8 @@ class LGPR(_Dominant, OnlineGP):
             raise ValueError("LGPR's hyper-parameters are learnt offline: call fit_hyperparameters before the first update")
         x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
         y = as_targets(y, x.shape[0], self.dtype)
+        if self.input_dim is None:
+            self._build_for(x.shape[1])
         self.scaler.fit(x, y)
         return self._fit_scaled(self.scaler.x(x), self.scaler.y(y))
 

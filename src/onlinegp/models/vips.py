@@ -1,7 +1,7 @@
 """VIPS: an online sparse GP that decides its own size (paper 001, "How big is big enough?").
 
 VIPS is OSGPR (Bui et al. 2017; :class:`~onlinegp.models.osgpr.OSGPR`) with the VIPS selector
-(:class:`~onlinegp.inducing.VIPS`): per batch, keep the old inducing inputs, add new inputs by greedy variance
+(:class:`~onlinegp.inducing.VIPSSelector`): per batch, keep the old inducing inputs, add new inputs by greedy variance
 until Û(M) − L̂(M_b) ≤ δ |Û(M) − L_noise|, then fit θ by L-BFGS on the online lower bound L̂ (eq. 8) with the
 locations fixed. The baselines of paper 001 Table 1 differ only in the selector: Conditional Variance
 (tr(K − Q) ≤ η over [Z; X]) and OIPS (add x when max_z k(x, z) < ρ).
@@ -16,11 +16,14 @@ from torch import Tensor
 
 from ..base import PhaseTimer
 from ..inducing import OIPS, ConditionalVariance
-from ..inducing import VIPS as VIPSSelector
+from ..inducing import VIPSSelector
 from ..posterior import InducingPosterior
 from .osgpr import OSGPR
+from .registry import register
 
 
+@register("vips", "VIPS: OSGPR that sizes itself by the online upper/lower bound gap, L-BFGS on θ "
+                  "(Pescador-Barrios et al. 2024)")
 class VIPS(OSGPR):
     """OSGPR + VIPS inducing-point selection (paper 001 Algorithm 1), θ by L-BFGS on the online bound.
 
@@ -37,7 +40,7 @@ class VIPS(OSGPR):
 
     _dynamic = OSGPR._dynamic + ("target_moments",)
 
-    def __init__(self, input_dim: int, delta: float = 0.05, max_new: int = 2000, kernel: Any = "rbf",
+    def __init__(self, input_dim: int | None = None, *, delta: float = 0.05, max_new: int = 2000, kernel: Any = "rbf",
                  optimizer: str = "lbfgs", num_steps: int | None = None, **kwargs: Any):
         if "inducing" in kwargs:
             raise ValueError("VIPS chooses its own inducing inputs; use OSGPR(inducing=...) for another selector")
@@ -69,15 +72,18 @@ class VIPS(OSGPR):
         return info
 
 
+@register("conditional-variance", "OSGPR with Conditional Variance Z: greedy until tr(K − Q) ≤ η "
+                                  "(Pescador-Barrios et al. 2024 baseline)")
 class ConditionalVarianceGP(OSGPR):
     """OSGPR whose inducing inputs come from Conditional Variance (greedy variance until tr(K − Q) ≤ η)."""
 
-    def __init__(self, input_dim: int, eta: float = 0.1, kernel: Any = "rbf", **kwargs: Any):
+    def __init__(self, input_dim: int | None = None, *, eta: float = 0.1, kernel: Any = "rbf", **kwargs: Any):
         super().__init__(input_dim, kernel=kernel, inducing=ConditionalVariance(eta), **kwargs)
 
 
+@register("oips", "OSGPR with OIPS Z: add x when max_z k(x, z) < ρ (Pescador-Barrios et al. 2024 baseline)")
 class OIPSGP(OSGPR):
     """OSGPR whose inducing inputs come from OIPS (add x when max_z k(x, z) < ρ)."""
 
-    def __init__(self, input_dim: int, rho: float = 0.8, kernel: Any = "rbf", **kwargs: Any):
+    def __init__(self, input_dim: int | None = None, *, rho: float = 0.8, kernel: Any = "rbf", **kwargs: Any):
         super().__init__(input_dim, kernel=kernel, inducing=OIPS(rho), **kwargs)

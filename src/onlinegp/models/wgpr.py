@@ -20,145 +20,30 @@ the first batch or from ``x_bounds``/``y_stats``). Every member is built with th
 refit a scaling of their own, their pseudo-inputs and centroids are directly comparable, and W₂² (hence ε) is
 measured in standardised target units, summed over the M + N_new points of Eq. 6.
 
-:class:`LocalEnsemble` holds what WGPR and the SOLAR-GP-style baseline (:mod:`.solar`) share: building members
-from the model registry, their checkpoints, and predictions with each member's own noise.
+The machinery WGPR shares with the SOLAR-GP-style baseline is :class:`~onlinegp.models.ensemble.LocalEnsemble`.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from abc import abstractmethod
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from ..base import OnlineGP, PhaseTimer, Prediction, as_tensor_2d
-from ..linalg import CholeskyError
+from ..base import PhaseTimer, Prediction
+from ..validation import as_tensor_2d
 from ..wasserstein import w2_squared
-
-#: failures of a member's update that make it "dissimilar" rather than crash the ensemble
-NUMERICAL_FAILURES = (CholeskyError, torch.linalg.LinAlgError)
+from .ensemble import NUMERICAL_FAILURES, LocalEnsemble
+from .registry import register
 
 #: rows of queries routed at once (bounds the query × pseudo-input distance matrix)
 QUERY_CHUNK = 2048
 
 
-class LocalEnsemble(OnlineGP):
-    """An ensemble of online sparse GPs ("members") in the ensemble's scaled units.
-
-    Args:
-        input_dim: D.
-        member: registry name of the members' model (default 'osgpr') or a callable ``f(input_dim, **options)``.
-        num_inducing: M per member (default 50).
-        member_options: further keyword arguments for every member (kernel, optimiser settings, ...).
-        x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.OnlineGP`; the member created at
-            update t gets seed ``seed + t``.
-    """
-
-    _dynamic = ("centroids",)
-
-    def __init__(self, input_dim: int, member: Any = "osgpr", num_inducing: int = 50,
-                 member_options: dict | None = None, x_bounds: Any = None, y_stats: tuple[float, float] | None = None,
-                 seed: int = 0, dtype: torch.dtype = torch.float64):
-        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, y_stats=y_stats)
-        if not (isinstance(num_inducing, int) and num_inducing >= 1):
-            raise ValueError(f"num_inducing must be a positive integer, got {num_inducing!r}")
-        self.member, self.num_inducing_per_member = member, num_inducing
-        self.member_options = dict(member_options or {})
-        self.seed = int(seed)
-        self.members: list[OnlineGP] = []
-        self.member_seeds: list[int] = []
-        self.centroids = torch.zeros(0, input_dim, dtype=dtype)
-
-    # ------------------------------------------------------------------ members
-    def _build_member(self, seed: int) -> OnlineGP:
-        """A member with identity scaling, so its units are the ensemble's scaled units."""
-        identity = torch.stack([-torch.ones(self.input_dim), torch.ones(self.input_dim)]).to(self.dtype)
-        options = dict(num_inducing=self.num_inducing_per_member, x_bounds=identity, y_stats=(0.0, 1.0), seed=seed,
-                       dtype=self.dtype, **self.member_options)
-        if callable(self.member):
-            return self.member(self.input_dim, **options)
-        from .registry import make_model  # the registry imports this module
-
-        return make_model(self.member, self.input_dim, **options)
-
-    def _fresh_member(self, xs: Tensor, ys: Tensor) -> tuple[OnlineGP, int]:
-        """A new member fitted on the batch alone (seed ``seed + num_updates``)."""
-        seed = self.seed + self.num_updates
-        member = self._build_member(seed)
-        report = member.update(xs, ys)
-        self.jitter.record(report.jitter)
-        return member, seed
-
-    def _add_member(self, member: OnlineGP, seed: int, centroid: Tensor) -> None:
-        self.members.append(member)
-        self.member_seeds.append(seed)
-        self.centroids = torch.cat([self.centroids, centroid.reshape(1, -1)])
-
-    @staticmethod
-    def inducing_of(member: OnlineGP) -> Tensor:
-        """A member's pseudo-inputs (scaled units)."""
-        return member.Z
-
-    @property
-    def num_models(self) -> int:
-        return len(self.members)
-
-    @property
-    def num_inducing(self) -> int | None:
-        return sum(int(self.inducing_of(m).shape[0]) for m in self.members) if self.members else None
-
-    @property
-    def noise(self) -> Tensor:
-        """The members' mean noise variance (scaled units), for code that needs one number; predictions use the
-        noise of the member(s) that make them."""
-        if not self.members:
-            return super().noise
-        return torch.stack([m.noise for m in self.members]).mean()
-
-    # ------------------------------------------------------------------ prediction
-    @staticmethod
-    def member_predict(member: OnlineGP, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-        """(mean, var_f, var_y, cov_f) of a member at scaled inputs; members scale by the identity, so this is its
-        ``_predict`` directly and stays differentiable in ``xs`` (for the BoTorch adapter)."""
-        mean, var_f, cov = member._predict(xs, full_cov)
-        var_f = var_f.clamp_min(0.0)
-        return mean, var_f, var_f + member.noise.detach(), cov
-
-    @abstractmethod
-    def _predict_scaled(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-        """(mean, var_f, var_y, cov_f) in scaled units; var_y uses each member's own noise."""
-
-    def _predict(self, xs: Tensor, full_cov: bool):
-        mean, var_f, _, cov = self._predict_scaled(xs, full_cov)
-        return mean, var_f, cov
-
-    @torch.no_grad()
-    def predict(self, x: Any, full_cov: bool = False) -> Prediction:
-        """Predictive mean and variances at ``x`` (user units); the noise in ``var_y`` is the predicting member's."""
-        if self.num_updates == 0:
-            raise RuntimeError("the model has seen no data yet: call update(x, y) before predict")
-        x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
-        mean, var_f, var_y, cov = self._predict_scaled(self.scaler.x(x), full_cov)
-        return Prediction(mean=self.scaler.y_inverse_mean(mean), var_f=self.scaler.y_inverse_var(var_f.clamp_min(0.0)),
-                          var_y=self.scaler.y_inverse_var(var_y.clamp_min(0.0)),
-                          cov_f=None if cov is None else self.scaler.y_inverse_var(cov))
-
-    # ------------------------------------------------------------------ checkpoints
-    def _extra_state(self) -> dict:
-        return {"members": [m.state_dict() for m in self.members], "member_seeds": list(self.member_seeds)}
-
-    def _load_extra_state(self, state: dict) -> None:
-        self.member_seeds = list(state["member_seeds"])
-        self.members = []
-        for seed, member_state in zip(self.member_seeds, state["members"]):
-            member = self._build_member(seed)
-            member.load_state_dict(member_state)
-            self.members.append(member)
-
-
+@register("wgpr", "WGPR: ensemble of OSGPR members split by the 2-Wasserstein distance, nearest-model prediction "
+                  "(Kepler et al. 2021)")
 class WGPR(LocalEnsemble):
     """Wasserstein-splitting ensemble of sparse GPs (paper 004, Algorithm 1).
 
@@ -179,7 +64,7 @@ class WGPR(LocalEnsemble):
     stays as it was and the error is raised.
     """
 
-    def __init__(self, input_dim: int, epsilon: float = 10.0, num_nearest: int = 5, **kwargs):
+    def __init__(self, input_dim: int | None = None, *, epsilon: float = 10.0, num_nearest: int = 5, **kwargs: Any):
         super().__init__(input_dim, **kwargs)
         if not (isinstance(epsilon, (int, float)) and epsilon >= 0 and not math.isnan(epsilon)):
             raise ValueError(f"epsilon must be a number >= 0 (math.inf never splits), got {epsilon!r}")
@@ -247,15 +132,16 @@ class WGPR(LocalEnsemble):
         """Which member predicts at each input ``x`` (user units)."""
         return self.assign(self.scaler.x(as_tensor_2d(x, "x", self.dtype, self.input_dim)))
 
-    def _predict_scaled(self, xs: Tensor, full_cov: bool):
+    def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
         who = self.assign(xs)
         n = xs.shape[0]
         mean, var_f, var_y = (torch.zeros(n, dtype=xs.dtype) for _ in range(3))
         cov = torch.zeros(n, n, dtype=xs.dtype) if full_cov else None
         for j in who.unique().tolist():
             rows = (who == j).nonzero(as_tuple=True)[0]
-            mean[rows], var_f[rows], var_y[rows], block = self.member_predict(self.members[j], xs[rows], full_cov)
+            p = self.members[j].posterior_scaled(xs[rows], full_cov)
+            mean[rows], var_f[rows], var_y[rows] = p.mean, p.var_f, p.var_y
             if full_cov:  # different members are independent: the covariance is block-diagonal
-                cov[rows.unsqueeze(1), rows.unsqueeze(0)] = block
-        return mean, var_f, var_y, cov
+                cov[rows.unsqueeze(1), rows.unsqueeze(0)] = p.cov_f
+        return Prediction(mean=mean, var_f=var_f, var_y=var_y, cov_f=cov)
 

@@ -38,10 +38,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..base import OnlineGP, PhaseTimer, as_tensor_2d
+from ..base import OnlineGP, PhaseTimer
+from ..validation import as_tensor_2d
 from ..kernels import make_kernel
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..posterior import kuu
+from ..training import gradient_steps
+from .registry import register
 
 LOG2PI = math.log(2 * math.pi)
 
@@ -178,6 +181,8 @@ class InputProjection(nn.Module):
         self.norm.running_var.copy_(z.var(0, unbiased=False))
 
 
+@register("wiski", "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point "
+                   "(Stanton et al. 2021)")
 class WISKI(OnlineGP):
     """WISKI regression (paper 002): constant-time exact SKI updates and one Adam step per observation.
 
@@ -195,7 +200,7 @@ class WISKI(OnlineGP):
 
     _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "R", "alpha")
 
-    def __init__(self, input_dim: int, grid_size: int | list[int] | None = None, margin: float = 0.1,
+    def __init__(self, input_dim: int | None = None, *, grid_size: int | list[int] | None = None, margin: float = 0.1,
                  kernel: Any = "rbf", num_steps: int = 1, lr: float = 1e-2, lr_projection: float = 1e-3,
                  root: str = "cholesky", rank: int | None = None, fixed_noise: bool = False, projection_dim: int = 2,
                  noise: float = 0.1, x_bounds: Any = None, y_stats: tuple[float, float] | None = None, seed: int = 0,
@@ -207,33 +212,39 @@ class WISKI(OnlineGP):
             raise ValueError(f"num_steps must be >= 0, got {num_steps}")
         if not 1 <= projection_dim <= 3:
             raise ValueError(f"projection_dim must be 1, 2 or 3 (the grid is exponential in it), got {projection_dim}")
-        self.grid_dim = input_dim if input_dim <= 3 else int(projection_dim)
-        sizes = grid_size if grid_size is not None else DEFAULT_GRID[self.grid_dim]
-        sizes = [int(sizes)] * self.grid_dim if isinstance(sizes, int) else [int(g) for g in sizes]
-        if len(sizes) != self.grid_dim:
-            raise ValueError(f"grid_size has {len(sizes)} entries but the grid has {self.grid_dim} dimensions")
-        self.grid = CubicGrid(sizes, margin, dtype)
-        m = self.grid.size
-        if rank is not None and not 1 <= int(rank) <= m:
-            raise ValueError(f"rank must be between 1 and the grid size m = {m}, got {rank}")
-        self.root, self.rank = root, (m if rank is None else int(rank))
-        self.projection = InputProjection(input_dim, self.grid_dim, seed, dtype) if input_dim > 3 else None
-        self.kernel = make_kernel(kernel, self.grid_dim, dtype, **(kernel_options or {}))
+        self._grid_size, self.margin, self.projection_dim, self._rank = grid_size, float(margin), int(projection_dim), rank
+        self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
+        self.lr, self.lr_projection, self.root = lr, lr_projection, root
         self.fixed_noise, self.seed = bool(fixed_noise), int(seed)
         self.num_steps = int(num_steps)
-        groups = [{"params": list(self.kernel.parameters()) + ([] if fixed_noise else list(self.likelihood.parameters())),
-                   "lr": lr}]
-        if self.projection is not None:
-            groups.append({"params": list(self.projection.parameters()), "lr": lr_projection})
-        self.optimizer = torch.optim.Adam(groups)
-        self.register_buffer("U", self.grid.points())
-        self.WtW = torch.zeros(m, m, dtype=dtype)
-        self.Wty = torch.zeros(m, dtype=dtype)
-        self.yty = torch.zeros((), dtype=dtype)
-        self.logdet_noise = torch.zeros((), dtype=dtype)
         self.R: Tensor | None = None
         self.alpha: Tensor | None = None
         self._batch_noise: Tensor | None = None
+
+    def _build(self, input_dim: int) -> None:
+        super()._build(input_dim)
+        self.grid_dim = input_dim if input_dim <= 3 else self.projection_dim
+        sizes = self._grid_size if self._grid_size is not None else DEFAULT_GRID[self.grid_dim]
+        sizes = [int(sizes)] * self.grid_dim if isinstance(sizes, int) else [int(g) for g in sizes]
+        if len(sizes) != self.grid_dim:
+            raise ValueError(f"grid_size has {len(sizes)} entries but the grid has {self.grid_dim} dimensions")
+        self.grid = CubicGrid(sizes, self.margin, self.dtype)
+        m = self.grid.size
+        if self._rank is not None and not 1 <= int(self._rank) <= m:
+            raise ValueError(f"rank must be between 1 and the grid size m = {m}, got {self._rank}")
+        self.rank = m if self._rank is None else int(self._rank)
+        self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
+        self.kernel = make_kernel(self._kernel_spec, self.grid_dim, self.dtype, **self._kernel_options)
+        noise_params = [] if self.fixed_noise else list(self.likelihood.parameters())
+        groups = [{"params": list(self.kernel.parameters()) + noise_params, "lr": self.lr}]
+        if self.projection is not None:
+            groups.append({"params": list(self.projection.parameters()), "lr": self.lr_projection})
+        self.optimizer = torch.optim.Adam(groups)
+        self.register_buffer("U", self.grid.points())
+        self.WtW = torch.zeros(m, m, dtype=self.dtype)
+        self.Wty = torch.zeros(m, dtype=self.dtype)
+        self.yty = torch.zeros((), dtype=self.dtype)
+        self.logdet_noise = torch.zeros((), dtype=self.dtype)
 
     # ------------------------------------------------------------------ the public extras
     def update(self, x: Any, y: Any, noise: Any = None):
@@ -263,8 +274,8 @@ class WISKI(OnlineGP):
         return float(self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, self.num_data, False).mll)
 
     @property
-    def num_inducing(self) -> int:
-        return self.grid.size
+    def num_inducing(self) -> int | None:
+        return None if self.input_dim is None else self.grid.size
 
     @property
     def noise(self) -> Tensor:
@@ -311,16 +322,14 @@ class WISKI(OnlineGP):
             prec, logdet = 1.0 / noise, self.logdet_noise + noise.log().sum()
         learn_proj = self.projection is not None
         first_stats = learn_proj and self.num_data == 0 and xs.shape[0] > 1
-        value = None
+
+        def mll() -> Tensor:
+            with torch.set_grad_enabled(learn_proj):
+                terms = self._new_terms(xs, ys, prec, first_stats)
+            return self._posterior(*terms[:3], logdet, n, predictive=False).mll
+
         with timer("hyperparameters"):
-            for _ in range(self.num_steps):
-                with torch.set_grad_enabled(learn_proj):
-                    terms = self._new_terms(xs, ys, prec, first_stats)
-                self.optimizer.zero_grad(set_to_none=True)
-                mll = self._posterior(*terms[:3], logdet, n, predictive=False).mll
-                (-mll / n).backward()
-                self.optimizer.step()
-                value = float(mll.detach())
+            value = gradient_steps([self.optimizer], mll, self.num_steps, scale=n)
         with timer("caches"), torch.no_grad():
             if first_stats:
                 self.projection.freeze_statistics(xs)

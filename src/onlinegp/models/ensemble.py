@@ -1,0 +1,117 @@
+"""What the local-GP ensembles share (WGPR, Kepler et al. 2021; SOLAR-GP-style, Wilcox & Yip 2020).
+
+:class:`LocalEnsemble` builds its members from the model registry, in the ensemble's scaled units, keeps their
+checkpoints, and predicts through their ``posterior_scaled`` with each member's own noise.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..base import OnlineGP, Prediction
+from ..linalg import CholeskyError
+from .registry import make_model
+
+#: failures of a member's update that make it "dissimilar" (WGPR) or start a new member (SOLAR-GP) rather than crash
+NUMERICAL_FAILURES = (CholeskyError, torch.linalg.LinAlgError)
+
+
+class LocalEnsemble(OnlineGP):
+    """An ensemble of online sparse GPs ("members") in the ensemble's scaled units.
+
+    Args:
+        input_dim: D.
+        member: registry name of the members' model (default 'osgpr') or a callable ``f(input_dim, **options)``.
+        num_inducing: M per member (default 50).
+        member_options: further keyword arguments for every member (kernel, optimiser settings, ...).
+        x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.OnlineGP`; the member created at
+            update t gets seed ``seed + t``.
+    """
+
+    _dynamic = ("centroids",)
+
+    def __init__(self, input_dim: int | None = None, *, member: Any = "osgpr", num_inducing: int = 50,
+                 member_options: dict | None = None, x_bounds: Any = None, y_stats: tuple[float, float] | None = None,
+                 seed: int = 0, dtype: torch.dtype = torch.float64):
+        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, y_stats=y_stats)
+        if not (isinstance(num_inducing, int) and num_inducing >= 1):
+            raise ValueError(f"num_inducing must be a positive integer, got {num_inducing!r}")
+        self.member, self.num_inducing_per_member = member, num_inducing
+        self.member_options = dict(member_options or {})
+        self.seed = int(seed)
+        self.members: list[OnlineGP] = []
+        self.member_seeds: list[int] = []
+
+    def _build(self, input_dim: int) -> None:
+        super()._build(input_dim)
+        self.centroids = torch.zeros(0, input_dim, dtype=self.dtype)
+
+    # ------------------------------------------------------------------ members
+    def _build_member(self, seed: int) -> OnlineGP:
+        """A member with identity scaling, so its units are the ensemble's scaled units."""
+        identity = torch.stack([-torch.ones(self.input_dim), torch.ones(self.input_dim)]).to(self.dtype)
+        options = dict(num_inducing=self.num_inducing_per_member, x_bounds=identity, y_stats=(0.0, 1.0), seed=seed,
+                       dtype=self.dtype, **self.member_options)
+        if callable(self.member):
+            return self.member(self.input_dim, **options)
+        return make_model(self.member, self.input_dim, **options)
+
+    def _fresh_member(self, xs: Tensor, ys: Tensor) -> tuple[OnlineGP, int]:
+        """A new member fitted on the batch alone (seed ``seed + num_updates``)."""
+        seed = self.seed + self.num_updates
+        member = self._build_member(seed)
+        report = member.update(xs, ys)
+        self.jitter.record(report.jitter)
+        return member, seed
+
+    def _add_member(self, member: OnlineGP, seed: int, centroid: Tensor) -> None:
+        self.members.append(member)
+        self.member_seeds.append(seed)
+        self.centroids = torch.cat([self.centroids, centroid.reshape(1, -1)])
+
+    @staticmethod
+    def inducing_of(member: OnlineGP) -> Tensor:
+        """A member's pseudo-inputs (scaled units)."""
+        return member.Z
+
+    @property
+    def num_models(self) -> int:
+        return len(self.members)
+
+    @property
+    def num_inducing(self) -> int | None:
+        return sum(int(self.inducing_of(m).shape[0]) for m in self.members) if self.members else None
+
+    @property
+    def noise(self) -> Tensor:
+        """The members' mean noise variance (scaled units), for code that needs one number; predictions use the
+        noise of the member(s) that make them."""
+        if not self.members:
+            return super().noise
+        return torch.stack([m.noise for m in self.members]).mean()
+
+    # ------------------------------------------------------------------ prediction
+    @abstractmethod
+    def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
+        """Prediction in scaled units from the members (their ``posterior_scaled``), ``var_y`` with each predicting
+        member's own noise; differentiable in ``xs`` (for the BoTorch adapter)."""
+
+    def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
+        p = self.posterior_scaled(xs, full_cov)
+        return p.mean, p.var_f, p.cov_f
+
+    # ------------------------------------------------------------------ checkpoints
+    def _extra_state(self) -> dict:
+        return {"members": [m.state_dict() for m in self.members], "member_seeds": list(self.member_seeds)}
+
+    def _load_extra_state(self, state: dict) -> None:
+        self.member_seeds = list(state["member_seeds"])
+        self.members = []
+        for seed, member_state in zip(self.member_seeds, state["members"]):
+            member = self._build_member(seed)
+            member.load_state_dict(member_state)
+            self.members.append(member)

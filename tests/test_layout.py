@@ -1,0 +1,93 @@
+"""The package's layout: every model at the root, the registry a leaf, no import circle, no deferred imports."""
+
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+
+import onlinegp
+
+SRC = Path(onlinegp.__file__).parent
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> tuple[set[str], list[int]]:
+    """Modules of this package imported by ``path`` at module level, and lines of imports inside functions."""
+    tree = ast.parse(path.read_text())
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found, deferred = set(), []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            target = ".".join(base + ([node.module] if node.module else []))
+        elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+        else:
+            target = node.names[0].name
+        if not target.startswith("onlinegp"):
+            continue
+        if node.col_offset > 0:
+            deferred.append(node.lineno)
+            continue
+        found.add(target)
+    return found, deferred
+
+
+def test_no_import_cycle_between_modules():
+    files = {module_name(p): p for p in SRC.rglob("*.py")}
+    graph = {}
+    for name, path in files.items():
+        targets, _ = imports(path)
+        graph[name] = {t for t in targets if t in files and t != name and not name.startswith(t + ".")
+                       and not (files[t].name == "__init__.py" and name.startswith(t))}
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                raise AssertionError("import circle: " + " -> ".join(trail[trail.index(nxt):] + [nxt]))
+            if nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for name in graph:
+        if name not in state:
+            visit(name, [name])
+
+
+def test_models_import_nothing_inside_functions():
+    for path in (SRC / "models").glob("*.py"):
+        _, deferred = imports(path)
+        assert not deferred, f"{path.name} imports inside functions at lines {deferred}"
+
+
+def test_every_registered_class_is_exported_at_the_root():
+    for name, entry in onlinegp.MODELS.items():
+        cls = getattr(entry.factory, "func", entry.factory)
+        assert getattr(onlinegp, cls.__name__) is cls, name
+        assert cls.__name__ in onlinegp.__all__
+
+
+def test_failed_first_update_leaves_the_model_without_an_input_width():
+    model = onlinegp.POAM(num_inducing=10, kernel="rbf", num_steps=1)
+    before = model.state_dict()
+
+    def boom(*args):
+        raise RuntimeError("simulated failure")
+
+    model._update = boom
+    with pytest.raises(RuntimeError, match="simulated"):
+        model.update(torch.rand(20, 3), torch.rand(20))
+    del model._update
+    assert model.input_dim is None and not hasattr(model, "kernel")
+    assert model.state_dict().keys() == before.keys()
+    report = model.update(torch.rand(20, 2, dtype=torch.float64), torch.rand(20, dtype=torch.float64))
+    assert model.input_dim == 2 and report.num_data == 20
