@@ -1,4 +1,5 @@
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,12 +36,12 @@ def snapshot():
 
 
 @pytest.fixture(params=["native", "torch"])
-def ak_backend(request, monkeypatch) -> str:
+def ak_backend(request) -> Iterator[str]:
     """Runs a test with the Attentive Kernel's compiled routine and again with its PyTorch path."""
+    from onlinegp import settings
     from onlinegp.kernels import native
-    if request.param == "native":
-        if native.library() is None:
-            pytest.skip("no C compiler: the native Attentive Kernel is unavailable")
-    else:
-        monkeypatch.setattr(native, "usable", lambda *tensors: False)
-    return request.param
+    native_on = request.param == "native"
+    if native_on and native.library() is None:
+        pytest.skip("no C compiler: the native Attentive Kernel is unavailable")
+    with settings.native_kernel(native_on):
+        yield request.param

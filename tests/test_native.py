@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from onlinegp import AttentiveKernel
+from onlinegp import AttentiveKernel, settings
 from onlinegp.kernels import native
 from onlinegp.kernels.attentive import _Mixture, _NativeAttentive, sqdist
 
@@ -66,8 +66,7 @@ def test_native_gradients_pass_gradcheck(need_sq):
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
-def test_native_gradients_equal_torch_path_on_threads(symmetric, monkeypatch):
-    monkeypatch.setattr(native, "THREAD_WORK", 1)  # split rows even for this small problem
+def test_native_gradients_equal_torch_path_on_threads(symmetric):
     threads = torch.get_num_threads()
     w1, w2, x1, x2, coef = inputs(90, 70, seed=2)
     if symmetric:
@@ -75,17 +74,18 @@ def test_native_gradients_equal_torch_path_on_threads(symmetric, monkeypatch):
     sq = sqdist(x1, x2)
     G = torch.randn(90, sq.shape[1], dtype=D)
     grads = []
-    for fn, workers in ((torch_path, 1), (lambda *a: _NativeAttentive.apply(*a), 1),
-                        (lambda *a: _NativeAttentive.apply(*a), 3)):
-        torch.set_num_threads(workers)
-        try:
-            a = w1.clone().requires_grad_()
-            b = a if symmetric else w2.clone().requires_grad_()
-            s = sq.clone().requires_grad_()
-            (fn(a, b, s, coef) * G).sum().backward()
-            grads.append((a.grad, b.grad, s.grad))
-        finally:
-            torch.set_num_threads(threads)
+    with settings.native_thread_work(1):  # split rows even for this small problem
+        for fn, workers in ((torch_path, 1), (lambda *a: _NativeAttentive.apply(*a), 1),
+                            (lambda *a: _NativeAttentive.apply(*a), 3)):
+            torch.set_num_threads(workers)
+            try:
+                a = w1.clone().requires_grad_()
+                b = a if symmetric else w2.clone().requires_grad_()
+                s = sq.clone().requires_grad_()
+                (fn(a, b, s, coef) * G).sum().backward()
+                grads.append((a.grad, b.grad, s.grad))
+            finally:
+                torch.set_num_threads(threads)
     assert native._row_ranges(90, 70, 10, symmetric)[0] == (0, native._row_ranges(90, 70, 10, symmetric)[0][1])
     for got in grads[1:]:
         for x, y in zip(got, grads[0]):
@@ -93,10 +93,10 @@ def test_native_gradients_equal_torch_path_on_threads(symmetric, monkeypatch):
 
 
 def test_row_ranges_cover_every_row_once_with_balanced_triangles(monkeypatch):
-    monkeypatch.setattr(native, "THREAD_WORK", 1)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
     for symmetric in (False, True):
-        ranges = native._row_ranges(1000, 1000, 10, symmetric)
+        with settings.native_thread_work(1):
+            ranges = native._row_ranges(1000, 1000, 10, symmetric)
         assert len(ranges) == 4 and ranges[0][0] == 0 and ranges[-1][1] == 1000
         assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
         work = [sum(1000 - i if symmetric else 1000 for i in range(lo, hi)) for lo, hi in ranges]
@@ -155,22 +155,22 @@ def _kernel_sum(queue, args):
     queue.put(float(native.attentive(*args, False).sum()))
 
 
-def test_a_forked_child_gets_its_own_thread_pool(monkeypatch):
+def test_a_forked_child_gets_its_own_thread_pool():
     """A forked child inherits the parent's pool object but not its threads: reusing it would hang forever.
     (Only the native call runs in the child: torch's own OpenMP pool is not fork-safe either.)"""
     import multiprocessing
-    monkeypatch.setattr(native, "THREAD_WORK", 1)
     w1, w2, x1, x2, coef = inputs(64, 48)
     args = (w1, w2, sqdist(x1, x2), coef)
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        want = float(native.attentive(*args, False).sum())  # the parent's two-thread pool now exists
-        ctx = multiprocessing.get_context("fork")
-        queue = ctx.Queue()
-        child = ctx.Process(target=_kernel_sum, args=(queue, args))
-        child.start()
-        child.join(timeout=60)
+        with settings.native_thread_work(1):  # the forked child inherits the setting
+            want = float(native.attentive(*args, False).sum())  # the parent's two-thread pool now exists
+            ctx = multiprocessing.get_context("fork")
+            queue = ctx.Queue()
+            child = ctx.Process(target=_kernel_sum, args=(queue, args))
+            child.start()
+            child.join(timeout=60)
     finally:
         torch.set_num_threads(threads)
     alive = child.is_alive()

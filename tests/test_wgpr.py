@@ -1,5 +1,6 @@
 """WGPR (paper 004) and its SOLAR-GP-style and LGPR baselines: limits that must equal simpler models, the splitting
-rule, numerical failures, routing, validation and checkpoints, and the two-regime toy of Fig. 1."""
+rule, numerical failures, routing, option validation, and the two-regime toy of Fig. 1 (the shared protocol of
+every model, input validation and checkpoints among it, is in test_conformance.py)."""
 
 import copy
 import math
@@ -243,23 +244,6 @@ def test_lgpr_allocation_and_window():
         assert torch.allclose(lgpr.local_L[k] @ lgpr.local_L[k].T, K, atol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["wgpr", "solar-gp", "lgpr"])
-def test_bad_input_rejected_and_model_unchanged(name, snapshot):
-    opts = {} if name == "lgpr" else {"num_inducing": 15, "member_options": MEMBER}
-    model = make_model(name, 2, x_bounds=BOUNDS, y_stats=(0.0, 1.0), **opts)
-    batches = stream(2)
-    model.update(*batches[0])
-    before = snapshot(model)
-    X, y = batches[1]
-    bad_y = y.clone()
-    bad_y[3] = float("nan")
-    for args, match in (((X, bad_y), "NaN"), ((X[:, :1], y), "columns"), ((X, y[:-1]), "rows"),
-                        ((X[:0], y[:0]), "empty")):
-        with pytest.raises(ValueError, match=match):
-            model.update(*args)
-        assert state_equal(before, model.state_dict())
-
-
 def test_bad_options_rejected():
     with pytest.raises(ValueError, match="epsilon"):
         WGPR(2, epsilon=-1.0)
@@ -271,27 +255,6 @@ def test_bad_options_rejected():
         LGPR(2, w_gen=2.0)
     with pytest.raises(ValueError, match="unknown model"):
         WGPR(2, member="nope").update(torch.zeros(3, 2, dtype=D), torch.zeros(3, dtype=D))
-
-
-@pytest.mark.parametrize("name,opts", [("wgpr", {"epsilon": 0.05}), ("solar-gp", {"w_gen": 0.5}), ("lgpr", {})])
-def test_checkpoint_round_trip_and_resume(name, opts, tmp_path):
-    extra = {} if name == "lgpr" else {"num_inducing": 15, "member_options": MEMBER}
-    build = lambda: make_model(name, 2, x_bounds=BOUNDS, y_stats=(0.0, 1.0), **extra, **opts)  # noqa: E731
-    batches = stream(5)
-    model = build()
-    for X, y in batches[:3]:
-        model.update(X, y)
-    model.save(tmp_path / "ckpt.pt")
-    resumed = build().load(tmp_path / "ckpt.pt")
-    assert resumed.num_models == model.num_models > 1
-    for X, y in batches[3:]:
-        model.update(X, y)
-        resumed.update(X, y)
-    Xs = stream(1, seed=9)[0][0]
-    a, b = model.predict(Xs, full_cov=True), resumed.predict(Xs, full_cov=True)
-    for key in ("mean", "var_y", "cov_f"):
-        assert torch.equal(getattr(a, key), getattr(b, key)), key
-    assert state_equal(model.state_dict(), resumed.state_dict())
 
 
 @pytest.mark.slow

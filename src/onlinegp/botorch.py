@@ -1,11 +1,11 @@
-"""BoTorch adapter: any :class:`~onlinegp.base.OnlineGP` as a single-output BoTorch ``Model`` (DESIGN §1).
+"""BoTorch adapter: any :class:`~onlinegp.base.OnlineGP` as a single-output BoTorch ``Model``.
 
-``OnlineGPModel(gp).posterior(X)`` is the joint Gaussian over each ``q``-point set of a ``batch × q × d`` input:
+``OnlineGPModel(gp).posterior(X)`` is the joint Gaussian over each ``q``-point set of a ``(batch, q, D)`` input:
 a ``GPyTorchPosterior`` over a ``MultivariateNormal`` with the model's full covariance of f (plus the noise when
 ``observation_noise=True``), in user units. It is differentiable in ``X`` whenever the model's ``posterior`` is
 (WISKI, the exact GP and the inducing-point models are), so acquisition functions optimise by L-BFGS as usual;
 model parameters are held out of the graph. Batches are evaluated in chunks of about ``chunk_size`` points, one
-full-covariance prediction per chunk, keeping the diagonal q × q blocks.
+full-covariance prediction per chunk, keeping the diagonal (q, q) blocks.
 
 ``condition_on_observations`` (and hence ``fantasize``) deep-copies the model and updates the copy with its
 hyper-parameter steps switched off (``num_steps = 0``): exact conditioning for WISKI and the exact GP. Batched
@@ -43,8 +43,8 @@ def _frozen(gp: OnlineGP) -> Iterator[None]:
 
 
 def joint_blocks(gp: OnlineGP, X: Tensor, chunk_size: int = 256) -> tuple[Tensor, Tensor, Tensor]:
-    """Means (B × q), covariances of f (B × q × q) and noise variances (B × q) of each q-set in ``X`` (B × q × d),
-    user units.
+    """Means (batch, q), covariances of f (batch, q, q) and noise variances (batch, q) of each q-set in ``X``
+    (batch, q, D), user units.
 
     Differentiable in ``X`` when the model's ``posterior`` is; ``chunk_size`` points go through each call.
     """
@@ -110,7 +110,7 @@ class OnlineGPModel(Model, FantasizeMixin):
 
     def posterior(self, X: Tensor, output_indices: list[int] | None = None, observation_noise: bool | Tensor = False,
                   posterior_transform: Any = None, **kwargs: Any) -> GPyTorchPosterior:
-        """Joint posterior over the q points of each batch of ``X`` (``batch × q × d``)."""
+        """Joint posterior over the q points of each batch of ``X`` (``(batch, q, D)``)."""
         if output_indices is not None and list(output_indices) != [0]:
             raise ValueError(f"the model has a single output; output_indices={output_indices} is not available")
         X = self._check(X)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import typer
 
 from .models.registry import MODELS
+from .options import parse_options
 
-app = typer.Typer(help="Online Gaussian-process mapping: missions, streaming experiments, paper benchmarks.",
+app = typer.Typer(help="Online Gaussian-process mapping: missions, streaming experiments, benchmarks reproducing "
+                       "published experiments.",
                   no_args_is_help=True, add_completion=False)
-bench_app = typer.Typer(help="Named experiments reproducing the papers' tables and figures.", no_args_is_help=True)
+bench_app = typer.Typer(help="Named experiments reproducing published tables and figures.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
 
@@ -20,22 +22,14 @@ def list_models() -> None:
 
 
 
-# ---------------------------------------------------------------------------------------------- mission (issue 4)
+# -------------------------------------------------------------------------------------------------------- mission
 def parse_model_options(items: list[str] | None) -> dict:
-    """``KEY=VALUE`` strings to model keyword arguments; values are read as Python literals (``sketch=None``,
-    ``lr=0.005``, ``batch_size=128``) and otherwise kept as strings (``inducing=vips``)."""
-    import ast
-
-    options = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise typer.BadParameter(f"--option expects KEY=VALUE with KEY a constructor argument, got {item!r}")
-        try:
-            options[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            options[key.strip()] = value.strip()
-    return options
+    """Every command's ``--option KEY=VALUE`` items as model keyword arguments (:func:`onlinegp.options.parse_value`
+    reads the values: ``sketch=None``, ``lr=0.005``, ``inducing=vips``); a malformed item is a usage error."""
+    try:
+        return parse_options(items)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
 
 
 @app.command("mission")
@@ -47,12 +41,13 @@ def mission_command(
     seed: int = typer.Option(0, "--seed", help="seed of the planner, noise, start and model"),
     out: str = typer.Option("runs/mission", "--out", help="run directory"),
     planner: str = typer.Option("max-entropy", "--planner", help="max-entropy, random or lawnmower"),
-    init: str = typer.Option("bezier", "--init", help="pilot survey: bezier, or random (paper 000 app. B)"),
+    init: str = typer.Option("bezier", "--init", help="pilot survey: bezier, or random (Chen et al. 2024, app. B)"),
     num_inducing: int = typer.Option(None, "--num-inducing", help="model size M (model default if unset)"),
     num_steps: int = typer.Option(None, "--num-steps", help="hyper-parameter steps per update (model default if unset)"),
     kernel: str = typer.Option(None, "--kernel", help="ak, rbf, matern12/32/52 (model default if unset)"),
     inducing: str = typer.Option(None, "--inducing", help="inducing-point selector: vips, conditional-variance, "
-                                 "oips (adaptive size, paper 001), pivoted, random, kmeans (model default if unset)"),
+                                 "oips (adaptive size, Pescador-Barrios et al. 2024), pivoted, random, kmeans "
+                                 "(model default if unset)"),
     option: list[str] = typer.Option(None, "--option", help="any model constructor argument as KEY=VALUE, "
                                       "repeatable (e.g. --option sketch=None for POAM's exact M-step)"),
     resume: bool = typer.Option(False, "--resume", help="continue from the run directory's last completed epoch"),
@@ -91,7 +86,7 @@ def mission_command(
                    f"stopped after epoch {result.rows[-1]['epoch']}; continue with --resume --out {out}")
 
 
-# ---------------------------------------------------------------------------------------------- bench wgpr (issue 8)
+# -------------------------------------------------------------------------------------------------------- bench wgpr
 @bench_app.command("wgpr")
 def bench_wgpr_command(
     out: str = typer.Option("runs/wgpr", "--out", help="output directory (finished runs are skipped on rerun)"),
@@ -107,7 +102,8 @@ def bench_wgpr_command(
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --backend ray)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or tables"),
 ) -> None:
-    """Paper 004 (WGPR): two-regime toy, Tables II-III (time, RMSE) and RMSE/rate vs number of models (Fig. 2)."""
+    """Kepler et al. 2021 (WGPR): two-regime toy, Tables II-III (time, RMSE) and RMSE/rate vs number of models
+    (Fig. 2)."""
     from .bench import wgpr as bench_wgpr
     from .bench.runner import RunnerOptions
 
@@ -126,10 +122,10 @@ def bench_wgpr_command(
         raise typer.Exit(1)
 
 
-# ---------------------------------------------------------------------------------------------- bench poam (issue 5)
+# -------------------------------------------------------------------------------------------------------- bench poam
 def _poam_bench(kind: str, out: str, workers: int, backend: str, address: str | None, quiet: bool,
                 **arguments) -> None:
-    """Run one of paper 000's experiments (onlinegp.bench.poam) and report; exit 1 if any run failed."""
+    """Run one of the experiments of Chen et al. 2024 (onlinegp.bench.poam) and report; exit 1 if any run failed."""
     from .bench import poam as bench_poam
     from .bench.runner import RunnerOptions
 
@@ -171,14 +167,15 @@ def bench_poam_table1(
     workers: int = _POAM_OPTIONS["workers"](), backend: str = _POAM_OPTIONS["backend"](),
     address: str = _POAM_OPTIONS["address"](), quiet: bool = _POAM_OPTIONS["quiet"](),
 ) -> None:
-    """Paper 000 Table I, Fig. 5 and Fig. 7: SSGP++, OVC, OVC++, POAM, FULL with the Attentive Kernel."""
+    """Chen et al. 2024, Table I, Fig. 5 and Fig. 7: SSGP++, OVC, OVC++, POAM, FULL with the Attentive Kernel."""
     _poam_bench("table1", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
                 budget=budget, num_inducing=num_inducing, num_steps=num_steps)
 
 
 @bench_app.command("poam-ablation")
 def bench_poam_ablation(
-    envs: str = typer.Option("valley-ridges", "--envs", help="comma-separated environments (paper: Env1 only)"),
+    envs: str = typer.Option("valley-ridges", "--envs",
+                             help="comma-separated environments (Chen et al. 2024: Env1 only)"),
     methods: str = typer.Option("poam,z-opt,z-rand,z-kmeans,var-opt,var-ssgp,online-elbo", "--methods",
                                 help="comma-separated registered models"),
     seeds: str = _POAM_OPTIONS["seeds"](), budget: int = _POAM_OPTIONS["budget"](),
@@ -187,7 +184,7 @@ def bench_poam_ablation(
     workers: int = _POAM_OPTIONS["workers"](), backend: str = _POAM_OPTIONS["backend"](),
     address: str = _POAM_OPTIONS["address"](), quiet: bool = _POAM_OPTIONS["quiet"](),
 ) -> None:
-    """Paper 000 ablation study (§V-C, Fig. 8): POAM against its variants."""
+    """Ablation study of Chen et al. 2024 (§V-C, Fig. 8): POAM against its variants."""
     _poam_bench("ablation", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
                 budget=budget, num_inducing=num_inducing, num_steps=num_steps)
 
@@ -205,12 +202,12 @@ def bench_poam_robustness(
     workers: int = _POAM_OPTIONS["workers"](), backend: str = _POAM_OPTIONS["backend"](),
     address: str = _POAM_OPTIONS["address"](), quiet: bool = _POAM_OPTIONS["quiet"](),
 ) -> None:
-    """Paper 000 appendix B (Fig. 9): random initialisation and random planner, with FULL."""
+    """Chen et al. 2024, appendix B (Fig. 9): random initialisation and random planner, with FULL."""
     _poam_bench("robustness", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
                 budget=budget, num_inducing=num_inducing, num_steps=num_steps, settings=settings)
 
 
-# ------------------------------------------------------------------------------------------- WISKI (paper 002)
+# --------------------------------------------------------------------------------- WISKI (Stanton et al. 2021)
 _WISKI_OPTIONS = {
     "pretrain_steps": lambda: typer.Option(100, "--pretrain-steps",
                                            help="optimiser steps on the 5% pre-training batch"),
@@ -230,7 +227,7 @@ def bench_wiski_bo(
     out: str = typer.Option("runs/wiski-bo", "--out", help="output directory"),
     quiet: bool = _WISKI_OPTIONS["quiet"](),
 ) -> None:
-    """Paper 002 §5.3: batch UCB (q = 3) on noisy 3-D Levy and Ackley with WISKI and an exact GP."""
+    """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D Levy and Ackley with WISKI and an exact GP."""
     from .bench.wiski import run_bo
 
     run_bo(out, functions=[f for f in functions.split(",") if f], models=[m for m in models.split(",") if m],
@@ -251,7 +248,7 @@ def bench_wiski_uci(
     out: str = typer.Option("runs/wiski-uci", "--out", help="output directory"),
     quiet: bool = _WISKI_OPTIONS["quiet"](),
 ) -> None:
-    """Paper 002 §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
+    """Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
     from .bench.wiski import run_uci
 
     run_uci(out, datasets=[d for d in datasets.split(",") if d], models=[m for m in models.split(",") if m],
@@ -268,14 +265,15 @@ def bench_wiski_banana(
     out: str = typer.Option("runs/wiski-banana", "--out", help="output directory"),
     quiet: bool = _WISKI_OPTIONS["quiet"](),
 ) -> None:
-    """Paper 002 §5.2: online Dirichlet classification on banana with WISKI (accuracy, NLL vs points seen)."""
+    """Stanton et al. 2021, §5.2: online Dirichlet classification on banana with WISKI
+    (accuracy, NLL vs points seen)."""
     from .bench.wiski import run_banana
 
     run_banana(out, pretrain_steps=pretrain_steps, eval_every=eval_every, grid_size=grid_size, seed=seed,
                quiet=quiet, log=typer.echo)
 
 
-# ------------------------------------------------------------------------------------ streaming + VIPS (issue 6)
+# ---------------------------------------------------------------------------------------------- streaming + VIPS
 @app.command("stream")
 def stream_command(
     dataset: str = typer.Option(..., "--dataset", help="bundled dataset (concrete, bike, magnetic, synthetic1, ...) "
@@ -286,28 +284,17 @@ def stream_command(
     seed: int = typer.Option(0, "--seed", help="seed of the 80/20 split, the random order and the model"),
     max_size: int = typer.Option(None, "--max-size", help="subsample the dataset to at most this many rows first"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="held-out fraction"),
-    scaling: str = typer.Option("standard", "--scaling", help="standard (paper 001) or minmax"),
-    option: list[str] = typer.Option([], "--option", "-o", help="model option KEY=VALUE (VALUE as JSON), "
-                                     "e.g. -o delta=0.1 -o 'kernel_options={\"ard\": false}'"),
+    scaling: str = typer.Option("standard", "--scaling", help="standard (as Pescador-Barrios et al. 2024) or minmax"),
+    option: list[str] = typer.Option([], "--option", "-o", help="model option KEY=VALUE (VALUE a Python literal "
+                                     "or JSON, else a string), e.g. -o delta=0.1 -o 'kernel_options={\"ard\": false}'"),
     out: str = typer.Option("runs/stream", "--out", help="output directory"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
 ) -> None:
     """Stream a dataset through an online model in batches; per batch RMSE, NLPD, M and update time."""
-    import json as _json
-
     from .stream import StreamConfig, run_stream
 
-    options = {}
-    for item in option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"--option expects KEY=VALUE, got {item!r}")
-        try:
-            options[key] = _json.loads(value)
-        except ValueError:
-            options[key] = value
     config = StreamConfig(dataset=dataset, model=model, batches=batches, order=order, seed=seed, max_size=max_size,
-                          test_fraction=test_fraction, options=options, scaling=scaling)
+                          test_fraction=test_fraction, options=parse_model_options(option), scaling=scaling)
     try:
         rows = run_stream(config, out=out, quiet=quiet)
     except ValueError as err:
@@ -328,14 +315,16 @@ def bench_vips_table1(
     batches: int = typer.Option(None, "--batches", help="override the 20 (<12000 points) / 50 batches"),
     exact_max: int = typer.Option(6000, "--exact-max", help="skip the exact GP above this many training points"),
     num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
-    ard: bool = typer.Option(False, "--ard", help="one length-scale per input (paper: shared; pumadyn32nm needs it)"),
+    ard: bool = typer.Option(False, "--ard", help="one length-scale per input (Pescador-Barrios et al. 2024: shared; "
+                             "pumadyn32nm needs it)"),
     lengthscale: float = typer.Option(1.0, "--lengthscale", help="initial length-scale in standard deviations "
-                                      "(paper: 1; pumadyn32nm: --ard --lengthscale 5.7)"),
+                                      "(Pescador-Barrios et al. 2024: 1; pumadyn32nm: --ard --lengthscale 5.7)"),
     workers: int = typer.Option(1, "--workers", help="parallel runs"),
     out: str = typer.Option("runs/vips-table1", "--out", help="output directory (resumable)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or table"),
 ) -> None:
-    """Paper 001 Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted UCI streams."""
+    """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted
+    UCI streams."""
     from .bench.vips import run_table1
 
     try:
@@ -350,13 +339,14 @@ def bench_vips_table1(
 def bench_vips_magnetic(
     thin: int = typer.Option(10, "--thin", help="keep one reading in this many (the survey has ~9000 per path)"),
     batches: int = typer.Option(20, "--batches", help="batches for trajectory 3"),
-    eta: float = typer.Option(2.2, "--eta", help="Conditional Variance tolerance (paper 001: 2.2)"),
+    eta: float = typer.Option(2.2, "--eta", help="Conditional Variance tolerance (Pescador-Barrios et al. 2024: 2.2)"),
     delta: float = typer.Option(0.05, "--delta", help="VIPS tolerance"),
     num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch"),
     out: str = typer.Option("runs/vips-magnetic", "--out", help="output directory"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
 ) -> None:
-    """Paper 001 §5.4: magnetic-field maps path by path (VIPS), and trajectory 3 in batches (VIPS vs CV)."""
+    """Pescador-Barrios et al. 2024, §5.4: magnetic-field maps path by path (VIPS), and trajectory 3 in batches
+    (VIPS vs CV)."""
     from .bench.vips import run_magnetic
 
     run_magnetic(out, thin=thin, batches=batches, eta=eta, delta=delta, num_steps=num_steps, quiet=quiet,

@@ -18,7 +18,7 @@ from torch import Tensor
 from .kernels import dense, diagonal
 from .linalg import cholesky, pivoted_cholesky, pivoted_cholesky_dense, trisolve
 from .objectives import noise_log_lik, online_bounds
-from .posterior import InducingPosterior, kuu
+from .posterior import kuu
 
 #: largest candidate set for which the dense LAPACK path forms the full kernel matrix
 DENSE_LIMIT = 3000
@@ -61,7 +61,8 @@ class PivotedCholesky:
             raise ValueError(f"num_inducing must be positive, got {num_inducing}")
         self.num_inducing, self.rel_tol = int(num_inducing), rel_tol
 
-    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
+                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
         C = candidates(Z, X)
         scale = float(diagonal(kernel, C).max())
         idx, _ = greedy_variance(kernel, C, self.num_inducing, self.rel_tol * scale)
@@ -74,7 +75,8 @@ class RandomSubset:
     def __init__(self, num_inducing: int = 500):
         self.num_inducing = int(num_inducing)
 
-    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
+                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
         C = candidates(Z, X)
         idx = torch.randperm(C.shape[0], generator=generator)[: self.num_inducing]
         return C[idx].clone()
@@ -86,7 +88,8 @@ class KMeans:
     def __init__(self, num_inducing: int = 500, iters: int = 20):
         self.num_inducing, self.iters = int(num_inducing), iters
 
-    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
+                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
         C = candidates(Z, X)
         k = min(self.num_inducing, C.shape[0])
         centers = C[torch.randperm(C.shape[0], generator=generator)[:k]].clone()
@@ -105,7 +108,8 @@ class Fixed:
     def __init__(self, Z: Tensor):
         self.Z = Z
 
-    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
+                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
         return self.Z.to(X).clone()
 
 
@@ -119,7 +123,8 @@ class Resample:
             raise ValueError(f"need num_inducing >= 1 and 0 <= keep <= 1, got {num_inducing}, {keep}")
         self.num_inducing, self.keep = int(num_inducing), float(keep)
 
-    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
+                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
         M = self.num_inducing
         if Z is None or Z.shape[0] == 0:
             return X[torch.randperm(X.shape[0], generator=generator)[:M]].clone()
@@ -145,7 +150,8 @@ def residual_traces(kernel: gpytorch.kernels.Kernel, C: Tensor, idx: Tensor, row
 
 
 class ConditionalVariance:
-    """Greedy variance from the pool [Z; X] until tr(K − Q) ≤ η over the pool (Burt et al. 2020; paper 001 app. E).
+    """Greedy variance from the pool [Z; X] until tr(K − Q) ≤ η over the pool (Burt et al. 2020;
+    Pescador-Barrios et al. 2024, app. E).
 
     The pivots come from a pivoted Cholesky run to a largest remaining variance of η / |pool| (so the trace rule
     is met on the way); the set is then cut at the first prefix whose residual trace is at most η.
@@ -157,7 +163,8 @@ class ConditionalVariance:
             raise ValueError(f"eta must be positive, got {eta}")
         self.eta, self.max_inducing = float(eta), max_inducing
 
-    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
+                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
         C = candidates(Z, X)
         cap = C.shape[0] if self.max_inducing is None else min(int(self.max_inducing), C.shape[0])
         idx, _ = greedy_variance(kernel, C, cap, self.eta / C.shape[0])
@@ -168,8 +175,8 @@ class ConditionalVariance:
 
 
 class OIPS:
-    """Online Inducing Points Selection (Galy-Fajou & Opper 2021; paper 001 app. E): keep Z and add each new
-    input, in stream order, whose largest kernel correlation k(x, z) / √(k(x, x) k(z, z)) with the inducing set
+    """Online Inducing Points Selection (Galy-Fajou & Opper 2021; Pescador-Barrios et al. 2024, app. E): keep Z and add
+    each new input, in stream order, whose largest kernel correlation k(x, z) / √(k(x, x) k(z, z)) with the inducing set
     so far is below ρ (default 0.8; for a stationary kernel of unit variance this is max_z k(x, z) < ρ)."""
 
     def __init__(self, rho: float = 0.8, max_inducing: int | None = None):
@@ -178,7 +185,8 @@ class OIPS:
         self.rho, self.max_inducing = float(rho), max_inducing
 
     @torch.no_grad()
-    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
+                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
         dx = diagonal(kernel, X).clamp_min(1e-300).sqrt()
         corr_new = (dense(kernel, X) / dx[:, None] / dx[None, :]).cpu().numpy()
         if Z is None or Z.shape[0] == 0:
@@ -225,12 +233,12 @@ def _vips_context(model: Any, X: Tensor) -> tuple[Tensor, Any, Tensor, tuple[flo
 
 
 class VIPSSelector:
-    """Vegas Inducing Point Selection (paper 001 §4, Algorithm 1 in appendix C).
+    """Vegas Inducing Point Selection (Pescador-Barrios et al. 2024, §4; Algorithm 1 in appendix C).
 
     Keep the old inducing inputs; order the new inputs by greedy variance given them; add them one at a time
     until Û(M) − L̂(M_b) ≤ δ |Û(M) − L_noise| (eqs. 20–21). Û(M) uses the old inputs plus up to ``max_new``
-    greedy picks (all of the batch when it fits: then Û = L*, the best reachable bound; paper 001 caps M at 5000),
-    L_noise = Σ log N(y_n; ȳ, s²) with ȳ, s² over all targets so far. One evaluation of
+    greedy picks (all of the batch when it fits: then Û = L*, the best reachable bound; Pescador-Barrios et al. cap M at
+    5000), L_noise = Σ log N(y_n; ȳ, s²) with ȳ, s² over all targets so far. One evaluation of
     :func:`~onlinegp.objectives.online_bounds` gives L̂ for every prefix, so the stopping point is exact.
 
     The model supplies the batch targets, σ² and the summary of the past (see ``_vips_context``): OSGPR/VIPS pass
@@ -247,7 +255,8 @@ class VIPSSelector:
         self.last: VIPSStep | None = None
 
     @torch.no_grad()
-    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
+                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
         y, old, noise, (mean, var) = _vips_context(model, X)
         Ma = 0 if Z is None else Z.shape[0]
         C = candidates(Z, X)
@@ -276,7 +285,8 @@ class KeepAfterFirst:
     def __init__(self, selector: Selector):
         self.selector = selector
 
-    def __call__(self, kernel, Z, X, *, generator=None, model=None) -> Tensor:
+    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
+                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
         if Z is not None and Z.shape[0] > 0:
             return Z.clone()
         return self.selector(kernel, Z, X, generator=generator, model=model)
@@ -284,7 +294,7 @@ class KeepAfterFirst:
 
 SELECTORS = {"pivoted": PivotedCholesky, "random": RandomSubset, "kmeans": KMeans, "resample": Resample,
              "random-first": lambda m: KeepAfterFirst(RandomSubset(m)),
-             # adaptive size (paper 001): the rule decides M, so the requested size is not used
+             # adaptive size (Pescador-Barrios et al. 2024): the rule decides M, so the requested size is not used
              "vips": lambda _m: VIPSSelector(), "conditional-variance": lambda _m: ConditionalVariance(),
              "oips": lambda _m: OIPS()}
 

@@ -17,9 +17,12 @@ import torch
 from scipy.linalg import lapack
 from torch import Tensor
 
+from . import settings
+
 log = logging.getLogger(__name__)
 
-#: relative jitter tried first (times the mean diagonal), then multiplied by 10 up to ``MAX_JITTER``
+#: relative jitter tried first (times the mean diagonal), then multiplied by 10 up to ``MAX_JITTER`` (default of
+#: settings.max_jitter)
 BASE_JITTER = {torch.float64: 1e-10, torch.float32: 1e-6}
 MAX_JITTER = 1e-2
 JITTER_GROWTH = 10.0
@@ -42,12 +45,13 @@ class JitterLog:
             self.max_jitter = max(self.max_jitter, jitter)
 
 
-def cholesky(A: Tensor, jitter_log: JitterLog | None = None, max_jitter: float = MAX_JITTER) -> Tensor:
+def cholesky(A: Tensor, jitter_log: JitterLog | None = None, max_jitter: float | None = None) -> Tensor:
     """Lower Cholesky root of a symmetric PSD matrix (or batch).
 
     Tries without jitter first; on failure adds ``j * mean(diag)`` with ``j`` growing tenfold from
-    ``BASE_JITTER[dtype]`` up to ``max_jitter``. The jitter used is recorded in ``jitter_log`` and logged at
-    WARNING level when above 1e-6 relative, so it is never silent. Raises :class:`CholeskyError` past the bound.
+    ``BASE_JITTER[dtype]`` up to ``max_jitter`` (default: ``settings.max_jitter``). The jitter used is recorded in
+    ``jitter_log`` and logged at WARNING level when above 1e-6 relative, so it is never silent. Raises
+    :class:`CholeskyError` past the bound.
     """
     L, info = torch.linalg.cholesky_ex(A)
     if not bool((info != 0).any()):
@@ -55,6 +59,7 @@ def cholesky(A: Tensor, jitter_log: JitterLog | None = None, max_jitter: float =
     scale = A.diagonal(dim1=-2, dim2=-1).mean(-1, keepdim=True).abs().clamp_min(1e-30)
     eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
     rel = BASE_JITTER.get(A.dtype, 1e-6)
+    max_jitter = settings.max_jitter.value() if max_jitter is None else max_jitter
     while rel <= max_jitter * (1 + 1e-9):
         jitter = rel * scale
         L, info = torch.linalg.cholesky_ex(A + jitter.unsqueeze(-1) * eye)
@@ -163,7 +168,7 @@ def lanczos_basis(matmul: Callable[[Tensor], Tensor], dim: int, rank: int, dtype
     Full re-orthogonalisation (twice, "twice is enough"); on breakdown (an invariant subspace found before
     ``rank`` vectors) it continues from a fresh random vector orthogonal to the basis, so ``rank = dim`` always
     returns a complete orthonormal basis. Then Q (QᵀAQ) Qᵀ is the rank-``rank`` Lanczos approximation of A
-    (Golub & Van Loan §10.1; WISKI paper 002 appendix A.1). No gradients flow through the basis.
+    (Golub & Van Loan §10.1; Stanton et al. 2021, appendix A.1). No gradients flow through the basis.
     """
     rank = min(int(rank), int(dim))
     Q = torch.zeros(dim, rank, dtype=dtype)

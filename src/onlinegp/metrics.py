@@ -1,4 +1,4 @@
-"""Accuracy and calibration metrics (POAM paper §V-A; Rasmussen & Williams §2.5).
+"""Accuracy and calibration metrics (Chen et al. 2024, §V-A; Rasmussen & Williams 2006, §2.5).
 
 All take tensors or arrays of the same length: targets ``y``, predictive ``mean`` and predictive variance of y
 ``var`` (noise included). ``y_train_mean``/``y_train_std`` define the naive reference for SMSE and MSLL.

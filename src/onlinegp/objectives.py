@@ -1,6 +1,6 @@
 """Objectives: the collapsed SGPR bound, the mini-batch uncollapsed SVGP ELBO, the exact marginal likelihood,
-the online (streaming) collapsed bound of Bui et al. (2017), and paper 001's online upper bound (with the lower
-bound for every prefix of a nested inducing set, as VIPS needs).
+the online (streaming) collapsed bound of Bui et al. (2017), and the online upper bound of
+Pescador-Barrios et al. (2024), with the lower bound for every prefix of a nested inducing set, as VIPS needs.
 
 All are differentiable in the kernel and likelihood parameters and return the total (not per-datum) value
 unless stated otherwise.
@@ -51,7 +51,7 @@ def expected_log_lik(y: Tensor, f_mean: Tensor, f_var: Tensor, noise: Tensor) ->
 def svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, q_mean: Tensor, q_root: Tensor,
               q_logdet: Tensor, xb: Tensor, yb: Tensor, num_data: int, jitter_log: JitterLog | None = None,
               Lu: Tensor | None = None) -> Tensor:
-    """Uncollapsed ELBO (POAM paper Eq. 10; Hensman et al. 2013), unwhitened, per datum.
+    """Uncollapsed ELBO (Chen et al. 2024, Eq. 10; Hensman et al. 2013), unwhitened, per datum.
 
     (N/B) Σ_b E_q[log p(y_b | f_b)] − KL(q(u) || p(u)), divided by N (as gpytorch's VariationalELBO).
     ``q(u) = N(q_mean, q_root q_rootᵀ)`` is held fixed; gradients reach the kernel, the noise and (if it
@@ -150,10 +150,10 @@ def exact_mll(kernel: gpytorch.kernels.Kernel, noise: Tensor, X: Tensor, y: Tens
 
 
 @dataclass
-class OnlineBound:
+class OnlineTerms:
     """The online collapsed bound of Bui et al. (2017) at new inducing inputs Z, and the pieces it is made of.
 
-    Notation of the implementation notes (paper 003): v = f(Z) with L_v = chol(K_vv); the old batches are
+    Notation of the stable form of Bui et al. (2017): v = f(Z) with L_v = chol(K_vv); the old batches are
     summarised by q(u) = N(m, S) at Z_old with S = R Rᵀ, R = L_u L_Dₒ⁻ᵀ, m = R βₒ, where L_u = chol(K_uu^old)
     under the old θ (an :class:`~onlinegp.posterior.InducingPosterior`). Then R⁻¹ = L_Dₒᵀ L_u⁻¹ applies S⁻¹
     without factorising S, and with W = L_u⁻¹ K_uv L_v⁻ᵀ, A = L_v⁻¹ K_vf:
@@ -192,8 +192,8 @@ class OnlineBound:
 
 def online_terms(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
                  old: InducingPosterior | None = None, jitter_log: JitterLog | None = None,
-                 Lv: Tensor | None = None) -> OnlineBound:
-    """The online bound's components (see :class:`OnlineBound`); differentiable in θ, σ² and Z, not in ``old``.
+                 Lv: Tensor | None = None) -> OnlineTerms:
+    """The online bound's components (see :class:`OnlineTerms`); differentiable in θ, σ² and Z, not in ``old``.
 
     Cost O(N M² + M³). Pass ``Lv`` to reuse a root of K_vv at the current θ.
     """
@@ -222,7 +222,7 @@ def online_terms(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: T
     LD = cholesky(0.5 * (D + D.mT), jitter_log)
     beta = trisolve(LD, trisolve(Lv, c))
     n = X.shape[0]
-    return OnlineBound(Z=Z, Lv=Lv, LD=LD, c=c, beta=beta, Avf=Avf,
+    return OnlineTerms(Z=Z, Lv=Lv, LD=LD, c=c, beta=beta, Avf=Avf,
                        constant=-0.5 * n * (LOG2PI + noise.log()),
                        quadratic=quadratic + 0.5 * (beta @ beta),
                        logdet=logdet - LD.diagonal().log().sum(), trace=trace)
@@ -237,7 +237,8 @@ def online_bound(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: T
 def online_svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, q: VariationalQ, xb: Tensor, yb: Tensor,
                      num_data: int, old: VariationalQ | None = None, L_old: Tensor | None = None, beta: float = 1.0,
                      jitter_log: JitterLog | None = None) -> Tensor:
-    """Bui et al. (2017) uncollapsed online ELBO with the KL terms tempered by β (generalised VI; paper 002 eq. A.8).
+    """Bui et al. (2017) uncollapsed online ELBO with the KL terms tempered by β
+    (generalised VI; Stanton et al. 2021, eq. A.8).
 
     With q(b) = N(m, R Rᵀ) at the new Z, the old summary q_old(a) = N(mₒ, Rₒ Rₒᵀ) at Z_old (``old``, lower-triangular
     root) and K_aa^old = L_old L_oldᵀ its prior under the old θ (the total over the batch, mini-batch scaled by N/B):
@@ -272,8 +273,9 @@ def online_svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, q: Variatio
 
 
 @dataclass
-class OnlineBounds:
-    """The online bounds of paper 001 on one batch, for every prefix of the inducing inputs Z (nested sets).
+class VIPSBounds:
+    """The online bounds of Pescador-Barrios et al. (2024) on one batch, for every prefix of the inducing inputs Z
+    (nested sets).
 
     ``lower[m-1]`` is the online lower bound L̂ (eq. 8, :func:`online_bound`) with the first m rows of Z as
     inducing inputs; ``upper`` is the online upper bound Û (the bound after eq. 17) with all of Z:
@@ -312,8 +314,9 @@ def _whitened_summary(old: InducingPosterior) -> tuple[Tensor, Tensor]:
 
 
 def online_bounds(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
-                  old: InducingPosterior | None = None, jitter_log: JitterLog | None = None) -> OnlineBounds:
-    """L̂ for every prefix of ``Z`` and Û for all of ``Z`` (paper 001 eqs. 8 and after 17, appendix H).
+                  old: InducingPosterior | None = None, jitter_log: JitterLog | None = None) -> VIPSBounds:
+    """L̂ for every prefix of ``Z`` and Û for all of ``Z``
+    (Pescador-Barrios et al. 2024, eqs. 8 and after 17, appendix H).
 
     One Cholesky of K_ZZ and of D serves all prefixes: the first m rows of L_Z⁻¹ K_Z· and the leading m×m
     block of chol(D) are those of the m-point problem. Cost O((N + Ma) M² + M³). ``old`` is the summary q(u)
@@ -365,15 +368,17 @@ def online_bounds(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: 
             - 0.5 * old.beta.detach().pow(2).sum()
     vh = trisolve(cholesky(0.5 * (Dh + Dh.mT), jitter_log), ch)
     upper = upper + 0.5 * (vh @ vh)
-    return OnlineBounds(lower=lower, upper=upper, trace_f=trace_f, trace_a=trace_a)
+    return VIPSBounds(lower=lower, upper=upper, trace_f=trace_f, trace_a=trace_a)
 
 
 def online_upper_bound(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
                        old: InducingPosterior | None = None, jitter_log: JitterLog | None = None) -> Tensor:
-    """Paper 001's online upper bound Û(M) on the batch (X, y) with inducing inputs Z (M = len(Z))."""
+    """The online upper bound Û(M) of Pescador-Barrios et al. (2024) on the batch (X, y) with inducing inputs Z
+    (M = len(Z))."""
     return online_bounds(kernel, noise, Z, X, y, old, jitter_log).upper
 
 
 def noise_log_lik(y: Tensor, mean: float, var: float) -> Tensor:
-    """L_noise = Σ log N(y_n; ȳ, s²) (paper 001 eq. 20): the code length of the batch under independent noise."""
+    """L_noise = Σ log N(y_n; ȳ, s²) (Pescador-Barrios et al. 2024, eq. 20): the code length of the batch under
+    independent noise."""
     return -0.5 * (y.shape[0] * (LOG2PI + math.log(var)) + (y - mean).pow(2).sum() / var)

@@ -115,7 +115,7 @@ def animate_maps(frames: Sequence[dict], truth: np.ndarray, extent: Sequence[flo
 
 def plot_sweep_curves(panels: dict[tuple[str, str], dict[str, dict]], path: str | Path, title: str = "",
                       dpi: int = 100) -> Path:
-    """Metric curves of a sweep (POAM paper Fig. 5, 8, 9): ``panels[(metric, env)] = {method: curve}`` with
+    """Metric curves of a sweep (Chen et al. 2024, Figs. 5, 8, 9): ``panels[(metric, env)] = {method: curve}`` with
     ``curve = {"samples", "mean", "std"}`` arrays; rows are metrics, columns environments, a ±std band per line."""
     path = Path(path)
     metrics = list(dict.fromkeys(k for k, _ in panels))
@@ -147,8 +147,8 @@ def plot_sweep_curves(panels: dict[tuple[str, str], dict[str, dict]], path: str 
 def plot_lengthscale_grid(truths: dict[str, tuple[np.ndarray, Sequence[float]]],
                           maps: dict[tuple[str, str], tuple[np.ndarray, np.ndarray | None]], path: str | Path,
                           dpi: int = 90) -> Path:
-    """POAM paper Fig. 7: a column per environment, the ground truth on top, then each method's learnt length-scale
-    map (one colour scale per environment) with its inducing inputs as black dots.
+    """Chen et al. 2024, Fig. 7: a column per environment, the ground truth on top, then each method's learnt
+    length-scale map (one colour scale per environment) with its inducing inputs as black dots.
 
     ``truths[env] = (grid values, extent)``; ``maps[(method, env)] = (length-scale grid, inducing inputs or None)``.
     """
@@ -182,8 +182,8 @@ def plot_lengthscale_grid(truths: dict[str, tuple[np.ndarray, Sequence[float]]],
 
 
 def plot_toy_ensembles(panels: dict[str, dict[str, np.ndarray]], path: str | Path, dpi: int = 100) -> Path:
-    """Paper 004 Fig. 1: per ensemble, the 1-D training data and the predictive mean ± 2 std, coloured by the local
-    model that predicts there (the most weighted one for weighted ensembles). ``panels[label]`` holds arrays
+    """Kepler et al. 2021, Fig. 1: per ensemble, the 1-D training data and the predictive mean ± 2 std, coloured by the
+    local model that predicts there (the most weighted one for weighted ensembles). ``panels[label]`` holds arrays
     ``x, mean, std, model, train_x, train_y`` and optionally ``num_models``."""
     path = Path(path)
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.8 * len(panels)), squeeze=False, sharex=True)
@@ -207,8 +207,8 @@ def plot_toy_ensembles(panels: dict[str, dict[str, np.ndarray]], path: str | Pat
 
 
 def plot_models_tradeoff(rows: Sequence[dict], path: str | Path, title: str = "", dpi: int = 100) -> Path:
-    """Paper 004 Fig. 2: RMSE and training rate (samples/s) against the number of local models, a line per method
-    (rows hold ``method, num_models, rmse, rate``, e.g. one per threshold of a sweep)."""
+    """Kepler et al. 2021, Fig. 2: RMSE and training rate (samples/s) against the number of local models, a line per
+    method (rows hold ``method, num_models, rmse, rate``, e.g. one per threshold of a sweep)."""
     path = Path(path)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for i, method in enumerate(dict.fromkeys(r["method"] for r in rows)):
@@ -227,7 +227,7 @@ def plot_models_tradeoff(rows: Sequence[dict], path: str | Path, title: str = ""
 
 def plot_rmse_curves(rows: Sequence[dict], path: str | Path, labels: dict[str, str] | None = None,
                      dpi: int = 100) -> Path:
-    """Paper 004 Fig. 3: test RMSE as training batches arrive, a panel per dataset and a line per method
+    """Kepler et al. 2021, Fig. 3: test RMSE as training batches arrive, a panel per dataset and a line per method
     (rows hold ``dataset, method`` and ``curve``, a list of ``{num_data, rmse}``)."""
     path = Path(path)
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
@@ -280,9 +280,9 @@ def plot_panel_curves(rows: Sequence[dict], path: str | Path, y_keys: Sequence[s
 
 def plot_uncertain_maps(frames: Sequence[dict], extent: Sequence[float], path: str | Path, cmap: str = "viridis",
                         dpi: int = 100) -> Path:
-    """Predicted field maps with the marginal variance as opacity (paper 001 Figs. 4, 7-9): one panel per frame
-    holding ``mean`` and ``var`` grids, the ``path`` travelled so far (dotted), the latest batch ``new`` and a
-    ``title``. Opacity is 1 − var / max var over all frames; one colour scale for all panels."""
+    """Predicted field maps with the marginal variance as opacity (Pescador-Barrios et al. 2024, Figs. 4, 7-9): one
+    panel per frame holding ``mean`` and ``var`` grids, the ``path`` travelled so far (dotted), the latest batch ``new``
+    and a ``title``. Opacity is 1 − var / max var over all frames; one colour scale for all panels."""
     path = Path(path)
     if not frames:
         raise ValueError("plot_uncertain_maps needs at least one frame")

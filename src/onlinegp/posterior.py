@@ -1,4 +1,4 @@
-"""The inducing-point posterior every sparse method ends in (DESIGN §3, SGPR form from stored terms).
+"""The inducing-point posterior every sparse method ends in (the SGPR form of Titsias 2009, from stored terms).
 
 Given precision-weighted data-dependent terms ``a = Σ⁻¹-weighted K_uf y`` and ``B = Σ⁻¹-weighted K_uf K_fu`` at
 inducing inputs Z, with L_u = chol(K_uu):
@@ -6,7 +6,7 @@ inducing inputs Z, with L_u = chol(K_uu):
     W = I + L_u⁻¹ B L_u⁻ᵀ,  L_W = chol(W),  β = L_W⁻¹ L_u⁻¹ a,  w* = L_u⁻¹ k_u(x*)
     mean(x*) = (L_W⁻¹ w*)ᵀ β,   var_f(x*) = k** − ‖w*‖² + ‖L_W⁻¹ w*‖²
 
-and q(u) = N(m, R Rᵀ) with m = L_u L_W⁻ᵀ β and root R = L_u L_W⁻ᵀ (Titsias 2009; POAM paper Eqs. 7-8). OSGPR's
+and q(u) = N(m, R Rᵀ) with m = L_u L_W⁻ᵀ β and root R = L_u L_W⁻ᵀ (Titsias 2009; Chen et al. 2024, Eqs. 7-8). OSGPR's
 posterior (Bui et al. 2017) has the same form with W = D and a = c, so it shares this class.
 """
 
@@ -18,10 +18,11 @@ import gpytorch
 import torch
 from torch import Tensor
 
+from . import settings
 from .kernels import dense, diagonal
 from .linalg import JitterLog, cholesky, condition_estimate, trisolve
 
-#: relative jitter always added to K_uu (times its mean diagonal), as ε in DESIGN §2
+#: relative jitter ε always added to K_uu (times its mean diagonal)
 KUU_JITTER = {torch.float64: 1e-8, torch.float32: 1e-5}
 
 
@@ -62,7 +63,7 @@ class InducingPosterior:
     @classmethod
     def from_terms(cls, kernel: gpytorch.kernels.Kernel, Z: Tensor, a: Tensor, B: Tensor,
                    jitter_log: JitterLog | None = None, Lu: Tensor | None = None) -> "InducingPosterior":
-        """Posterior from precision-weighted terms (``a``: M, ``B``: M×M). Pass ``Lu`` to reuse a root of K_uu."""
+        """Posterior from precision-weighted terms (``a``: (M,), ``B``: (M, M)). Pass ``Lu`` to reuse a root of K_uu."""
         if Lu is None:
             Lu = cholesky(kuu(kernel, Z), jitter_log)
         LiB = trisolve(Lu, B)
@@ -106,7 +107,7 @@ class VariationalQ:
 
 
 def sketch_root(root: Tensor, num_probes: int, generator: torch.Generator | None = None) -> Tensor:
-    """A random root R Ω (M × p) with E[R Ω Ωᵀ Rᵀ] = R Rᵀ: a CountSketch Ω (each column of R goes, with a random
+    """A random root R Ω (M, p) with E[R Ω Ωᵀ Rᵀ] = R Rᵀ: a CountSketch Ω (each column of R goes, with a random
     sign, to one of p random buckets), so Ω Ωᵀ has an exact unit diagonal and zero-mean off-diagonal entries.
 
     Any quantity linear in S = R Rᵀ (the fixed-q ELBO and its gradient) computed from the sketch is unbiased; the
@@ -119,13 +120,14 @@ def sketch_root(root: Tensor, num_probes: int, generator: torch.Generator | None
     return out.index_add_(-1, bucket, root * sign)
 
 
-#: above this estimated cond(K_uu) marginal predictions use triangular solves (round-off ≈ cond·ε relative)
+#: above this estimated cond(K_uu) marginal predictions use triangular solves (round-off ≈ cond·ε relative);
+#: default of settings.quadratic_max_cond
 QUADRATIC_MAX_COND = 1e8
 
 
 @dataclass
 class Predictor:
-    """SVGP predictive from q(u) under the *current* kernel (Hensman et al. 2013; POAM paper Eq. 4).
+    """SVGP predictive from q(u) under the *current* kernel (Hensman et al. 2013; Chen et al. 2024, Eq. 4).
 
     With w = L_u⁻¹ k_u(x*), g = L_u⁻¹ m and G = L_u⁻¹ R:  mean = wᵀg,  var_f = k** − ‖w‖² + ‖Gᵀw‖².
     Built once per update (one Cholesky, two triangular solves). Marginal predictions use the equivalent
@@ -159,7 +161,7 @@ class Predictor:
 
     def quadratic(self) -> tuple[Tensor, Tensor] | bool:
         """(α, Q) = (K_uu⁻¹m, K_uu⁻¹ − K_uu⁻¹SK_uu⁻¹), computed once; False if K_uu is too ill-conditioned."""
-        if self._quadratic is None and condition_estimate(self.Lu) > QUADRATIC_MAX_COND:
+        if self._quadratic is None and condition_estimate(self.Lu) > settings.quadratic_max_cond.value():
             self._quadratic = False
         if self._quadratic is None:
             E = trisolve(self.Lu, torch.cat([self.G, self.g.unsqueeze(-1)], -1), transpose=True)  # K⁻¹[R | m]
@@ -193,7 +195,7 @@ class Predictor:
 
 
 def projection(kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu_old: Tensor) -> Tensor:
-    """P = K_zz⁻¹ K_zz' (POAM paper Eqs. 18-21) mapping terms at Z_old onto Z_new.
+    """P = K_zz⁻¹ K_zz' (Chen et al. 2024, Eqs. 18-21) mapping terms at Z_old onto Z_new.
 
     Columns of inducing inputs kept from Z_old are exact unit vectors (not a jittered solve), so terms of kept
     points are carried over without round-off; only genuinely new columns need the solve.
@@ -214,7 +216,7 @@ def projection(kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu
 
 def project_terms(kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu_old: Tensor, a: Tensor,
                   B: Tensor) -> tuple[Tensor, Tensor]:
-    """(Pᵀa, PᵀBP) with P = :func:`projection` (POAM paper Eqs. 18-21), without forming P.
+    """(Pᵀa, PᵀBP) with P = :func:`projection` (Chen et al. 2024, Eqs. 18-21), without forming P.
 
     Kept inducing inputs select entries of ``a`` and ``B`` (exactly what their unit columns of P do); only the
     genuinely new inputs need solves and products, so the cost is O(M² M_new) instead of the O(M³) of PᵀBP.

@@ -33,7 +33,7 @@ def batch_terms(kernel: gpytorch.kernels.Kernel, Z: Tensor, X: Tensor, y: Tensor
 
 @dataclass
 class ProjectedTerms:
-    """a (M) and B (M × M) at inducing inputs ``Z``, formed under kernel parameters ``theta`` with ``Lu`` =
+    """a (M,) and B (M, M) at inducing inputs ``Z``, formed under kernel parameters ``theta`` with ``Lu`` =
     chol K_zz(θ). ``noise_weighted``: the terms already carry σ⁻² (OVC), else the current σ⁻² applies."""
 
     Z: Tensor

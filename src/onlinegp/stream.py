@@ -1,9 +1,9 @@
 """Streaming-regression experiments: feed a dataset to an online model batch by batch and score every step.
 
-Protocol (paper 001 §5.3, appendix F.3): an 80/20 train/test split with a seed, the training part streamed in
-``batches`` batches in the chosen order (sorted by the first input, random, time), after each batch the model
-predicts the whole test set. With ``scaling="standard"`` (default, the preprocessing of paper 001's code) inputs
-and targets are standardised with the training part's mean and standard deviation before streaming and the
+Protocol (Pescador-Barrios et al. 2024, §5.3 and appendix F.3): an 80/20 train/test split with a seed, the training part
+streamed in ``batches`` batches in the chosen order (sorted by the first input, random, time), after each batch the
+model predicts the whole test set. With ``scaling="standard"`` (default, the preprocessing of Pescador-Barrios et al.'s
+code) inputs and targets are standardised with the training part's mean and standard deviation before streaming and the
 model's own scaler is the identity, so kernel settings mean what the paper says (length-scale 1 = one standard
 deviation); ``scaling="minmax"`` instead gives the model the training part's box and target statistics. RMSE and
 NLPD are reported in standardised target units either way, so numbers compare across datasets as in Table 1. Every run writes ``config.json``,
@@ -12,7 +12,6 @@ NLPD are reported in standardised target units either way, so numbers compare ac
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import time
@@ -26,6 +25,7 @@ from tqdm import tqdm
 
 from .base import OnlineGP
 from .data import Dataset, batch_indices, load_dataset, train_test_split
+from .io import write_csv
 from .linalg import CholeskyError
 from .metrics import nlpd, rmse
 from .models.registry import make_model
@@ -54,8 +54,8 @@ class StreamConfig:
 
 def lbfgs_exact_gp(model: "OnlineGP", X: np.ndarray, y: np.ndarray, max_iter: int = 200) -> None:
     """Fit an :class:`~onlinegp.models.exact.ExactGP`'s θ and σ² by L-BFGS on log p(y) of (X, y), then absorb
-    the data with the fitted values (the exact-GP reference of paper 001, which uses L-BFGS for every method).
-    The model must have ``num_steps=0`` and fixed scaling (``x_bounds``, ``y_stats``)."""
+    the data with the fitted values (the exact-GP reference of Pescador-Barrios et al. 2024, which uses L-BFGS for every
+    method). The model must have ``num_steps=0`` and fixed scaling (``x_bounds``, ``y_stats``)."""
     xs = model.scaler.x(torch.as_tensor(X, dtype=model.dtype))
     ys = model.scaler.y(torch.as_tensor(y, dtype=model.dtype))
     params = list(model.kernel.parameters()) + list(model.likelihood.parameters())
@@ -148,11 +148,7 @@ def write_run(out: Path, config: StreamConfig, rows: list[dict]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config.to_json(), indent=1, default=repr))
     (out / "metrics.json").write_text(json.dumps(rows, indent=1))
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    with open(out / "metrics.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "metrics.csv", rows)
     scored = [r for r in rows if "rmse" in r]
     if scored:
         plot_metric_curves(scored, out / "metrics.png", keys=("num_inducing", "rmse", "nlpd", "update_time"),

@@ -1,4 +1,4 @@
-"""Closed-form 2-Wasserstein distance between Gaussians (paper 004 §III-A; Panaretos & Zemel 2019).
+"""Closed-form 2-Wasserstein distance between Gaussians (Kepler et al. 2021, §III-A; Panaretos & Zemel 2019).
 
     W₂²(N(μ₁, Σ₁), N(μ₂, Σ₂)) = ‖μ₁ − μ₂‖² + tr(Σ₁ + Σ₂ − 2 (Σ₂^½ Σ₁ Σ₂^½)^½)
 

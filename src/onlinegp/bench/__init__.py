@@ -1,4 +1,4 @@
-"""Named experiments reproducing the papers' tables and figures, and the sweep runner they share."""
+"""Named experiments reproducing published tables and figures, and the sweep runner they share."""
 
 from .runner import RunnerOptions, RunResult, RunSpec, SweepResult, is_finished, run_sweep
 

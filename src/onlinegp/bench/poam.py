@@ -1,4 +1,4 @@
-"""Paper 000's experiments (POAM, §V and appendix B) as sweeps of active-mapping missions.
+"""The experiments of Chen et al. 2024 (POAM, §V and appendix B) as sweeps of active-mapping missions.
 
 * :func:`table1`: SSGP++, OVC, OVC++, POAM and FULL with the Attentive Kernel, M = 500, 10 gradient steps per epoch,
   on the bundled environments, seeds 0-9 (Table I, Fig. 5 and Fig. 7).
@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..io import write_csv
 from ..rig.fields import DEFAULT_ENV, ENVIRONMENTS, load_field
 from ..rig.mission import MissionConfig, build_model, lengthscale_grid, open_mission, run_mission
 from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
@@ -191,10 +192,7 @@ def write_summary(table: Sequence[dict], out: Path, name: str, title: str, capti
     out.mkdir(parents=True, exist_ok=True)
     csv_path, md_path = out / f"{name}.csv", out / f"{name}.md"
     columns = ["setting", "env", "method", "seeds"] + [f"{k}_{s}" for k in keys for s in ("mean", "std", "min", "max")]
-    with open(csv_path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows({c: row[c] for c in columns} for row in table)
+    write_csv(csv_path, table, columns)
     settings = list(dict.fromkeys(r["setting"] for r in table))
     lines = [f"# {title}", "", caption, ""]
     for setting in settings:
@@ -216,15 +214,12 @@ def write_summary(table: Sequence[dict], out: Path, name: str, title: str, capti
 
 def write_per_run(records: Sequence[RunRecord], path: Path, keys: Sequence[str] = SUMMARY_KEYS) -> Path:
     """One row per finished run with its epoch-averaged metrics and final SMSE/MSLL (the table's raw numbers)."""
-    with open(path, "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["setting", "env", "method", "seed", *[f"averaged_{k}" for k in keys], "final_smse",
-                         "final_msll", "num_samples", "epochs", "run_dir"])
-        for r in records:
-            writer.writerow([r.setting, r.env, r.method, r.seed, *[r.averaged(k) for k in keys],
-                             r.columns["smse"][-1], r.columns["msll"][-1], int(r.columns["num_samples"][-1]),
-                             len(r.columns["smse"]), str(r.run_dir)])
-    return path
+    columns = ["setting", "env", "method", "seed", *[f"averaged_{k}" for k in keys], "final_smse", "final_msll",
+               "num_samples", "epochs", "run_dir"]
+    rows = [[r.setting, r.env, r.method, r.seed, *[r.averaged(k) for k in keys], r.columns["smse"][-1],
+             r.columns["msll"][-1], int(r.columns["num_samples"][-1]), len(r.columns["smse"]), str(r.run_dir)]
+            for r in records]
+    return write_csv(path, [dict(zip(columns, row)) for row in rows], columns)
 
 
 # ---------------------------------------------------------------------- figures
@@ -341,7 +336,7 @@ def table1(envs: str | Sequence[str] = tuple(ENVIRONMENTS), methods: str | Seque
            seeds: str | Sequence[int] = "0-9", budget: int = 5000, num_inducing: int = 500, num_steps: int = 10,
            out: str | Path = "runs/poam-table1", options: RunnerOptions | None = None, **mission: Any) -> Report:
     """Table I, Fig. 5 and Fig. 7 (bundled environments; ``mission`` overrides any other MissionConfig field)."""
-    exp = Experiment("poam-table1", "Table I (paper 000): benchmarking",
+    exp = Experiment("poam-table1", "Table I (Chen et al. 2024): benchmarking",
                      parse_names(envs, "environment"), parse_names(methods, "method"),
                      parse_seeds(seeds), _mission_settings(budget, num_inducing, num_steps, **mission))
     return run_experiment(exp, out, options, lengthscales=True)
@@ -351,7 +346,7 @@ def ablation(envs: str | Sequence[str] = (DEFAULT_ENV,), methods: str | Sequence
              seeds: str | Sequence[int] = "0-9", budget: int = 5000, num_inducing: int = 500, num_steps: int = 10,
              out: str | Path = "runs/poam-ablation", options: RunnerOptions | None = None, **mission: Any) -> Report:
     """The ablation study (§V-C, Fig. 8) in Env1 by default."""
-    exp = Experiment("poam-ablation", "Ablation study (paper 000, §V-C, Fig. 8)",
+    exp = Experiment("poam-ablation", "Ablation study (Chen et al. 2024, §V-C, Fig. 8)",
                      parse_names(envs, "environment"), parse_names(methods, "method"),
                      parse_seeds(seeds), _mission_settings(budget, num_inducing, num_steps, **mission))
     return run_experiment(exp, out, options)
@@ -366,7 +361,7 @@ def robustness(envs: str | Sequence[str] = tuple(ENVIRONMENTS), methods: str | S
     unknown = [s for s in chosen if s not in ROBUSTNESS_SETTINGS]
     if unknown:
         raise ValueError(f"unknown robustness setting(s) {unknown}; choose from {', '.join(ROBUSTNESS_SETTINGS)}")
-    exp = Experiment("poam-robustness", "Robustness (paper 000, appendix B, Fig. 9)",
+    exp = Experiment("poam-robustness", "Robustness (Chen et al. 2024, appendix B, Fig. 9)",
                      parse_names(envs, "environment"), parse_names(methods, "method"),
                      parse_seeds(seeds), _mission_settings(budget, num_inducing, num_steps, **mission),
                      {s: ROBUSTNESS_SETTINGS[s] for s in chosen})

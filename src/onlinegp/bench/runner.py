@@ -35,6 +35,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from ..io import atomic_write
+
 MARKER = "DONE.json"
 ERROR_FILE = "error.txt"
 SWEEP_FILE = "sweep.json"
@@ -124,21 +126,6 @@ def _canonical(config: dict, run_id: str) -> str:
                          "strings, lists and dicts") from err
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, so readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are for everyone who can read the sweep
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def is_finished(run_dir: str | Path, spec: RunSpec | None = None) -> bool:
     """True when ``run_dir`` holds a completion marker (for ``spec``'s config, when given)."""
     path = Path(run_dir) / MARKER
@@ -154,16 +141,16 @@ def is_finished(run_dir: str | Path, spec: RunSpec | None = None) -> bool:
 
 def _mark_done(run_dir: Path, spec: RunSpec, outcome: dict) -> None:
     (run_dir / ERROR_FILE).unlink(missing_ok=True)
-    _write_atomic(run_dir / MARKER, json.dumps({"run_id": spec.run_id, "config_hash": spec.config_hash,
-                                                "seconds": outcome["seconds"], "value": outcome["value"],
-                                                "code": outcome.get("code"),
-                                                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
+    atomic_write(run_dir / MARKER, json.dumps({"run_id": spec.run_id, "config_hash": spec.config_hash,
+                                               "seconds": outcome["seconds"], "value": outcome["value"],
+                                               "code": outcome.get("code"),
+                                               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
 
 
 def _mark_failed(run_dir: Path, error: str) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / MARKER).unlink(missing_ok=True)
-    _write_atomic(run_dir / ERROR_FILE, error)
+    atomic_write(run_dir / ERROR_FILE, error)
 
 
 def _check_specs(specs: Sequence[RunSpec]) -> None:
@@ -396,7 +383,7 @@ def run_sweep(specs: Sequence[RunSpec], fn: JobFn, root: str | Path, options: Ru
     code_version()  # this process's code, before any edit made while the sweep runs
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    _write_atomic(root / SWEEP_FILE, json.dumps({"runs": [asdict(s) for s in specs]}, indent=1))
+    atomic_write(root / SWEEP_FILE, json.dumps({"runs": [asdict(s) for s in specs]}, indent=1))
     results: dict[str, RunResult] = {}
     todo = []
     for spec in specs:

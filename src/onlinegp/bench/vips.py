@@ -1,4 +1,5 @@
-"""Paper 001's benchmarks: Table 1 / Figs. 3 and 6 (UCI streams) and §5.4 / Figs. 4, 7-9 (magnetic field).
+"""The benchmarks of Pescador-Barrios et al. 2024: Table 1 / Figs. 3 and 6 (UCI streams) and §5.4 / Figs. 4, 7-9
+(magnetic field).
 
 ``run_table1``: exact GP, Conditional Variance, OIPS and VIPS (all but the exact GP are OSGPR with that selector,
 θ by L-BFGS on the online bound) on UCI sets sorted by the first input, 20 batches below 12 000 points and 50
@@ -14,7 +15,6 @@ Variance (η = 2.2), M per batch and the final maps. Kernel: constant + Matérn-
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..data import load_dataset
+from ..io import write_csv
 from ..stream import StreamConfig, run_stream
 from .runner import RunnerOptions, RunSpec, run_sweep
 
@@ -98,7 +99,8 @@ def _fmt(mean: float, std: float, integer: bool = False) -> str:
 
 
 def write_table1(root: Path, summary: dict, methods: Sequence[str]) -> str:
-    """table.md (Markdown, like paper 001 Table 1 plus NLPD), table.csv and results.json; returns the Markdown."""
+    """table.md (Markdown, like Table 1 of Pescador-Barrios et al. 2024 plus NLPD), table.csv and results.json; returns
+    the Markdown."""
     from ..plots import plot_sweep_curves
 
     header = ["Dataset"] + [f"{LABELS[m]} {k}" for m in methods for k in (("RMSE", "NLPD") if m == "exact"
@@ -119,10 +121,7 @@ def write_table1(root: Path, summary: dict, methods: Sequence[str]) -> str:
     table = "\n".join(lines) + "\n"
     (root / "table.md").write_text("Mean (std) over splits at the last batch; RMSE and NLPD in standardised "
                                    "target units.\n\n" + table)
-    with open(root / "table.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["dataset", "method", "metric", "mean", "std", "splits"])
-        w.writeheader()
-        w.writerows(csv_rows)
+    write_csv(root / "table.csv", csv_rows, ["dataset", "method", "metric", "mean", "std", "splits"])
     (root / "results.json").write_text(json.dumps(summary, indent=1))
     panels: dict[tuple[str, str], dict[str, dict]] = {}
     for name, by_method in summary.items():
@@ -134,7 +133,8 @@ def write_table1(root: Path, summary: dict, methods: Sequence[str]) -> str:
                 panels.setdefault((label, name), {})[LABELS[m]] = {"samples": c["N"], "mean": c[key]["mean"],
                                                                    "std": c[key]["std"]}
     if panels:
-        plot_sweep_curves(panels, root / "curves.png", title="paper 001 Fig. 3/6: M, RMSE, NLPD against N")
+        plot_sweep_curves(panels, root / "curves.png",
+                          title="Pescador-Barrios et al. 2024, Figs. 3/6: M, RMSE, NLPD against N")
     return table
 
 
@@ -143,10 +143,10 @@ def run_table1(out: str | Path, datasets: Sequence[str] = TABLE1_DATASETS, metho
                num_steps: int | None = None, ard: bool = False, lengthscale: float = 1.0, workers: int = 1,
                quiet: bool = False,
                log: Callable[[str], Any] = print) -> str:
-    """Paper 001 Table 1 (+ NLPD, Figs. 3/6). ``max_size`` subsamples each dataset first so it runs in minutes;
-    the exact GP is skipped above ``exact_max`` training points; ``num_steps`` caps L-BFGS iterations per batch;
-    ``ard`` gives every input its own length-scale and ``lengthscale`` is its initial value (the paper: one shared
-    length-scale starting at 1; pumadyn32nm, with few relevant inputs among 32, needs ARD started near √32, else
+    """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6). ``max_size`` subsamples each dataset first so it runs
+    in minutes; the exact GP is skipped above ``exact_max`` training points; ``num_steps`` caps L-BFGS iterations per
+    batch; ``ard`` gives every input its own length-scale and ``lengthscale`` is its initial value (the paper: one
+    shared length-scale starting at 1; pumadyn32nm, with few relevant inputs among 32, needs ARD started near √32, else
     L-BFGS stays where every point is independent and predicts the mean)."""
     root = Path(out)
     specs = table1_specs(datasets, methods, splits, max_size, batches, exact_max, num_steps, ard, lengthscale)
@@ -178,8 +178,8 @@ def _maps(model, extent: Sequence[float], size: int) -> dict:
 def run_magnetic(out: str | Path, thin: int = 10, batches: int = 20, eta: float = 2.2, delta: float = 0.05,
                  num_steps: int | None = None, grid: int = 60, quiet: bool = False,
                  log: Callable[[str], Any] = print) -> dict:
-    """Paper 001 §5.4: the two magnetic-field experiments. ``thin`` keeps every ``thin``-th reading (random
-    subset of that size, in time order) so the runs fit a laptop; M per batch goes to ``sizes.csv``. ``eta`` is
+    """Pescador-Barrios et al. 2024, §5.4: the two magnetic-field experiments. ``thin`` keeps every ``thin``-th reading
+    (random subset of that size, in time order) so the runs fit a laptop; M per batch goes to ``sizes.csv``. ``eta`` is
     in μT² (as the paper's 2.2) and is divided by the variance of the field strength for the scaled model."""
     from ..plots import plot_lines, plot_uncertain_maps
 
@@ -227,11 +227,8 @@ def run_magnetic(out: str | Path, thin: int = 10, batches: int = 20, eta: float 
                         for r in rows]
     plot_lines(sizes, root / "trajectory3-sizes.png", xlabel="batch", ylabel="inducing points M",
                title="trajectory 3 in batches: model size")
-    with open(root / "sizes.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["method", "batch", "num_inducing"])
-        for label, (b, m) in sizes.items():
-            w.writerows([label, bi, mi] for bi, mi in zip(b, m))
+    write_csv(root / "sizes.csv", [{"method": label, "batch": bi, "num_inducing": mi}
+                                   for label, (b, m) in sizes.items() for bi, mi in zip(b, m)])
     (root / "results.json").write_text(json.dumps(results, indent=1))
     if not quiet:
         for label, (_, m) in sizes.items():

@@ -1,4 +1,5 @@
-"""Paper 004's experiments (WGPR, §IV): the two-regime toy (Fig. 1), Tables II–III, and models vs ε (Fig. 2).
+"""The experiments of Kepler et al. 2021 (WGPR, §IV): the two-regime toy (Fig. 1), Tables II–III, and models vs ε
+(Fig. 2).
 
 Streams (batches of 100, M = 50 pseudo-inputs per sparse model, as the paper):
 
@@ -24,7 +25,6 @@ and w_gen vary), toy.png (Fig. 1) and curves.png (RMSE as batches arrive, Fig. 3
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import time
@@ -36,6 +36,7 @@ import torch
 from scipy.interpolate import CubicSpline
 
 from ..data import Dataset, load_dataset, order_indices, train_test_split
+from ..io import write_csv
 from ..metrics import rmse
 from ..models.registry import make_model
 from ..wasserstein import psd_sqrt
@@ -68,8 +69,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
 # ---------------------------------------------------------------------- streams
 def two_regime_toy(n_train: int = 3000, n_test: int = 1000, noise_std: float = 0.25, seed: int = 0,
                    regimes: Sequence[tuple[float, float, float, float]] = TOY_REGIMES) -> tuple[Dataset, Dataset]:
-    """Paper 004 Fig. 1: inputs uniform on the regimes' span, f drawn from an independent zero-mean RBF GP in each
-    regime (its own length-scale and signal std), y = f + N(0, noise_std²). Training rows sorted by x; the test
+    """Kepler et al. 2021, Fig. 1: inputs uniform on the regimes' span, f drawn from an independent zero-mean RBF GP in
+    each regime (its own length-scale and signal std), y = f + N(0, noise_std²). Training rows sorted by x; the test
     set carries the latent values in ``meta['f']``.
 
     Each regime's sample is drawn exactly (symmetric square root of K, no jitter) on a grid of spacing at most
@@ -87,7 +88,8 @@ def two_regime_toy(n_train: int = 3000, n_test: int = 1000, noise_std: float = 0
         f[m] = CubicSpline(g.numpy(), fg.numpy())(x[m])
     y = f + noise_std * rng.standard_normal(x.shape[0])
     order = np.argsort(x[:n_train], kind="stable")
-    meta = {"source": "paper 004 Fig. 1", "regimes": [list(r) for r in regimes], "noise_std": noise_std, "seed": seed}
+    meta = {"source": "Kepler et al. 2021, Fig. 1", "regimes": [list(r) for r in regimes], "noise_std": noise_std,
+            "seed": seed}
     train = Dataset(x[:n_train][order, None], y[:n_train][order], "toy", default_order="given", meta=meta)
     test = Dataset(x[n_train:, None], y[n_train:], "toy-test", meta={**meta, "f": f[n_train:]})
     return train, test
@@ -108,7 +110,8 @@ def lawnmower_path(extent: Sequence[float], num_lanes: int, num_samples: int) ->
 
 def bathymetry_stream(num_samples: int = 5000, field: str = "coast", noise_std: float = 1.0, num_lanes: int = 10,
                       grid: int = 50, seed: int = 0) -> tuple[Dataset, Dataset]:
-    """A survey of a bundled topobathy field along a lawnmower path (the stand-in for paper 004's lake survey)."""
+    """A survey of a bundled topobathy field along a lawnmower path (the stand-in for the lake
+    survey of Kepler et al. 2021)."""
     from ..rig.fields import bundled
     from ..rig.planners import TASK_EXTENT
 
@@ -217,13 +220,6 @@ def specs_for(datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[s
     return list(specs.values())
 
 
-def _write_csv(rows: Sequence[dict], path: Path, keys: Sequence[str]) -> None:
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(keys), extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-
-
 def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequence[str], out: Path) -> dict[str, str]:
     """Tables II (training time, s) and III (RMSE) as Markdown and CSV; '-' where a run failed."""
     table_runs = {(r["dataset"], r["method"]): r for r in results
@@ -240,7 +236,7 @@ def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequ
                     row[d] += f" ({r['num_models']})"
             rows.append(row)
         name = "table_time" if key == "train_time" else "table_rmse"
-        _write_csv(rows, out / f"{name}.csv", ["method", *datasets])
+        write_csv(out / f"{name}.csv", rows, ["method", *datasets])
         lines = [f"| {title} | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
         lines += ["| " + " | ".join([row["method"], *(row[d] for d in datasets)]) + " |" for row in rows]
         texts[name] = "\n".join(lines) + "\n\n(number of models in brackets)\n"
@@ -274,13 +270,13 @@ def run(out: str | Path = "runs/wgpr", datasets: str | Sequence[str] = DATASETS,
                                                 default=str))
     sweep_result = run_sweep(specs, run_job, out / "runs", options, title="wgpr")
     results = [r.value for r in sweep_result.runs if r.status in ("done", "skipped") and r.value]
-    _write_csv(results, out / "runs.csv", ["dataset", "method", "params", "num_models", "rmse", "rmse_f",
-                                           "train_time", "pretrain_time", "rate", "num_train", "num_batches",
-                                           "failed_updates"])
+    write_csv(out / "runs.csv", results, ["dataset", "method", "params", "num_models", "rmse", "rmse_f",
+                                          "train_time", "pretrain_time", "rate", "num_train", "num_batches",
+                                          "failed_updates"])
     texts = write_tables(results, datasets, methods, out)
     figures = {}
     sweep_rows = [r for r in results if r["dataset"] in sweep and r["method"] in ("wgpr", "solar-gp")]
-    _write_csv(sweep_rows, out / "sweep.csv", ["dataset", "method", "params", "num_models", "rmse", "rate"])
+    write_csv(out / "sweep.csv", sweep_rows, ["dataset", "method", "params", "num_models", "rmse", "rate"])
     for d in sweep:
         rows = [r for r in sweep_rows if r["dataset"] == d]
         if rows:

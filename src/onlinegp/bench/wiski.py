@@ -1,5 +1,5 @@
-"""Paper 002's experiments (WISKI, §5): online regression on UCI sets, online Dirichlet classification on banana,
-and batch Bayesian optimisation with qUCB.
+"""The experiments of Stanton et al. 2021 (WISKI, §5): online regression on UCI sets, online Dirichlet classification on
+banana, and batch Bayesian optimisation with qUCB.
 
 * ``run_uci`` (§5.1, Fig. 3): a 90/10 split, inputs min-max to [-1, 1] over the whole set, targets standardised
   with the training mean and std (all models share this scaling); the first 5% of the (shuffled) training stream
@@ -20,7 +20,6 @@ Every run writes config.json, the metrics as CSV and JSON, and a figure to ``out
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import time
@@ -31,6 +30,7 @@ import numpy as np
 import torch
 
 from ..data import load_dataset, train_test_split
+from ..io import write_csv
 from ..metrics import nlpd, rmse
 from ..models.registry import MODELS, make_model
 from ..models.wiski import WISKIClassifier
@@ -38,7 +38,8 @@ from ..plots import plot_panel_curves
 
 UCI_SETS = ("skillcraft", "elevators", "protein", "kin40k")
 UCI_MODELS = ("wiski", "osgpr", "osvgp", "exact")
-#: per-model options of the streaming comparison: m = 256 everywhere (paper 002 Table C.1), one step per point
+#: per-model options of the streaming comparison: m = 256 everywhere (Stanton et al. 2021, Table C.1), one step per
+#: point
 STREAM_OPTIONS: dict[str, dict[str, Any]] = {
     "wiski": {"grid_size": 16, "lr": 1e-2, "lr_projection": 5e-3},
     "osgpr": {"num_inducing": 256, "optimizer": "adam", "kernel": "rbf"},
@@ -53,11 +54,7 @@ def _write(out: Path, name: str, rows: list[dict], config: dict) -> None:
     (out / "config.json").write_text(json.dumps(config, indent=2, default=str))
     (out / f"{name}.json").write_text(json.dumps(rows, indent=1, default=float))
     if rows:
-        keys = list(dict.fromkeys(k for r in rows for k in r))
-        with open(out / f"{name}.csv", "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=keys)
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(out / f"{name}.csv", rows)
 
 
 def _progress(total: int, quiet: bool, description: str):
@@ -76,7 +73,7 @@ def run_uci(out: str | Path, datasets: Sequence[str] = UCI_SETS, models: Sequenc
             max_points: int = 500, max_test: int = 1000, eval_every: int = 50, pretrain_fraction: float = 0.05,
             pretrain_steps: int = 100, exact_max: int = 1500, seed: int = 0, quiet: bool = False,
             log: Callable[[str], None] = print) -> list[dict]:
-    """Online regression (paper 002 §5.1); returns one row per evaluation (dataset, model, num_data, ...)."""
+    """Online regression (Stanton et al. 2021, §5.1); returns one row per evaluation (dataset, model, num_data, ...)."""
     out = Path(out)
     config = {"experiment": "wiski-uci", "datasets": list(datasets), "models": list(models), "max_points": max_points,
               "max_test": max_test, "eval_every": eval_every, "pretrain_fraction": pretrain_fraction,
@@ -131,7 +128,7 @@ def run_uci(out: str | Path, datasets: Sequence[str] = UCI_SETS, models: Sequenc
     _write(out, "metrics", rows, config)
     if rows:
         plot_panel_curves(rows, out / "uci.png", ("nll", "rmse", "update_time"), log_keys=("update_time",),
-                          title="WISKI online regression (paper 002 Fig. 3)")
+                          title="WISKI online regression (Stanton et al. 2021, Fig. 3)")
     return rows
 
 
@@ -139,7 +136,7 @@ def run_uci(out: str | Path, datasets: Sequence[str] = UCI_SETS, models: Sequenc
 def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps: int = 100, hindsight_steps: int = 200,
                eval_every: int = 20, max_test: int = 2000, grid_size: int = 16, lr: float = 5e-3, seed: int = 0,
                max_points: int | None = None, quiet: bool = False, log: Callable[[str], None] = print) -> list[dict]:
-    """Online Dirichlet classification on banana (paper 002 §5.2); one row per evaluation."""
+    """Online Dirichlet classification on banana (Stanton et al. 2021, §5.2); one row per evaluation."""
     out = Path(out)
     config = {"experiment": "wiski-banana", "pretrain_fraction": pretrain_fraction, "pretrain_steps": pretrain_steps,
               "hindsight_steps": hindsight_steps, "eval_every": eval_every, "max_test": max_test,
@@ -192,7 +189,8 @@ def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps:
     log(f"[wiski-banana] online accuracy {rows[-2]['accuracy']:.3f} nll {rows[-2]['nll']:.3f}; hindsight accuracy "
         f"{rows[-1]['accuracy']:.3f} nll {rows[-1]['nll']:.3f}; median update {1e3 * float(np.median(times)):.1f} ms")
     _write(out, "metrics", rows, config)
-    plot_panel_curves(rows, out / "banana.png", ("accuracy", "nll"), title="WISKI Dirichlet classification (paper 002 Fig. 4)")
+    plot_panel_curves(rows, out / "banana.png", ("accuracy", "nll"),
+                      title="WISKI Dirichlet classification (Stanton et al. 2021, Fig. 4)")
     return rows
 
 
@@ -201,7 +199,7 @@ def run_bo(out: str | Path, functions: Sequence[str] = ("levy", "ackley"), model
            iterations: int = 20, q: int = 3, n_init: int = 5, seeds: Sequence[int] = (0,), init_steps: int = 50,
            steps: int = 5, grid_size: int = 8, beta: float = 2.0, num_restarts: int = 4, raw_samples: int = 64,
            mc_samples: int = 128, quiet: bool = False, log: Callable[[str], None] = print) -> list[dict]:
-    """Batch UCB (paper 002 §5.3); one row per iteration (function, model, seed, iteration, best, times)."""
+    """Batch UCB (Stanton et al. 2021, §5.3); one row per iteration (function, model, seed, iteration, best, times)."""
     from botorch import test_functions
     from botorch.acquisition import qUpperConfidenceBound
     from botorch.optim import optimize_acqf
@@ -258,5 +256,5 @@ def run_bo(out: str | Path, functions: Sequence[str] = ("levy", "ackley"), model
     _write(out, "metrics", rows, config)
     if rows:
         plot_panel_curves(rows, out / "bo.png", ("best", "time"), x_key="iteration", panel_key="function", line_key="run",
-                          title="Batch UCB (q = 3) on noisy 3-D test functions (paper 002 §5.3)")
+                          title="Batch UCB (q = 3) on noisy 3-D test functions (Stanton et al. 2021, §5.3)")
     return rows

@@ -1,4 +1,5 @@
-"""Streaming datasets: UCI regression, the magnetic-field survey, toy sets, paper 001's synthetic streams.
+"""Streaming datasets: UCI regression, the magnetic-field survey, toy sets, the synthetic streams of
+Pescador-Barrios et al. 2024.
 
 >>> from onlinegp.data import load_dataset, train_test_split, stream
 >>> ds = load_dataset("concrete")

@@ -1,9 +1,9 @@
 """A dataset for streaming experiments, its train/test splits, stream orders and batches.
 
-A :class:`Dataset` holds inputs ``X`` (N×D) and targets ``y`` (N,) as float64 NumPy arrays in the order they were
+A :class:`Dataset` holds inputs ``X`` (N, D) and targets ``y`` (N,) as float64 NumPy arrays in the order they were
 recorded, with optional recording ``time`` and ``groups`` (a batch or trajectory label per row, for datasets whose
-batches are part of their definition). Streams follow paper 001 §5 / appendix F: sorted by the first input
-dimension (an expanding domain), random, or by time; then split into contiguous batches.
+batches are part of their definition). Streams follow Pescador-Barrios et al. 2024 (§5, appendix F): sorted by the first
+input dimension (an expanding domain), random, or by time; then split into contiguous batches.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ORDERS = ("sorted", "random", "time", "given")
 
 @dataclass
 class Dataset:
-    """Inputs ``X`` (N×D), targets ``y`` (N,), a ``name``, and optional per-row ``time`` and ``groups``.
+    """Inputs ``X`` (N, D), targets ``y`` (N,), a ``name``, and optional per-row ``time`` and ``groups``.
 
     ``default_order``/``default_batches`` say how the dataset is streamed when a caller does not choose
     (``default_batches="groups"``: one batch per distinct group label, in order of first appearance).
@@ -74,7 +74,8 @@ class Dataset:
 
 
 def train_test_split(ds: Dataset, seed: int = 0, test_fraction: float = 0.2) -> tuple[Dataset, Dataset]:
-    """A random ``1 - test_fraction`` / ``test_fraction`` split (80/20 by default, as paper 001 §5.3).
+    """A random ``1 - test_fraction`` / ``test_fraction`` split (80/20 by default, as
+    Pescador-Barrios et al. 2024, §5.3).
 
     Deterministic in ``seed``. Both parts keep the original row order, so a time-ordered stream stays one.
     """

@@ -1,4 +1,5 @@
-"""Named datasets: UCI regression sets, the magnetic-field survey, toy sets and paper 001's synthetic streams.
+"""Named datasets: UCI regression sets, the magnetic-field survey, toy sets and the synthetic streams of
+Pescador-Barrios et al. 2024.
 
 Everything loads from files shipped inside the package (see ``README.md`` in this folder for sources and
 licences), so no network or ``../shared`` is needed. ``load_dataset(name)`` is the one entry point; a path to a
@@ -19,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 
 #: UCI sets shipped in ``uci/<name>.csv.gz`` (from the MIT-licensed ``uci_datasets`` collection)
 UCI = ("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm", "protein")
-#: paper 001 appendix F.3: 20 batches below this many points, 50 above
+#: Pescador-Barrios et al. 2024, appendix F.3: 20 batches below this many points, 50 above
 LARGE = 12_000
 MAGNETIC_CITATION = ("Solin, Kok, Wahlström, Schön, Särkkä: Modeling and interpolation of the ambient magnetic "
                      "field by Gaussian processes. IEEE Transactions on Robotics 34(4), 2018.")
@@ -46,7 +47,8 @@ def magnetic(trajectories: Iterable[int] = (1, 2, 3, 4, 5)) -> Dataset:
 
     Inputs are the 2-D positions (m); the target is the field strength, the norm of the 3-axis field (μT).
     ``groups`` is the trajectory number and ``time`` runs on across trajectories in the order given, so the
-    default stream (order 'time', batches 'groups') feeds one trajectory per batch, as paper 001 §5.4.
+    default stream (order 'time', batches 'groups') feeds one trajectory per batch,
+    as Pescador-Barrios et al. 2024, §5.4.
     """
     X, y, t, g = [], [], [], []
     offset = 0.0
@@ -84,12 +86,13 @@ def banana(split: str = "train") -> Dataset:
 
 
 def synthetic_function(x: np.ndarray) -> np.ndarray:
-    """Paper 001 appendix F.1: f(x) = sin(2x) + cos(5x)."""
+    """Pescador-Barrios et al. 2024, appendix F.1: f(x) = sin(2x) + cos(5x)."""
     return np.sin(2 * x) + np.cos(5 * x)
 
 
 def synthetic(which: int, seed: int = 0, noise_std: float = 0.3) -> Dataset:
-    """Paper 001's synthetic datasets 1–3 (appendix F.1), f(x) = sin(2x) + cos(5x) plus Gaussian noise.
+    """The synthetic datasets 1–3 of Pescador-Barrios et al. 2024 (appendix F.1), f(x) = sin(2x) + cos(5x) plus Gaussian
+    noise.
 
     1. 500 points uniform on [0, 10], sorted, ten batches (an expanding domain);
     2. 150 points uniform on [0, 10], shuffled, ten batches (the same distribution every batch);
@@ -112,7 +115,8 @@ def synthetic(which: int, seed: int = 0, noise_std: float = 0.3) -> Dataset:
         x = np.concatenate(parts)
         groups = np.concatenate([np.full(len(p), b) for b, p in enumerate(parts)])
     else:
-        raise ValueError(f"synthetic datasets are numbered 1, 2, 3 (paper 001 appendix F.1), got {which}")
+        raise ValueError("synthetic datasets are numbered 1, 2, 3 (Pescador-Barrios et al. 2024, appendix F.1), "
+                         f"got {which}")
     y = synthetic_function(x) + noise_std * rng.standard_normal(len(x))
     return Dataset(x[:, None], y, f"synthetic{which}", time=np.arange(len(x), dtype=np.float64), groups=groups,
                    default_order="given", default_batches="groups",

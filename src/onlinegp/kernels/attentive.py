@@ -1,4 +1,4 @@
-"""The Attentive Kernel (Chen et al., RSS 2022; POAM paper 000 §III-B).
+"""The Attentive Kernel (Chen et al., RSS 2022; Chen et al. 2024, §III-B).
 
 k(x, x') = (w̄ᵀ w̄') · Σ_m w̄_m w̄'_m exp(-‖x - x'‖² / 2ℓ_m²), with fixed length-scales ℓ_m spaced linearly in
 [ℓ_min, ℓ_max] and w̄ = w_θ(x) / ‖w_θ(x)‖ the normalised output of a small MLP (D→10→10→10, tanh, softmax).

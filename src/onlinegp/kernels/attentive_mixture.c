@@ -1,4 +1,4 @@
-/* The Attentive Kernel in one pass over the entries (POAM paper 000 eq. 5; Chen et al. 2022):
+/* The Attentive Kernel in one pass over the entries (Chen et al. 2024, eq. 5; Chen et al. 2022):
  *     k_ij = u_ij s_ij,  u_ij = sum_m a_im b_jm,  s_ij = sum_m a_im b_jm exp(c_m d2_ij),
  * with a = w(x1) (n1 x M), b = w(x2) passed transposed (bT: M x n2), d2 the squared distances (n1 x n2) and
  * c_m = -1 / (2 l_m^2). Nothing of size M x n1 x n2 is ever stored: the backward recomputes the exponentials.

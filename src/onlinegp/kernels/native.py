@@ -1,13 +1,14 @@
 """The Attentive Kernel evaluated by a small C routine compiled at first use (``attentive_mixture.c``).
 
-PyTorch evaluates k = (w1 w2ᵀ) ⊙ Σ_m (w1_m w2_mᵀ) ⊙ exp(c_m D²) as a dozen memory-bound passes over N × N'
+PyTorch evaluates k = (w1 w2ᵀ) ⊙ Σ_m (w1_m w2_mᵀ) ⊙ exp(c_m D²) as a dozen memory-bound passes over (N, N')
 arrays per base kernel; the C routine makes one pass, keeps each row's ten exponentials in cache, vectorises the
 exponential, and recomputes it in the backward instead of storing it. It is compiled once per machine with the
 system's C compiler (``$CC``, else ``cc``/``gcc``) into ``$ONLINEGP_CACHE`` (default ``~/.cache/onlinegp``) and
 loaded with ctypes, which releases the GIL, so rows are split across ``torch.get_num_threads()`` threads.
 
-Without a compiler, or with ``ONLINEGP_NATIVE=0``, :func:`library` returns ``None`` (with one warning if the
-compiler failed) and the kernel uses its PyTorch path; both agree to round-off (tests/test_native.py).
+Without a compiler, or switched off (``onlinegp.settings.native_kernel(False)``, or ``ONLINEGP_NATIVE=0`` in the
+environment), :func:`library` returns ``None`` (with one warning if the compiler failed) and the kernel uses its
+PyTorch path; both agree to round-off (tests/test_native.py).
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from .. import settings
+
 SOURCE = Path(__file__).with_name("attentive_mixture.c")
 FLAGS = ("-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC")
 #: tried first: the machine's vector width matters (AVX-512 doubles the exponential's speed over SSE2)
 NATIVE_ARCH = ("-march=native",)
-#: below this many exponentials (n1 · n2 · M) a call runs on one thread
+#: below this many exponentials (n1 · n2 · M) a call runs on one thread (default of settings.native_thread_work)
 THREAD_WORK = 1 << 19
 
 
@@ -86,11 +89,14 @@ def _load(target: Path) -> ctypes.CDLL:
     return lib
 
 
-@lru_cache(maxsize=None)
 def library() -> ctypes.CDLL | None:
-    """The compiled routine (built on first use), or None when disabled or no compiler could build it."""
-    if os.environ.get("ONLINEGP_NATIVE", "1") == "0":
-        return None
+    """The compiled routine (built on first use), or None when switched off (settings.native_kernel) or no compiler
+    could build it."""
+    return _build() if settings.native_kernel.value() else None
+
+
+@lru_cache(maxsize=None)
+def _build() -> ctypes.CDLL | None:
     compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or ""]
     if not compiler[0]:
         return None
@@ -112,7 +118,7 @@ def library() -> ctypes.CDLL | None:
             error = f"{target}: {exc}"
     warnings.warn(f"onlinegp could not build or load its native Attentive Kernel ({' '.join(compiler)}: "
                   f"{error[:500]}); using the slower PyTorch path. Set ONLINEGP_NATIVE=0 to silence this.",
-                  stacklevel=2)
+                  stacklevel=3)
     return None
 
 
@@ -132,7 +138,7 @@ def _row_ranges(n1: int, n2: int, M: int, symmetric: bool) -> list[tuple[int, in
     """Row blocks of equal work for the available threads (triangular work when symmetric)."""
     threads = torch.get_num_threads()
     work = n1 * n2 * M // (2 if symmetric else 1)
-    parts = max(1, min(threads, n1, work // THREAD_WORK))
+    parts = max(1, min(threads, n1, work // settings.native_thread_work.value()))
     if symmetric:  # the rows before r hold the fraction 1 - (1 - r/n)^2 of the triangle
         edges = [round(n1 * (1 - math.sqrt(1 - k / parts))) for k in range(parts + 1)]
     else:

@@ -59,7 +59,7 @@ class ExactGP(OnlineGP):
             self.alpha = trisolve(self.L, y)
         return {"objective": value}
 
-    def _predict(self, xs: Tensor, full_cov: bool):
+    def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         X, _ = self.data.data
         w = trisolve(self.L, dense(self.kernel, X, xs))
         mean = w.mT @ self.alpha

@@ -2,7 +2,7 @@
 
 Only a summary of the past is kept: q(u) = N(m, S) at the inducing inputs Z of the last batch, in root form
 (Z, L_u = chol K_uu under the θ of that batch, L_D, β), so memory does not grow with the number of points seen.
-Per batch (X_n, y_n), in scaled units (notes 003, DESIGN §3):
+Per batch (X_n, y_n), in scaled units (Bui et al. 2017, stable form):
 
 1. new inducing inputs Z' = selector(kernel, Z, X_n) (default: pivoted Cholesky of k([Z; X_n]));
 2. hyper-parameters (and, with ``optimize_inducing``, Z') maximise the online collapsed bound
@@ -11,10 +11,10 @@ Per batch (X_n, y_n), in scaled units (notes 003, DESIGN §3):
 3. D, c at the final θ give the new summary q(v) = N(L_v L_D⁻ᵀ β, R Rᵀ), R = L_v L_D⁻ᵀ (S is never factorised),
    and the prediction mean = (L_D⁻¹L_v⁻¹K_vs)ᵀβ, var = k_ss − ‖L_v⁻¹K_vs‖² + ‖L_D⁻¹L_v⁻¹K_vs‖².
 
-Registered variants (paper 000, appendix A4 and Table III):
+Registered variants (Chen et al. 2024, appendix A4 and Table III):
 ``ssgp``: Attentive Kernel, Z resampled (70 % old, 30 % new inputs) then optimised with θ by L-BFGS;
 ``ssgp++``: Attentive Kernel, pivoted-Cholesky Z (not optimised), 10 Adam steps on θ;
-``osgpr``: RBF-ARD kernel, pivoted-Cholesky Z (not optimised), L-BFGS on θ (the O-SGPR baseline of paper 002).
+``osgpr``: RBF-ARD kernel, pivoted-Cholesky Z (not optimised), L-BFGS on θ (the O-SGPR baseline of Stanton et al. 2021).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ LBFGS_MAX_ITER = 200
 
 @register("osgpr", "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (Stanton et al. 2021 baseline)")
 class OSGPR(OnlineGP):
-    """Streaming sparse GP (Bui et al. 2017) on the online collapsed bound, in the stable root form of notes 003.
+    """Streaming sparse GP (Bui et al. 2017) on the online collapsed bound, in its numerically stable root form.
 
     Args:
         input_dim: number of input dimensions D.
-        num_inducing: M for the named selectors (default 500, as in paper 000's experiments).
+        num_inducing: M for the named selectors (default 500, as in the experiments of Chen et al. 2024).
         kernel: 'rbf' (default), 'ak', 'matern32', ... or any gpytorch Kernel.
         inducing: a selector name ('pivoted', 'resample', 'random', 'kmeans') or instance (e.g. VIPS, Fixed).
         optimizer: 'lbfgs' (SSGP: L-BFGS with strong-Wolfe line search on the unconstrained parameters) or
@@ -152,14 +152,14 @@ class OSGPR(OnlineGP):
             self.predictor = Predictor.from_q(self.kernel, self.summary.q(), Lu=self.summary.Lu)
         return {"objective": float(terms.value), "noise": float(self.noise.detach()), "evaluations": evaluations}
 
-    def _predict(self, xs: Tensor, full_cov: bool):
+    def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         return self.predictor.predict(self.kernel, xs, full_cov)
 
 
 
 @register("ssgp", "SSGP: streaming sparse GP, resampled Z, Z and θ by L-BFGS on the online bound (Bui et al. 2017)")
 class SSGP(OSGPR):
-    """SSGP as configured in paper 000 (Table III): resampled Z, then Z and θ by L-BFGS on the online bound."""
+    """SSGP as configured in Chen et al. 2024 (Table III): resampled Z, then Z and θ by L-BFGS on the online bound."""
 
     def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "ak",
                  inducing: str | Selector = "resample", optimizer: str = "lbfgs", optimize_inducing: bool = True,
@@ -170,7 +170,7 @@ class SSGP(OSGPR):
 
 @register("ssgp++", "SSGP++: streaming sparse GP, pivoted-Cholesky Z, Adam on the online bound (Chen et al. 2024, app. A4)")
 class SSGPpp(OSGPR):
-    """SSGP++ (paper 000 appendix A4): pivoted-Cholesky Z without gradient steps, T Adam steps on θ."""
+    """SSGP++ (Chen et al. 2024, appendix A4): pivoted-Cholesky Z without gradient steps, T Adam steps on θ."""
 
     def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "ak",
                  inducing: str | Selector = "pivoted", optimizer: str = "adam", num_steps: int | None = 10,

@@ -1,13 +1,13 @@
 """O-SVGP: the uncollapsed streaming sparse variational GP (Bui et al. 2017) with β-tempered KL terms.
 
-Generalised variational inference as in the WISKI paper (002, appendix B, eq. A.8): per batch, maximise
+Generalised variational inference as in Stanton et al. 2021 (appendix B, eq. A.8): per batch, maximise
 
     (N/B) Σ_b E_q[log p(y_b|f_b)] − β KL(q(b)‖p(b|θ)) − β KL(q(a)‖q_old(a)) + β KL(q(a)‖p(a|θ_old))
 
 (:func:`~onlinegp.objectives.online_svgp_elbo`) over q(b) = N(m, L Lᵀ) (free mean, lower-triangular root),
 the hyper-parameters θ and, optionally, the new inducing inputs Z, by ``num_steps`` Adam steps on mini-batches of
-the new batch. β = 1 is Bui et al.'s streaming VI; β ≪ 1 (default 1e-3, paper 002's choice) down-weights the
-prior and the memory of old batches so that few gradient steps per batch suffice. Only q(u), Z and the prior root
+the new batch. β = 1 is Bui et al.'s streaming VI; β ≪ 1 (default 1e-3, the choice of Stanton et al. 2021) down-weights
+the prior and the memory of old batches so that few gradient steps per batch suffice. Only q(u), Z and the prior root
 of the last batch are kept: memory does not grow with the data.
 """
 
@@ -30,15 +30,15 @@ from .registry import register
 
 @register("osvgp", "O-SVGP: uncollapsed streaming SVGP, β-tempered KL terms, mini-batch Adam (Stanton et al. 2021, app. B)")
 class OSVGP(OnlineGP):
-    """Streaming SVGP on the β-tempered online ELBO, mini-batch Adam (the O-SVGP baseline of paper 002).
+    """Streaming SVGP on the β-tempered online ELBO, mini-batch Adam (the O-SVGP baseline of Stanton et al. 2021).
 
     Args:
         input_dim: number of input dimensions D.
-        num_inducing: M for the named selectors (default 256, paper 002's setting).
+        num_inducing: M for the named selectors (default 256, as Stanton et al. 2021).
         kernel: 'rbf' (default), 'ak', 'matern32', ... or any gpytorch Kernel.
         inducing: selector name or instance choosing the new Z from [Z; X_new] (default 'pivoted').
         beta: KL tempering β (default 1e-3; 1 is plain streaming VI).
-        num_steps: Adam steps per batch (default 1, as in paper 002's streaming comparisons).
+        num_steps: Adam steps per batch (default 1, as in the streaming comparisons of Stanton et al. 2021).
         batch_size: mini-batch size drawn from the new batch (default 256).
         lr: Adam learning rate for q(u) and Z (5e-3); ``lr_hyper`` for θ and the noise (5e-3).
         learn_hyperparameters: train θ and σ² (default True); optimize_inducing: move Z by gradient (True).
@@ -112,6 +112,6 @@ class OSVGP(OnlineGP):
         L = root.tril()
         return VariationalQ(Z, mean, L, 2 * L.diagonal().abs().clamp_min(1e-300).log().sum())
 
-    def _predict(self, xs: Tensor, full_cov: bool):
+    def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         return self.predictor.predict(self.kernel, xs, full_cov)
 

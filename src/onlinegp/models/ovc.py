@@ -1,4 +1,4 @@
-"""OVC and OVC++: Online Variational Conditioning (Maddox et al. 2021) as configured in paper 000, appendix A3.
+"""OVC and OVC++: Online Variational Conditioning (Maddox et al. 2021) as configured in Chen et al. 2024, appendix A3.
 
 Both store noise-weighted terms σ⁻² K_uf y and σ⁻² K_uf K_fu with the σ² of the batch they came from, project them
 onto new inducing inputs like POAM, and train hyper-parameters with POAM's M-step. OVC also moves Z by gradient

@@ -43,7 +43,7 @@ from .registry import register
           inducing="random-first", optimize_inducing=True)
 @register("var-opt", "POAM ablation: q(u) by gradient", variational="gradient")
 class POAM(OnlineGP):
-    """Online sparse GP with analytic variational E-step and stochastic M-step (POAM, paper 000).
+    """Online sparse GP with analytic variational E-step and stochastic M-step (POAM, Chen et al. 2024).
 
     Args:
         input_dim: number of input dimensions D.
@@ -236,7 +236,7 @@ class POAM(OnlineGP):
             self._remember_root(self.q.Z, self.predictor.Lu)
         return {"objective": elbo, "noise": float(self.noise.detach())}
 
-    def _predict(self, xs: Tensor, full_cov: bool):
+    def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         return self.predictor.predict(self.kernel, xs, full_cov)
 
 

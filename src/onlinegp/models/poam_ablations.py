@@ -1,7 +1,7 @@
-"""POAM's two SSGP ablations (paper 000, §V-C and Fig. 8), as small overrides of POAM's E-step / M-step.
+"""POAM's two SSGP ablations (Chen et al. 2024, §V-C and Fig. 8), as small overrides of POAM's E-step / M-step.
 
 * VAR-SSGP: POAM with SSGP's variational update. Instead of projecting stored data terms, q(u) at the new Z
-  comes from the old q(u) and the new batch through D and c of the online bound (Bui et al. 2017; notes 003).
+  comes from the old q(u) and the new batch through D and c of the online bound (Bui et al. 2017, stable form).
   The M-step is POAM's (Adam on the uncollapsed ELBO over mini-batches of all data).
 * ONLINE-ELBO: POAM's E-step, but the M-step trains θ on SSGP's online collapsed bound of the new batch given the
   previous q(u) (at the previous Z and the prior under which it was formed), instead of the uncollapsed ELBO on all

@@ -1,4 +1,5 @@
-"""Local-GP ensembles that split by distance in input space and predict by a weighted average (paper 004 Table I).
+"""Local-GP ensembles that split by distance in input space and predict by a weighted average
+(Kepler et al. 2021, Table I).
 
 * :class:`SOLARGP` -- SOLAR-GP-style (Wilcox & Yip 2020): sparse members updated online (OSGPR by default), each
   with its own hyper-parameters; a batch goes to the member whose centroid (running mean of the inputs it absorbed)
@@ -284,7 +285,7 @@ class LGPR(_Dominant, OnlineGP):
     def num_inducing(self) -> int | None:
         return None
 
-    def _predict(self, xs: Tensor, full_cov: bool):
+    def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         def local(k: int, rows: Tensor, full: bool) -> LocalPrediction:
             X, q = self.local_X[k], xs[rows]
             w = trisolve(self.local_L[k], dense(self.kernel, X, q))

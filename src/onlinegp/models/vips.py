@@ -1,9 +1,9 @@
-"""VIPS: an online sparse GP that decides its own size (paper 001, "How big is big enough?").
+"""VIPS: an online sparse GP that decides its own size (Pescador-Barrios et al. 2024, "How big is big enough?").
 
 VIPS is OSGPR (Bui et al. 2017; :class:`~onlinegp.models.osgpr.OSGPR`) with the VIPS selector
 (:class:`~onlinegp.inducing.VIPSSelector`): per batch, keep the old inducing inputs, add new inputs by greedy variance
 until Û(M) − L̂(M_b) ≤ δ |Û(M) − L_noise|, then fit θ by L-BFGS on the online lower bound L̂ (eq. 8) with the
-locations fixed. The baselines of paper 001 Table 1 differ only in the selector: Conditional Variance
+locations fixed. The baselines in their Table 1 differ only in the selector: Conditional Variance
 (tr(K − Q) ≤ η over [Z; X]) and OIPS (add x when max_z k(x, z) < ρ).
 """
 
@@ -25,7 +25,8 @@ from .registry import register
 @register("vips", "VIPS: OSGPR that sizes itself by the online upper/lower bound gap, L-BFGS on θ "
                   "(Pescador-Barrios et al. 2024)")
 class VIPS(OSGPR):
-    """OSGPR + VIPS inducing-point selection (paper 001 Algorithm 1), θ by L-BFGS on the online bound.
+    """OSGPR + VIPS inducing-point selection (Pescador-Barrios et al. 2024, Algorithm 1), θ by L-BFGS on the online
+    bound.
 
     Args:
         input_dim: D.

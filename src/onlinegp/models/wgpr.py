@@ -1,4 +1,4 @@
-"""WGPR: Wasserstein-splitting Gaussian process regression (paper 004 §III, Algorithm 1; DESIGN §3).
+"""WGPR: Wasserstein-splitting Gaussian process regression (Kepler et al. 2021, §III and Algorithm 1).
 
 An ensemble of sparse GPs, each with its own hyper-parameters and updated online (OSGPR by default, the online VFE
 of Bui et al. 2017). For a batch (X_new, y_new):
@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import PhaseTimer, Prediction
+from ..base import OnlineGP, PhaseTimer, Prediction
 from ..validation import as_tensor_2d
 from ..wasserstein import w2_squared
 from .ensemble import NUMERICAL_FAILURES, LocalEnsemble
@@ -45,13 +45,13 @@ QUERY_CHUNK = 2048
 @register("wgpr", "WGPR: ensemble of OSGPR members split by the 2-Wasserstein distance, nearest-model prediction "
                   "(Kepler et al. 2021)")
 class WGPR(LocalEnsemble):
-    """Wasserstein-splitting ensemble of sparse GPs (paper 004, Algorithm 1).
+    """Wasserstein-splitting ensemble of sparse GPs (Kepler et al. 2021, Algorithm 1).
 
     Args:
         input_dim: D.
         epsilon: ε, the instantiation threshold on w_j (Eq. 7), in standardised target units² summed over the
-            M + N_new points, so it depends on the data (paper 004 §V): run once with ``math.inf`` and read the
-            scores in ``report.extra['scores']`` to choose it. ``math.inf`` never splits (one OSGPR), 0 starts a
+            M + N_new points, so it depends on the data (Kepler et al. 2021, §V): run once with ``math.inf`` and read
+            the scores in ``report.extra['scores']`` to choose it. ``math.inf`` never splits (one OSGPR), 0 starts a
             member on every batch.
         num_nearest: J′, how many members (nearest by centroid) are candidates for each batch (default 5).
         member, num_inducing, member_options, x_bounds, y_stats, seed, dtype: see :class:`LocalEnsemble`.

@@ -1,4 +1,4 @@
-"""WISKI: Woodbury-inversion structured kernel interpolation (paper 002, §4, appendix A; DESIGN §3).
+"""WISKI: Woodbury-inversion structured kernel interpolation (Stanton et al. 2021, §4 and appendix A).
 
 SKI approximates K_XX ≈ W K_UU Wᵀ with U a product grid of m inducing points (≤ 3 dimensions) and W sparse
 cubic (Keys) interpolation weights, 4^d non-zeros per row. With a root K_UU ≈ L Lᵀ (Cholesky, r = m, or a
@@ -9,10 +9,10 @@ the Woodbury identity (Eqs. 5-15, appendix A.5) gives, with Q' = I + Lᵀ A L = 
     mean(x*) = w*ᵀ L Q'⁻¹ Lᵀ c = w*ᵀ α,        α = R β,   R = L L_Q⁻ᵀ
     cov_f(x*, x') = w*ᵀ L Q'⁻¹ Lᵀ w' = (Rᵀw*)ᵀ(Rᵀw')
 
-For D = σ²I this is DESIGN §3's form with Q = σ²Q'. The only data-dependent state is WᵀW, Wᵀy, yᵀy and n
-(precision-weighted for fixed noise): each observation adds a 4^d × 4^d block (Eqs. 16-17), constant time, and
-the marginal likelihood (Eq. 13) costs O(m² r + r³) whatever n is (O(m³) with the Cholesky root, which is
-recomputed after every hyper-parameter step), so one Adam step per observation keeps the hyper-parameters
+For D = σ²I this is the SGPR form of :mod:`onlinegp.posterior` with u = f(U), whose W is Q'. The only data-dependent
+state is WᵀW, Wᵀy, yᵀy and n (precision-weighted for fixed noise): each observation adds a 4^d × 4^d block (Eqs. 16-17),
+constant time, and the marginal likelihood (Eq. 13) costs O(m² r + r³) whatever n is (O(m³) with the Cholesky root,
+which is recomputed after every hyper-parameter step), so one Adam step per observation keeps the hyper-parameters
 learning in constant time (Algorithm 1). Predictions cost O(4^d r) per point (sparse W*, cached R and α).
 
 For D > 3 inputs a learnt feature map h(x) = tanh(BN(A x)) to [-1, 1]² is used (§4.3, appendix A.4): past
@@ -24,7 +24,7 @@ gradient is taken at the pre-step φ, saving a second pass). Batch-norm uses the
 (gradients through them on that batch, as in batch training); they are then frozen, so that later single points
 are normalised by the same map as the stored ones, while its affine part keeps learning.
 
-``WISKIClassifier`` is Dirichlet-based classification (Milios et al. 2018; paper 002 §5.2, appendix A.5): one
+``WISKIClassifier`` is Dirichlet-based classification (Milios et al. 2018; Stanton et al. 2021, §5.2, appendix A.5): one
 fixed-noise WISKI regression per class on transformed one-hot targets, class probabilities by sampling.
 """
 
@@ -48,7 +48,7 @@ from .registry import register
 
 LOG2PI = math.log(2 * math.pi)
 
-#: default points per dimension: m = 256 in 1-D and 2-D (paper 002 Table C.1), 10³ = 1000 in 3-D (§5.3)
+#: default points per dimension: m = 256 in 1-D and 2-D (Stanton et al. 2021, Table C.1), 10³ = 1000 in 3-D (§5.3)
 DEFAULT_GRID = {1: 256, 2: 16, 3: 10}
 
 
@@ -78,12 +78,12 @@ class CubicGrid:
         return math.prod(self.sizes)
 
     def points(self) -> Tensor:
-        """The m × d grid, in the row-major order of the flattened indices."""
+        """The (m, d) grid, in the row-major order of the flattened indices."""
         axes = [self.lower - h + h * torch.arange(g, dtype=self.dtype) for g, h in zip(self.sizes, self.spacing)]
         return torch.cartesian_prod(*axes).reshape(self.size, self.dim)
 
     def weights(self, x: Tensor) -> tuple[Tensor, Tensor, int]:
-        """Indices (n × 4^d) and cubic weights (n × 4^d) of each row of ``x`` (n × d), and how many were clamped."""
+        """Indices (n, 4^d) and cubic weights (n, 4^d) of each row of ``x`` (n, d), and how many were clamped."""
         n = x.shape[0]
         idx = torch.zeros(n, 1, dtype=torch.long)
         val = torch.ones(n, 1, dtype=x.dtype)
@@ -104,14 +104,14 @@ class CubicGrid:
         return idx, val, int(clamped.sum())
 
     def sparse(self, x: Tensor) -> Tensor:
-        """W as a sparse COO n × m matrix (differentiable in its values)."""
+        """W as a sparse COO (n, m) matrix (differentiable in its values)."""
         idx, val, _ = self.weights(x)
         rows = torch.arange(x.shape[0]).unsqueeze(-1).expand_as(idx)
         return torch.sparse_coo_tensor(torch.stack([rows.reshape(-1), idx.reshape(-1)]), val.reshape(-1),
                                        (x.shape[0], self.size), check_invariants=False)
 
     def dense(self, x: Tensor) -> Tensor:
-        """The dense n × m interpolation matrix W (for tests and small problems)."""
+        """The dense (n, m) interpolation matrix W (for tests and small problems)."""
         idx, val, _ = self.weights(x)
         return torch.zeros(x.shape[0], self.size, dtype=val.dtype).scatter_add(1, idx, val)
 
@@ -130,7 +130,7 @@ def add_terms(WtW: Tensor, Wty: Tensor, idx: Tensor, val: Tensor, y: Tensor, pre
 
 @dataclass
 class SKIPosterior:
-    """The Woodbury SKI posterior: ``mll`` (differentiable), R (m × r) and α (m) for predictions."""
+    """The Woodbury SKI posterior: ``mll`` (differentiable), R (m, r) and α (m,) for predictions."""
 
     mll: Tensor
     R: Tensor | None
@@ -155,7 +155,8 @@ class SKIPosterior:
 
 
 class InputProjection(nn.Module):
-    """h(x) = tanh(BN(A x)) to [-1, 1]^k (paper 002 §4.3, §5.1); batch-norm statistics frozen after the first batch."""
+    """h(x) = tanh(BN(A x)) to [-1, 1]^k (Stanton et al. 2021, §4.3, §5.1); batch-norm statistics frozen after the first
+    batch."""
 
     def __init__(self, input_dim: int, out_dim: int = 2, seed: int = 0, dtype: torch.dtype = torch.float64):
         super().__init__()
@@ -184,7 +185,7 @@ class InputProjection(nn.Module):
 @register("wiski", "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point "
                    "(Stanton et al. 2021)")
 class WISKI(OnlineGP):
-    """WISKI regression (paper 002): constant-time exact SKI updates and one Adam step per observation.
+    """WISKI regression (Stanton et al. 2021): constant-time exact SKI updates and one Adam step per observation.
 
     Args:
         input_dim: D. Up to 3 the grid is over the (scaled) inputs; above, over a learnt 2-D projection.
@@ -341,7 +342,7 @@ class WISKI(OnlineGP):
         return {"objective": value, "mll": float(post.mll), "clamped": clamped,
                 "noise": float(self.noise.detach())}
 
-    def _predict(self, xs: Tensor, full_cov: bool):
+    def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         Ws = self.grid.sparse(self.features(xs))
         mean = torch.sparse.mm(Ws, self.alpha.unsqueeze(-1)).squeeze(-1)
         Rw = torch.sparse.mm(Ws, self.R)                  # rows (Rᵀ w*)ᵀ: O(4^d r) per point
@@ -354,7 +355,7 @@ class WISKI(OnlineGP):
 
 
 class WISKIClassifier(nn.Module):
-    """Dirichlet-based GP classification with WISKI (Milios et al. 2018; paper 002 §5.2, appendix A.5).
+    """Dirichlet-based GP classification with WISKI (Milios et al. 2018; Stanton et al. 2021, §5.2, appendix A.5).
 
     Labels c ∈ {0..C-1} become, per class, regression targets ỹ = log α - σ̃²/2 with fixed noise
     σ̃² = log(1 + 1/α), α = 1[label = c] + α_ε; each class is an independent fixed-noise WISKI. Class
@@ -382,7 +383,7 @@ class WISKIClassifier(nn.Module):
         return alpha.log() - noise / 2, noise
 
     def update(self, x: Any, labels: Any) -> list:
-        """Absorb inputs ``x`` (n × D) with integer ``labels`` in {0..C-1}; all class models or none."""
+        """Absorb inputs ``x`` (N, D) with integer ``labels`` in {0..C-1}; all class models or none."""
         x = as_tensor_2d(x, "x", self.models[0].dtype, self.models[0].input_dim)
         lab = torch.as_tensor(labels)
         if lab.is_floating_point():

@@ -1,4 +1,4 @@
-"""Ground-truth fields for the active-mapping simulator (POAM paper 000, §V-A; DESIGN §4).
+"""Ground-truth fields for the active-mapping simulator (POAM, Chen et al. 2024, §V-A).
 
 A :class:`Field` is an elevation grid over a square environment (default 360×360 cells over [-31, 31]² m) with
 values scaled to [0, 255], like the SRTM previews the paper used. Lookups are bilinear between cell centres and

@@ -1,4 +1,4 @@
-"""The active-mapping mission: POAM's Algorithm 1 (paper 000, §IV-E and §V-A) for any OnlineGP model.
+"""The active-mapping mission: POAM's Algorithm 1 (Chen et al. 2024, §IV-E and §V-A) for any OnlineGP model.
 
 Pilot survey (Bézier curve, or random initialisation as in appendix B), the model built with the task extent as
 its input bounds (so the input scaling is fixed; target statistics come from the pilot data), then decision
@@ -16,11 +16,8 @@ collected samples and the metric rows, so a resumed mission ends with exactly th
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field as dc_field
 from pathlib import Path
@@ -31,6 +28,7 @@ import torch
 
 from .. import metrics
 from ..base import OnlineGP
+from ..io import atomic_write, write_csv
 from ..models.registry import MODELS, make_model
 from .fields import DEFAULT_ENV, Field, load_field
 from .planners import PLANNERS, TASK_EXTENT, bezier_pilot, make_planner, random_pilot
@@ -229,11 +227,9 @@ class Mission:
             self.model.load_state_dict(state["model"])
 
     def save(self, path: str | Path) -> None:
-        """Write the checkpoint atomically (a temporary file, then ``os.replace``)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(self.state(), tmp)
-        os.replace(tmp, path)
+        """Write the checkpoint atomically (:func:`onlinegp.io.atomic_write`)."""
+        state = self.state()
+        atomic_write(path, lambda fh: torch.save(state, fh))
 
     def load(self, path: str | Path) -> None:
         try:
@@ -244,22 +240,6 @@ class Mission:
 
 
 # ---------------------------------------------------------------------- outputs
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def write_metrics_csv(rows: list[dict], path: Path) -> None:
-    if not rows:
-        return
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    _atomic_write(path, buf.getvalue())
-
-
 def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[str, Path]:
     """Ground truth, predicted mean, std, absolute error, length-scale map, inducing inputs over the path,
     metric curves (and the animation when the mission recorded frames)."""
@@ -355,7 +335,7 @@ def run_mission(mission: Mission | MissionConfig, out: str | Path, quiet: bool =
                       "digest": mission.field.digest(), "extent": list(mission.field.extent),
                       "shape": list(mission.field.values.shape)},
             "torch": torch.__version__, "threads": torch.get_num_threads()}
-    _atomic_write(out / "config.json", json.dumps(info, indent=2))
+    atomic_write(out / "config.json", json.dumps(info, indent=2))
     ran = 0
     with _progress(quiet) as progress:
         fmt = lambda r: {"epoch": r["epoch"], "smse": f"{r['smse']:.4f}", "msll": f"{r['msll']:+.3f}"}  # noqa: E731
@@ -364,18 +344,18 @@ def run_mission(mission: Mission | MissionConfig, out: str | Path, quiet: bool =
         while not mission.done and (stop_after_epochs is None or ran < stop_after_epochs):
             row = mission.step()
             mission.save(ckpt)
-            write_metrics_csv(mission.rows, out / "metrics.csv")
+            write_csv(out / "metrics.csv", mission.rows)
             ran += 1
             progress.update(task, completed=mission.num_samples, **fmt(row))
     if not mission.done:
         return MissionResult(mission.rows, out, {"checkpoint": ckpt}, completed=False)
     mission.model.save(str(out / "model.pt"))
-    write_metrics_csv(mission.rows, out / "metrics.csv")
+    write_csv(out / "metrics.csv", mission.rows)
     final = {k: mission.rows[-1][k] for k in ("epoch", "num_samples", "num_inducing", *METRIC_KEYS)}
     summary = {"final": final, "mean_over_epochs": {k: float(np.mean([r[k] for r in mission.rows])) for k in METRIC_KEYS},
                "total_update_time": float(sum(r["update_time"] for r in mission.rows)),
                "wall_time": mission.wall_time, "epochs": len(mission.rows)}
-    _atomic_write(out / "metrics.json", json.dumps({"summary": summary, "rows": mission.rows}, indent=1))
+    atomic_write(out / "metrics.json", json.dumps({"summary": summary, "rows": mission.rows}, indent=1))
     files = write_figures(mission, out)
     files.update({"config": out / "config.json", "metrics_csv": out / "metrics.csv", "metrics_json": out / "metrics.json", "model": out / "model.pt",
                   "checkpoint": ckpt})

@@ -1,7 +1,7 @@
-"""Where the vehicle goes (POAM paper 000, §V-A and appendix B).
+"""Where the vehicle goes (POAM, Chen et al. 2024, §V-A and appendix B).
 
 * :func:`bezier_pilot`: the pilot survey, a Bézier curve over 15 control points spanning the task extent (a
-  spiral from the lower-right corner, paper Fig. 4), followed through 50 waypoints.
+  spiral from the lower-right corner, Chen et al. 2024, Fig. 4), followed through 50 waypoints.
 * :func:`random_pilot`: the random initialisation of appendix B (start and first samples uniform in the extent).
 * :class:`MaxEntropyPlanner`: 2000 uniform candidates scored by normalised predictive entropy minus 0.5 ×
   normalised distance from the vehicle; the best one is the next goal.

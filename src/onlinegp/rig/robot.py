@@ -1,4 +1,4 @@
-"""Vehicle and sensor of the active-mapping simulator (POAM paper 000, §V-A).
+"""Vehicle and sensor of the active-mapping simulator (POAM, Chen et al. 2024, §V-A).
 
 A differential-drive vehicle (1 m/s, 1 rad/s, 10 Hz control, goal radius 0.1 m) carries a point sensor that
 samples the field at 3 Hz with Gaussian noise (std 1 in field units). Sensing times are counted in integer

@@ -1,0 +1,52 @@
+"""Output files written whole or not at all: :func:`atomic_write` and, through it, :func:`write_csv`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+
+def atomic_write(path: str | Path, content: str | bytes | Callable[[BinaryIO], Any]) -> Path:
+    """Write ``content`` to ``path`` so that readers see the old file or the new one, never part of one.
+
+    ``content`` is text (written as UTF-8), bytes, or a function that writes to a binary file object
+    (``lambda fh: torch.save(state, fh)``). It goes to a temporary file in ``path``'s directory, which is flushed,
+    synced to disk and renamed over ``path``; on any failure the temporary file is removed and ``path`` is untouched.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if callable(content):
+                content(fh)
+            else:
+                fh.write(content.encode() if isinstance(content, str) else content)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's files are private; outputs are for whoever can read the directory
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_csv(path: str | Path, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None) -> Path:
+    """``rows`` as a CSV file with a header, written atomically.
+
+    The columns are ``columns`` (other keys are left out) or else every key of the rows in first-seen order; a row
+    without a column's key gets an empty cell.
+    """
+    rows = list(rows)
+    if columns is None:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(columns), extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return atomic_write(path, text.getvalue())
