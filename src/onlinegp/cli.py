@@ -55,6 +55,13 @@ def mission_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
     list_envs: bool = typer.Option(False, "--list-envs", help="list bundled environments and exit"),
     list_models: bool = typer.Option(False, "--list-models", help="list models and exit"),
+    profile: str = typer.Option("paper", "--profile", help="simulator settings: paper (the text of Chen et al. "
+                                "2024: 3 Hz, 1 rad/s turns) or reference-code (their public code: 2.5 Hz, unclipped "
+                                "turns, nearest-cell field, input scaling fitted on the pilot survey)"),
+    sensing_rate: float = typer.Option(None, "--sensing-rate", help="samples per second (overrides the profile)"),
+    max_turn_rate: float = typer.Option(None, "--max-turn-rate", help="rad/s; inf for none (overrides the profile)"),
+    interpolation: str = typer.Option(None, "--interpolation", help="field between cells: linear or nearest "
+                                      "(overrides the profile)"),
     stop_after_epochs: int = typer.Option(None, "--stop-after-epochs", hidden=True),
 ) -> None:
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
@@ -66,12 +73,14 @@ def mission_command(
         for name, description in rows:
             typer.echo(f"{name:17s} {description}")
         return
-    config = rig_mission.MissionConfig(env=env or fields.DEFAULT_ENV, model=model, budget=budget, seed=seed,
-                                       planner=planner, init=init, num_inducing=num_inducing, num_steps=num_steps,
-                                       kernel=kernel, animate=animate,
-                                       model_options={**parse_model_options(option),
-                                                      **({"inducing": inducing} if inducing else {})})
     try:
+        config = rig_mission.MissionConfig(env=env or fields.DEFAULT_ENV, model=model, budget=budget, seed=seed,
+                                           planner=planner, init=init, num_inducing=num_inducing,
+                                           num_steps=num_steps, kernel=kernel, animate=animate,
+                                           model_options={**parse_model_options(option),
+                                                          **({"inducing": inducing} if inducing else {})},
+                                           profile=profile, sensing_rate=sensing_rate, max_turn_rate=max_turn_rate,
+                                           interpolation=interpolation)
         mission = rig_mission.open_mission(config, out, resume=resume)
     except (ValueError, TypeError) as err:  # TypeError: a --option the model does not take
         raise typer.BadParameter(str(err)) from err
@@ -84,6 +93,40 @@ def mission_command(
     if not quiet:
         typer.echo(rig_mission.describe(result) if result.completed else
                    f"stopped after epoch {result.rows[-1]['epoch']}; continue with --resume --out {out}")
+
+
+# -------------------------------------------------------------------------------------------------------- replay
+@app.command("replay")
+def replay_command(
+    log: str = typer.Argument(..., help="survey log: .npz (x, y, batch_end, eval_x, eval_y; a mission's survey.npz, "
+                              "or a stream recorded by the POAM paper's code) or .csv (inputs, y, batch or time)"),
+    model: list[str] = typer.Option(None, "--model", help="registered model, repeatable (default: the model the "
+                                    "log recorded, with its options)"),
+    out: str = typer.Option("runs/replay", "--out", help="output directory"),
+    option: list[str] = typer.Option(None, "--option", help="model constructor argument KEY=VALUE for every model, "
+                                     "repeatable"),
+    seed: int = typer.Option(None, "--seed", help="model seed (default: the log's, else 0)"),
+    truth: str = typer.Option(None, "--truth", help=".npz with eval_x, eval_y to evaluate on (for CSV logs)"),
+    period: float = typer.Option(None, "--period", help="decision period in seconds (CSV logs with a time column)"),
+    holdout: float = typer.Option(0.0, "--holdout", help="fraction of samples held out for evaluation when the log "
+                                  "has no ground truth"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
+) -> None:
+    """Feed a recorded survey through one or more models, batch by batch as recorded, and compare their maps."""
+    from .replay import run_replay
+
+    def show(name: str, row: dict) -> None:
+        if not quiet:
+            typer.echo(f"{name:10s} update {row['epoch']:4d}  samples {row['num_samples']:6d}  "
+                       f"SMSE {row['smse']:.4f}  MSLL {row['msll']:+.3f}  {row['update_time']:.2f} s")
+
+    try:
+        run_replay(log, list(model or []), out, parse_model_options(option), seed, truth, period, holdout, show)
+    except (ValueError, TypeError) as err:
+        raise typer.BadParameter(str(err)) from err
+    if not quiet:
+        typer.echo(open(f"{out}/comparison.md").read())
+        typer.echo(f"per-model metrics.csv, comparison.md, summary.json and replay.png in {out}")
 
 
 # -------------------------------------------------------------------------------------------------------- bench wgpr

@@ -41,11 +41,18 @@ class Field:
         xmin, xmax, ymin, ymax = self.extent
         return (xmax - xmin) / nx, (ymax - ymin) / ny
 
-    def __call__(self, xy: Any) -> np.ndarray:
-        """Bilinear interpolation between cell centres at points ``xy`` (..., 2); clamped at the border."""
+    def __call__(self, xy: Any, interpolation: str = "linear") -> np.ndarray:
+        """Field values at points ``xy`` (..., 2), clamped at the border: bilinear interpolation between cell
+        centres (``"linear"``) or the value of the cell the point lies in (``"nearest"``)."""
         xy = np.asarray(xy, dtype=np.float64)
         ny, nx = self.values.shape
         (hx, hy), (xmin, _, ymin, _) = self.cell_size, self.extent
+        if interpolation == "nearest":
+            j = np.clip(np.floor((xy[..., 0] - xmin) / hx).astype(np.int64), 0, nx - 1)
+            i = np.clip(np.floor((xy[..., 1] - ymin) / hy).astype(np.int64), 0, ny - 1)
+            return self.values[i, j].astype(np.float64)
+        if interpolation != "linear":
+            raise ValueError(f"interpolation must be 'linear' or 'nearest', got {interpolation!r}")
         u = np.clip((xy[..., 0] - xmin) / hx - 0.5, 0.0, nx - 1.0)
         v = np.clip((xy[..., 1] - ymin) / hy - 0.5, 0.0, ny - 1.0)
         j0 = np.minimum(u.astype(np.int64), nx - 2)

@@ -30,13 +30,25 @@ from .. import metrics
 from ..base import OnlineGP
 from ..io import atomic_write, write_csv
 from ..models.registry import MODELS, make_model
+from ..replay import Survey
 from .fields import DEFAULT_ENV, Field, load_field
 from .planners import PLANNERS, TASK_EXTENT, bezier_pilot, make_planner, random_pilot
 from .robot import DiffDrive, PointSensor
 
 METRIC_KEYS = ("smse", "msll", "rmse", "nlpd", "mae")
 CHECKPOINT = "checkpoint.pt"
+SURVEY = "survey.npz"
 INITS = ("bezier", "random")
+
+
+#: simulator profiles: ``paper`` follows the text of Chen et al. 2024 (§V-A: 3 Hz sensing, 1 rad/s turn limit);
+#: ``reference-code`` does what their public implementation does (a sample every 4th 10 Hz control tick, i.e.
+#: 2.5 Hz; no turn limit; the field read at the nearest cell; the model's input scaling fitted on the pilot survey)
+PROFILES: dict[str, dict[str, Any]] = {
+    "paper": {"sensing_rate": 3.0, "max_turn_rate": 1.0, "interpolation": "linear", "input_scaling": "task"},
+    "reference-code": {"sensing_rate": 2.5, "max_turn_rate": math.inf, "interpolation": "nearest",
+                       "input_scaling": "pilot"},
+}
 
 
 @dataclass
@@ -44,7 +56,10 @@ class MissionConfig:
     """Everything that defines a mission (and must match when it is resumed).
 
     ``num_inducing``, ``num_steps`` and ``kernel`` are passed to the model only when set (None: the model's own
-    default); ``model_options`` adds any other constructor keyword.
+    default); ``model_options`` adds any other constructor keyword. ``profile`` names the simulator's settings
+    (:data:`PROFILES`); ``sensing_rate`` (Hz), ``max_turn_rate`` (rad/s), ``interpolation`` of the field
+    (``linear`` or ``nearest``) and ``input_scaling`` (the model's input box: the ``task`` extent, or fitted on the
+    ``pilot`` survey) override it one by one and hold the resolved values after construction.
     """
 
     env: str = DEFAULT_ENV
@@ -64,6 +79,18 @@ class MissionConfig:
     eval_grid: int = 50
     task_extent: tuple[float, float, float, float] = TASK_EXTENT
     animate: bool = False
+    profile: str = "paper"
+    sensing_rate: float | None = None
+    max_turn_rate: float | None = None
+    interpolation: str | None = None
+    input_scaling: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown simulator profile {self.profile!r}; choose one of {', '.join(PROFILES)}")
+        for key, value in PROFILES[self.profile].items():
+            if getattr(self, key) is None:
+                setattr(self, key, value)
 
     def validate(self) -> None:
         if isinstance(self.budget, bool) or not isinstance(self.budget, (int, np.integer)) or self.budget < 1:
@@ -84,11 +111,18 @@ class MissionConfig:
         xmin, xmax, ymin, ymax = self.task_extent
         if not (xmax > xmin and ymax > ymin):
             raise ValueError(f"task_extent must be (xmin, xmax, ymin, ymax) with min < max, got {self.task_extent}")
+        if not (0 < self.sensing_rate <= 10.0 and self.max_turn_rate > 0):
+            raise ValueError(f"need 0 < sensing_rate <= 10 Hz (the control rate) and max_turn_rate > 0, got "
+                             f"{self.sensing_rate}, {self.max_turn_rate}")
+        if self.interpolation not in ("linear", "nearest") or self.input_scaling not in ("task", "pilot"):
+            raise ValueError(f"interpolation must be linear or nearest and input_scaling task or pilot, got "
+                             f"{self.interpolation!r}, {self.input_scaling!r}")
 
     def model_kwargs(self) -> dict:
         opts = {k: getattr(self, k) for k in ("num_inducing", "num_steps", "kernel") if getattr(self, k) is not None}
         xmin, xmax, ymin, ymax = self.task_extent
-        return {**opts, **self.model_options, "x_bounds": [[xmin, ymin], [xmax, ymax]], "seed": int(self.seed)}
+        box = {"x_bounds": [[xmin, ymin], [xmax, ymax]]} if self.input_scaling == "task" else {}
+        return {**opts, **self.model_options, **box, "seed": int(self.seed)}
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -124,8 +158,8 @@ class Mission:
         self.config = config
         self.field = load_field(config.env) if field is None else field
         self.eval_x = self.field.grid(config.eval_grid, config.task_extent)
-        self.eval_y = self.field(self.eval_x)
-        self.sensor = PointSensor()
+        self.eval_y = self.field(self.eval_x, config.interpolation)
+        self.sensor = PointSensor(interpolation=config.interpolation)
         self.planner = make_planner(config.planner, tuple(config.task_extent), num_candidates=config.num_candidates,
                                     distance_weight=config.distance_weight)
         self.model = build_model(config)
@@ -155,11 +189,14 @@ class Mission:
         c = self.config
         xmin, xmax, ymin, ymax = c.task_extent
         if c.init == "bezier":
-            self.vehicle = DiffDrive(x=xmax, y=ymin, yaw=-math.pi)
+            self.vehicle = DiffDrive(x=xmax, y=ymin, yaw=-math.pi, **self._vehicle_limits())
             return self.vehicle.drive(bezier_pilot(tuple(c.task_extent), c.num_pilot_waypoints), c.budget)
         start, xy = random_pilot(tuple(c.task_extent), min(c.num_random_init, c.budget), self.rng)
-        self.vehicle = DiffDrive(x=float(start[0]), y=float(start[1]), yaw=float(start[2]))
+        self.vehicle = DiffDrive(x=float(start[0]), y=float(start[1]), yaw=float(start[2]), **self._vehicle_limits())
         return xy
+
+    def _vehicle_limits(self) -> dict:
+        return {"sensing_rate": self.config.sensing_rate, "max_ang_vel": self.config.max_turn_rate}
 
     def _gather(self) -> np.ndarray:
         for _ in range(1000):
@@ -225,6 +262,22 @@ class Mission:
         self.wall_time = state["wall_time"]
         if self.rows:
             self.model.load_state_dict(state["model"])
+
+    def survey(self) -> Survey:
+        """The samples so far as a replayable survey log (batch boundaries, evaluation grid, per-epoch metrics and
+        the model's settings), for ``onlinegp replay``."""
+        xmin, xmax, ymin, ymax = self.config.task_extent
+        rows = self.rows
+        return Survey(self.X.copy(), self.y.copy(), np.array([r["num_samples"] for r in rows], dtype=int),
+                      self.eval_x, self.eval_y,
+                      recorded={"smse": np.array([r["smse"] for r in rows]), "msll": np.array([r["msll"] for r in rows]),
+                                "update_s": np.array([r["update_time"] for r in rows])},
+                      meta={"model": self.config.model, "seed": int(self.config.seed),
+                            "model_options": {k: v for k, v in self.config.model_kwargs().items()
+                                              if k not in ("x_bounds", "seed")},
+                            **({"x_bounds": [[xmin, ymin], [xmax, ymax]]} if self.config.input_scaling == "task"
+                               else {}),
+                            "env": self.config.env, "profile": self.config.profile})
 
     def save(self, path: str | Path) -> None:
         """Write the checkpoint atomically (:func:`onlinegp.io.atomic_write`)."""
@@ -351,14 +404,16 @@ def run_mission(mission: Mission | MissionConfig, out: str | Path, quiet: bool =
         return MissionResult(mission.rows, out, {"checkpoint": ckpt}, completed=False)
     mission.model.save(str(out / "model.pt"))
     write_csv(out / "metrics.csv", mission.rows)
+    atomic_write(out / SURVEY, lambda fh: mission.survey().save(fh))
     final = {k: mission.rows[-1][k] for k in ("epoch", "num_samples", "num_inducing", *METRIC_KEYS)}
     summary = {"final": final, "mean_over_epochs": {k: float(np.mean([r[k] for r in mission.rows])) for k in METRIC_KEYS},
                "total_update_time": float(sum(r["update_time"] for r in mission.rows)),
                "wall_time": mission.wall_time, "epochs": len(mission.rows)}
     atomic_write(out / "metrics.json", json.dumps({"summary": summary, "rows": mission.rows}, indent=1))
     files = write_figures(mission, out)
-    files.update({"config": out / "config.json", "metrics_csv": out / "metrics.csv", "metrics_json": out / "metrics.json", "model": out / "model.pt",
-                  "checkpoint": ckpt})
+    files.update({"config": out / "config.json", "metrics_csv": out / "metrics.csv",
+                  "metrics_json": out / "metrics.json", "model": out / "model.pt", "checkpoint": ckpt,
+                  "survey": out / SURVEY})
     return MissionResult(mission.rows, out, files, completed=True)
 
 
@@ -369,7 +424,8 @@ def describe(result: MissionResult) -> str:
              f"({result.rows[-1]['wall_time']:.1f} s of simulation, model updates and evaluation)",
              "final " + "  ".join(f"{k.upper()} {f[k]:.4g}" for k in METRIC_KEYS)
              + (f"  inducing {f['num_inducing']}" if f["num_inducing"] is not None else ""),
-             f"run directory: {result.out}  (config.json, metrics.csv, metrics.json, model.pt, checkpoint.pt)",
+             f"run directory: {result.out}  (config.json, metrics.csv, metrics.json, model.pt, checkpoint.pt, "
+             f"{SURVEY}: replay it with `onlinegp replay`)",
              f"figures: {result.out / 'figures'}"]
     if "animation" in result.files:
         lines.append(f"animation: {result.files['animation']}")

@@ -21,13 +21,13 @@ from .fields import Field
 class PointSensor:
     """Point measurements of a field with additive Gaussian noise of standard deviation ``noise_std``."""
 
-    rate: float = 3.0
     noise_std: float = 1.0
+    interpolation: str = "linear"
 
     def measure(self, field: Field, xy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Noisy field values at locations ``xy`` (n, 2)."""
         xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
-        return field(xy) + self.noise_std * rng.standard_normal(xy.shape[0])
+        return field(xy, self.interpolation) + self.noise_std * rng.standard_normal(xy.shape[0])
 
 
 @dataclass
@@ -35,7 +35,8 @@ class DiffDrive:
     """Unicycle kinematics with a go-to-goal controller and a sampling clock.
 
     The controller drives forward or backward with v = v_max·tanh(3·x_r) and turns with
-    ω = clip(atan2(y_r, x_r), ±ω_max), where (x_r, y_r) is the goal in the vehicle frame.
+    ω = clip(atan2(y_r, x_r), ±ω_max), where (x_r, y_r) is the goal in the vehicle frame; ``max_ang_vel`` may be
+    ``math.inf`` (no turn limit, as in the POAM paper's public code).
     """
 
     x: float = 0.0
