@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-OPT_IN = {"bench_mission"}
+OPT_IN = {"bench_mission", "bench_threads"}  # long: run with --mission, or by name with --only
 
 
 def load(name: str) -> dict | None:
@@ -158,8 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             name = script.stem
             if args.only and name not in args.only:
                 continue
-            if name in OPT_IN and not args.mission:
-                print(f"skip {name} (opt-in: --mission)")
+            if name in OPT_IN and not args.mission and not args.only:
+                print(f"skip {name} (opt-in: --mission or --only {name})")
                 continue
             extra = ["--missions"] if name == "bench_accuracy" and args.missions_accuracy else []
             print(f"== {name}", flush=True)

@@ -5,6 +5,7 @@ Every method implements one interface (:class:`onlinegp.OnlineGP`): ``update(x, 
 (``onlinegp.make_model("poam")``); ``onlinegp.MODELS`` lists them all.
 """
 
+from . import threads  # noqa: F401 - first: chooses OpenMP's threads before torch loads (see threads.py)
 from .base import OnlineGP, Prediction, UpdateReport
 from .kernels import AttentiveKernel
 from .models import (FULL, LGPR, MODELS, OSGPR, OSVGP, OVC, PAM, POAM, SOLARGP, SSGP, VIPS, WGPR, WISKI,
