@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast mission bench clean
+.PHONY: install lint test test-fast mission bench clean
 
 install: $(STAMP)
 
@@ -17,7 +17,11 @@ $(STAMP): pyproject.toml requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+test: lint
 	OMP_NUM_THREADS=1 MPLBACKEND=Agg $(PY) -m pytest -q -n 2 --dist loadfile
 
 test-fast: $(STAMP)

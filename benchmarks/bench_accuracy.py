@@ -33,9 +33,12 @@ from stock_gpytorch_poam import reference_path  # noqa: E402
 from onlinegp import POAM  # noqa: E402
 
 EXACT = {"sketch": None}
-VARIANTS = {"reference": (reference_path, torch.float64, EXACT), "fast": (contextlib.nullcontext, torch.float64, EXACT),
-            "sketch": (contextlib.nullcontext, torch.float64, {"sketch": 64}),
-            "float32": (contextlib.nullcontext, torch.float32, EXACT)}
+VARIANTS = {
+    "reference": (reference_path, torch.float64, EXACT),
+    "fast": (contextlib.nullcontext, torch.float64, EXACT),
+    "sketch": (contextlib.nullcontext, torch.float64, {"sketch": 64}),
+    "float32": (contextlib.nullcontext, torch.float32, EXACT),
+}
 
 
 def streaming_run(variant: str, seed: int, n: int = 1500, batch: int = 60, num_inducing: int = 200) -> dict:
@@ -47,7 +50,7 @@ def streaming_run(variant: str, seed: int, n: int = 1500, batch: int = 60, num_i
         model = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, dtype=dtype, **options)
         cpu = 0.0
         for lo in range(0, n, batch):
-            _, c, _ = timed_cpu(lambda: model.update(X[lo:lo + batch].to(dtype), y[lo:lo + batch].to(dtype)))
+            _, c, _ = timed_cpu(lambda: model.update(X[lo : lo + batch].to(dtype), y[lo : lo + batch].to(dtype)))
             cpu += c
         pred = model.predict(Xt.to(dtype))
     mean, var = pred.mean.double(), pred.var_y.double() + 0.0
@@ -59,23 +62,34 @@ def streaming_run(variant: str, seed: int, n: int = 1500, batch: int = 60, num_i
 
 def mission_run(variant: str, seed: int, threads: int = 1) -> dict:
     from onlinegp.rig.mission import MissionConfig, run_mission
+
     torch.set_num_threads(threads)
     context, _, options = VARIANTS[variant]
     with context(), tempfile.TemporaryDirectory() as out:
         result = run_mission(MissionConfig(seed=seed, model_options=options), out, quiet=True)
     rows = result.rows if hasattr(result, "rows") else result["rows"]
     last = rows[-1]
-    return {"smse": float(last["smse"]), "msll": float(last["msll"]),
-            "update_s_total": float(sum(r.get("update_time", 0.0) for r in rows))}
+    return {
+        "smse": float(last["smse"]),
+        "msll": float(last["msll"]),
+        "update_s_total": float(sum(r.get("update_time", 0.0) for r in rows)),
+    }
 
 
 def summarise(runs: dict, keys: tuple[str, ...]) -> dict:
-    return {v: {k: {"mean": statistics.mean(r[k] for r in rs), "per_seed": [r[k] for r in rs]} for k in keys}
-            for v, rs in runs.items()}
+    return {
+        v: {k: {"mean": statistics.mean(r[k] for r in rs), "per_seed": [r[k] for r in rs]} for k in keys}
+        for v, rs in runs.items()
+    }
 
 
-def run(seeds=(0, 1, 2), missions: bool = False, quiet: bool = False,
-        mission_variants: tuple[str, ...] = ("reference", "fast", "sketch"), workers: int = 1) -> dict:
+def run(
+    seeds=(0, 1, 2),
+    missions: bool = False,
+    quiet: bool = False,
+    mission_variants: tuple[str, ...] = ("reference", "fast", "sketch"),
+    workers: int = 1,
+) -> dict:
     runs: dict = {v: [] for v in VARIANTS}
     failures: dict = {}
     for seed in seeds:
@@ -87,9 +101,11 @@ def run(seeds=(0, 1, 2), missions: bool = False, quiet: bool = False,
                 continue
             if not quiet:
                 print(variant, seed, {k: round(v, 4) for k, v in runs[variant][-1].items()}, flush=True)
-    out = {"config": {"seeds": list(seeds), "n": 1500, "batch": 60, "num_inducing": 200},
-           "streaming": summarise({v: r for v, r in runs.items() if r}, ("rmse", "nlpd", "update_cpu_s")),
-           "failures": failures}
+    out = {
+        "config": {"seeds": list(seeds), "n": 1500, "batch": 60, "num_inducing": 200},
+        "streaming": summarise({v: r for v, r in runs.items() if r}, ("rmse", "nlpd", "update_cpu_s")),
+        "failures": failures,
+    }
     if missions:
         jobs = [(variant, seed) for seed in seeds for variant in mission_variants]
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
@@ -107,7 +123,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--missions", action="store_true", help="also compare 3 default missions (slow)")
-    parser.add_argument("--mission-variants", nargs="+", default=["reference", "fast", "sketch"], choices=list(VARIANTS))
+    parser.add_argument(
+        "--mission-variants", nargs="+", default=["reference", "fast", "sketch"], choices=list(VARIANTS)
+    )
     parser.add_argument("--workers", type=int, default=1, help="missions run at a time (one torch thread each)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--quiet", action="store_true")
@@ -116,8 +134,10 @@ def main(argv: list[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
     out = run(tuple(args.seeds), args.missions, args.quiet, tuple(args.mission_variants), args.workers)
     if "missions" in out:  # its own file: a later run without --missions keeps it
-        write("bench_accuracy_missions", {"config": {"seeds": list(args.seeds), "workers": args.workers},
-                                          "missions": out.pop("missions")})
+        write(
+            "bench_accuracy_missions",
+            {"config": {"seeds": list(args.seeds), "workers": args.workers}, "missions": out.pop("missions")},
+        )
     path = write("bench_accuracy", out)
     print({v: {k: round(s["mean"], 4) for k, s in d.items()} for v, d in out["streaming"].items()}, "->", path)
     return out

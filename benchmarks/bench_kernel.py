@@ -73,14 +73,21 @@ def run(repeats: int = 30, quiet: bool = False) -> dict:
             }
         for impl in implementations[:-1]:
             row[impl]["speedup_forward_vs_paper"] = row["paper"]["forward_s"] / row[impl]["forward_s"]
-            row[impl]["speedup_forward_backward_vs_paper"] = (row["paper"]["forward_backward_s"]
-                                                              / row[impl]["forward_backward_s"])
+            row[impl]["speedup_forward_backward_vs_paper"] = (
+                row["paper"]["forward_backward_s"] / row[impl]["forward_backward_s"]
+            )
         rows[case] = row
         if not quiet:
-            print(case, {impl: (round(r["forward_s"] * 1e3, 2), round(r["forward_backward_s"] * 1e3, 2))
-                         for impl, r in row.items()}, "ms (forward, forward+backward)", flush=True)
-    return {"config": {"repeats": repeats, "num_lengthscales": 10, "implementations": implementations},
-            "cases": rows}
+            print(
+                case,
+                {
+                    impl: (round(r["forward_s"] * 1e3, 2), round(r["forward_backward_s"] * 1e3, 2))
+                    for impl, r in row.items()
+                },
+                "ms (forward, forward+backward)",
+                flush=True,
+            )
+    return {"config": {"repeats": repeats, "num_lengthscales": 10, "implementations": implementations}, "cases": rows}
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -41,12 +41,20 @@ def run(seed: int = 0, budget: int | None = None, threads: int | None = None) ->
         metrics = json.loads((Path(out) / "metrics.json").read_text())
     rows = metrics["rows"] if isinstance(metrics, dict) and "rows" in metrics else metrics
     final = rows[-1]
-    return {"config": {"seed": seed, "budget": budget or 5000,
-                       "threads": threads or os.environ.get("OMP_NUM_THREADS", "torch default")},
-            "wall_s": wall, "peak_rss_mib": peak_kib / 1024, "paper_mission_s": PAPER_MISSION_S,
-            "speedup_vs_paper": PAPER_MISSION_S / wall, "epochs": len(rows),
-            "total_update_s": float(sum(r.get("update_time", 0.0) for r in rows)),
-            "final": {k: final[k] for k in ("smse", "msll", "rmse", "nlpd") if k in final}}
+    return {
+        "config": {
+            "seed": seed,
+            "budget": budget or 5000,
+            "threads": threads or os.environ.get("OMP_NUM_THREADS", "torch default"),
+        },
+        "wall_s": wall,
+        "peak_rss_mib": peak_kib / 1024,
+        "paper_mission_s": PAPER_MISSION_S,
+        "speedup_vs_paper": PAPER_MISSION_S / wall,
+        "epochs": len(rows),
+        "total_update_s": float(sum(r.get("update_time", 0.0) for r in rows)),
+        "final": {k: final[k] for k in ("smse", "msll", "rmse", "nlpd") if k in final},
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -34,8 +34,15 @@ def params_diff(a: torch.nn.Module, b: torch.nn.Module) -> float:
     return max(float((p - q).detach().abs().max()) for p, q in zip(a.parameters(), b.parameters()))
 
 
-def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int = 60, seed: int = 0,
-        sketch: int = 64, quiet: bool = False) -> dict:
+def run(
+    epochs: int = 7,
+    num_inducing: int = 500,
+    pilot: int = 1000,
+    batch: int = 60,
+    seed: int = 0,
+    sketch: int = 64,
+    quiet: bool = False,
+) -> dict:
     torch.manual_seed(seed)  # the attention networks' initial weights
     X, y = stream(pilot + epochs * batch + 2500, seed=seed)
     Xp = X[-2500:]
@@ -44,17 +51,17 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
     sketched = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed, sketch=sketch)
     failures32: list[str] = []
     for lo in range(0, pilot, 250):
-        model.update(X[lo:lo + 250], y[lo:lo + 250])
+        model.update(X[lo : lo + 250], y[lo : lo + 250])
         if model32 is not None:
             try:
-                model32.update(X[lo:lo + 250].float(), y[lo:lo + 250].float())
+                model32.update(X[lo : lo + 250].float(), y[lo : lo + 250].float())
             except Exception as err:  # noqa: BLE001
                 failures32.append(f"pilot: {type(err).__name__}: {err}")
                 model32 = None
     rows = []
     for e in range(epochs):
         lo = pilot + e * batch
-        xb, yb = X[lo:lo + batch], y[lo:lo + batch]
+        xb, yb = X[lo : lo + batch], y[lo : lo + batch]
         stock = StockPOAM.from_poam(model)
         stock_fused = StockPOAM.from_poam(model, paper_ak=False)
         xs, ys = model.scaler.x(xb), model.scaler.y(yb)
@@ -63,13 +70,23 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
         sketched.load_state_dict(model.state_dict())
         t_sketch, c_sketch, _ = timed_cpu(lambda: sketched.update(xb, yb))
         t_ours, c_ours, report = timed_cpu(lambda: model.update(xb, yb))
-        row = {"epoch": e, "num_data": model.num_data, "stock_s": t_stock, "ours_s": t_ours, "sketch_s": t_sketch,
-               "sketch_cpu_s": c_sketch,
-               "stock_cpu_s": c_stock, "ours_cpu_s": c_ours, "stock_fusedak_s": t_fused,
-               "stock_phases": phases_stock, "ours_phases": report.timings,
-               "param_maxdiff": params_diff(model.kernel, stock.kernel),
-               "noise_reldiff": float((model.noise - stock.likelihood.noise).detach().abs() / model.noise.detach()),
-               "elbo_ours": report.objective, "elbo_stock": stock.elbo}
+        row = {
+            "epoch": e,
+            "num_data": model.num_data,
+            "stock_s": t_stock,
+            "ours_s": t_ours,
+            "sketch_s": t_sketch,
+            "sketch_cpu_s": c_sketch,
+            "stock_cpu_s": c_stock,
+            "ours_cpu_s": c_ours,
+            "stock_fusedak_s": t_fused,
+            "stock_phases": phases_stock,
+            "ours_phases": report.timings,
+            "param_maxdiff": params_diff(model.kernel, stock.kernel),
+            "noise_reldiff": float((model.noise - stock.likelihood.noise).detach().abs() / model.noise.detach()),
+            "elbo_ours": report.objective,
+            "elbo_stock": stock.elbo,
+        }
         if model32 is not None:
             try:
                 row["ours32_s"] = timed(lambda: model32.update(xb.float(), yb.float()))[0]
@@ -83,9 +100,12 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
             row[f"predict{n}_stock_s"] = median([timed(lambda: stock.predict(xps))[0] for _ in range(3)])
         rows.append(row)
         if not quiet:
-            print(f"epoch {e}: stock {t_stock:.3f}s ours {t_ours:.3f}s ratio {t_stock / t_ours:.2f} "
-                  f"(cpu {c_stock:.3f}s {c_ours:.3f}s ratio {c_stock / c_ours:.2f}) "
-                  f"dparam {row['param_maxdiff']:.1e} pred2500 {row['predict2500_ours_s']:.3f}s", flush=True)
+            print(
+                f"epoch {e}: stock {t_stock:.3f}s ours {t_ours:.3f}s ratio {t_stock / t_ours:.2f} "
+                f"(cpu {c_stock:.3f}s {c_ours:.3f}s ratio {c_stock / c_ours:.2f}) "
+                f"dparam {row['param_maxdiff']:.1e} pred2500 {row['predict2500_ours_s']:.3f}s",
+                flush=True,
+            )
     timed_rows = rows[1:] if len(rows) > 2 else rows  # the first epoch pays one-off warm-up costs
     summary = {
         "stock_epoch_s": median([r["stock_s"] for r in timed_rows]),
@@ -113,8 +133,17 @@ def run(epochs: int = 7, num_inducing: int = 500, pilot: int = 1000, batch: int 
     summary["sketch_epoch_cpu_s"] = median([r["sketch_cpu_s"] for r in timed_rows])
     summary["ratio_sketch"] = summary["stock_epoch_s"] / summary["sketch_epoch_s"]
     summary["predict2500_cold_over_sketch_epoch"] = summary["predict2500_cold_ours_s"] / summary["sketch_epoch_s"]
-    config = {"epochs": epochs, "num_inducing": num_inducing, "pilot": pilot, "batch": batch, "seed": seed,
-              "num_steps": model.num_steps, "batch_size": model.batch_size, "dtype": "float64", "sketch": sketch}
+    config = {
+        "epochs": epochs,
+        "num_inducing": num_inducing,
+        "pilot": pilot,
+        "batch": batch,
+        "seed": seed,
+        "num_steps": model.num_steps,
+        "batch_size": model.batch_size,
+        "dtype": "float64",
+        "sketch": sketch,
+    }
     return {"config": config, "summary": summary, "epochs": rows}
 
 

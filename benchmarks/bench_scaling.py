@@ -38,13 +38,28 @@ def state_bytes(model) -> int:
     return buf.tell()
 
 
-def run(methods=METHODS, checkpoints=(5000, 50000), fill_batch: int = 5000, batch: int = 60, repeats: int = 3,
-        seed: int = 0, quiet: bool = False) -> dict:
+def run(
+    methods=METHODS,
+    checkpoints=(5000, 50000),
+    fill_batch: int = 5000,
+    batch: int = 60,
+    repeats: int = 3,
+    seed: int = 0,
+    quiet: bool = False,
+) -> dict:
     top = max(checkpoints) + len(checkpoints) * repeats * batch
     torch.manual_seed(seed)  # the attention networks' initial weights
     X, y = stream(top, seed=seed)
-    out: dict = {"config": {"checkpoints": list(checkpoints), "fill_batch": fill_batch, "batch": batch,
-                            "repeats": repeats, "seed": seed}, "methods": {}}
+    out: dict = {
+        "config": {
+            "checkpoints": list(checkpoints),
+            "fill_batch": fill_batch,
+            "batch": batch,
+            "repeats": repeats,
+            "seed": seed,
+        },
+        "methods": {},
+    }
     for name in methods:
         registered, _, size = name.partition("@")
         if registered not in MODELS:
@@ -56,29 +71,42 @@ def run(methods=METHODS, checkpoints=(5000, 50000), fill_batch: int = 5000, batc
         for target in sorted(checkpoints):
             while pos < target:  # fill, untimed
                 step = min(fill_batch, target - pos)
-                model.update(X[pos:pos + step], y[pos:pos + step])
+                model.update(X[pos : pos + step], y[pos : pos + step])
                 pos += step
             walls, cpus, evals = [], [], []
             for _ in range(repeats):
-                wall, cpu, report = timed_cpu(lambda: model.update(X[pos:pos + batch], y[pos:pos + batch]))
+                wall, cpu, report = timed_cpu(lambda: model.update(X[pos : pos + batch], y[pos : pos + batch]))
                 walls.append(wall)
                 cpus.append(cpu)
                 evals.append(report.extra.get("evaluations"))
                 pos += batch
-            rows.append({"num_data": target, "update_s": median(walls), "update_cpu_s": median(cpus),
-                         "num_inducing": report.num_inducing, "state_bytes": state_bytes(model)})
+            rows.append(
+                {
+                    "num_data": target,
+                    "update_s": median(walls),
+                    "update_cpu_s": median(cpus),
+                    "num_inducing": report.num_inducing,
+                    "state_bytes": state_bytes(model),
+                }
+            )
             if None not in evals and sum(evals) > 0:
                 rows[-1].update(evaluations=evals, cpu_s_per_evaluation=sum(cpus) / sum(evals))
             if not quiet:
-                print(f"{name} N={target}: update {median(walls):.3f}s (cpu {median(cpus):.3f}s) "
-                      f"M={report.num_inducing}", flush=True)
+                print(
+                    f"{name} N={target}: update {median(walls):.3f}s (cpu {median(cpus):.3f}s) M={report.num_inducing}",
+                    flush=True,
+                )
         first, last = rows[0], rows[-1]
-        out["methods"][name] = {"rows": rows, "ratio": last["update_s"] / first["update_s"],
-                                "ratio_cpu": last["update_cpu_s"] / first["update_cpu_s"],
-                                "state_ratio": last["state_bytes"] / first["state_bytes"]}
+        out["methods"][name] = {
+            "rows": rows,
+            "ratio": last["update_s"] / first["update_s"],
+            "ratio_cpu": last["update_cpu_s"] / first["update_cpu_s"],
+            "state_ratio": last["state_bytes"] / first["state_bytes"],
+        }
         if "cpu_s_per_evaluation" in first and "cpu_s_per_evaluation" in last:
-            out["methods"][name]["ratio_cpu_per_evaluation"] = (last["cpu_s_per_evaluation"]
-                                                                / first["cpu_s_per_evaluation"])
+            out["methods"][name]["ratio_cpu_per_evaluation"] = (
+                last["cpu_s_per_evaluation"] / first["cpu_s_per_evaluation"]
+            )
     return out
 
 

@@ -28,7 +28,7 @@ from onlinegp.posterior import sketch_root, with_jitter  # noqa: E402
 
 
 def gaussian_sketch(root: torch.Tensor, p: int, generator: torch.Generator) -> torch.Tensor:
-    return root @ torch.randn(root.shape[-1], p, generator=generator, dtype=root.dtype) / p ** 0.5
+    return root @ torch.randn(root.shape[-1], p, generator=generator, dtype=root.dtype) / p**0.5
 
 
 def run(samples: int = 3000, draws: int = 50, probes=(16, 32, 64, 128), seed: int = 0, quiet: bool = False) -> dict:
@@ -36,7 +36,7 @@ def run(samples: int = 3000, draws: int = 50, probes=(16, 32, 64, 128), seed: in
     X, y = stream(samples, seed=seed)
     model = POAM(2, num_inducing=500, x_bounds=BOUNDS, seed=seed)
     for lo in range(0, samples, 250):
-        model.update(X[lo:lo + 250], y[lo:lo + 250])
+        model.update(X[lo : lo + 250], y[lo : lo + 250])
     Xa, ya = model.data.data
     n, q = Xa.shape[0], model.q
     cross = CrossCovariance(model.kernel, model.Z)
@@ -47,8 +47,18 @@ def run(samples: int = 3000, draws: int = 50, probes=(16, 32, 64, 128), seed: in
             p.grad = None
         xb = Xa[idx]
         Kuu, Kub = cross(xb)
-        svgp_elbo_cov(with_jitter(Kuu), Kub, diagonal(model.kernel, xb), model.noise, q.mean, root, q.logdet,
-                      ya[idx], n, model.jitter).backward()
+        svgp_elbo_cov(
+            with_jitter(Kuu),
+            Kub,
+            diagonal(model.kernel, xb),
+            model.noise,
+            q.mean,
+            root,
+            q.logdet,
+            ya[idx],
+            n,
+            model.jitter,
+        ).backward()
         return torch.cat([p.grad.reshape(-1) for p in params])
 
     g = torch.Generator().manual_seed(seed + 1)
@@ -56,13 +66,18 @@ def run(samples: int = 3000, draws: int = 50, probes=(16, 32, 64, 128), seed: in
     exact = gradient(idx, q.root)
     batches = torch.stack([gradient(torch.randint(n, (256,), generator=g), q.root) for _ in range(20)])
     centre = batches.mean(0)
-    out = {"config": {"samples": samples, "draws": draws, "num_inducing": 500, "batch": 256, "seed": seed},
-           "minibatch_relative_spread": float((batches - centre).norm(dim=1).mean() / centre.norm()), "sketches": {}}
+    out = {
+        "config": {"samples": samples, "draws": draws, "num_inducing": 500, "batch": 256, "seed": seed},
+        "minibatch_relative_spread": float((batches - centre).norm(dim=1).mean() / centre.norm()),
+        "sketches": {},
+    }
     for name, sketch in (("countsketch", sketch_root), ("gaussian", gaussian_sketch)):
         for p in probes:
             grads = torch.stack([gradient(idx, sketch(q.root, p, g)) for _ in range(draws)])
-            row = {"relative_error": float((grads - exact).norm(dim=1).mean() / exact.norm()),
-                   "relative_error_of_mean": float((grads.mean(0) - exact).norm() / exact.norm())}
+            row = {
+                "relative_error": float((grads - exact).norm(dim=1).mean() / exact.norm()),
+                "relative_error_of_mean": float((grads.mean(0) - exact).norm() / exact.norm()),
+            }
             out["sketches"][f"{name}_p{p}"] = row
             if not quiet:
                 print(name, p, {k: round(v, 5) for k, v in row.items()}, flush=True)

@@ -56,12 +56,19 @@ def checkpoint_bytes(model) -> int:
 def run(method: str, M: int, n: int, batch: int, steps: int, kernel: str, seed: int = 0) -> dict:
     X, y = data(n, seed)
     lbfgs = method in LBFGS_METHODS
-    model = make_model(method, 2, num_inducing=M, num_steps=None if lbfgs else steps, kernel=kernel,
-                       x_bounds=[[-1.0, -1.0], [1.0, 1.0]], seed=seed)
+    model = make_model(
+        method,
+        2,
+        num_inducing=M,
+        num_steps=None if lbfgs else steps,
+        kernel=kernel,
+        x_bounds=[[-1.0, -1.0], [1.0, 1.0]],
+        seed=seed,
+    )
     seen, times, cpu, phases, sizes, inducing = [], [], [], [], {}, []
     for lo in range(0, n, batch):
         t0, c0 = time.perf_counter(), time.process_time()
-        report = model.update(X[lo:lo + batch], y[lo:lo + batch])
+        report = model.update(X[lo : lo + batch], y[lo : lo + batch])
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
         seen.append(report.num_data)
@@ -78,13 +85,28 @@ def run(method: str, M: int, n: int, batch: int, steps: int, kernel: str, seed: 
         if w > n:
             continue
         sel = [i for i, s in enumerate(seen) if 0.8 * w < s <= w] or [max(i for i, s in enumerate(seen) if s <= w)]
-        windows[w] = {"median_s": statistics.median(times[i] for i in sel), "batches": len(sel),
-                      "median_cpu_s": statistics.median(cpu[i] for i in sel),
-                      "num_inducing": statistics.median(inducing[i] for i in sel),
-                      "phases_s": {k: statistics.median(phases[i].get(k, 0.0) for i in sel) for k in phases[sel[0]]}}
-    return {"method": method, "M": M, "n": n, "batch": batch, "steps": model.num_steps, "kernel": kernel,
-            "windows": windows, "times_s": times, "cpu_s": cpu, "checkpoint_bytes": sizes, "predict_2500_s": predict_s,
-            "rmse": float((pred.mean - yt).pow(2).mean().sqrt()), "total_s": sum(times)}
+        windows[w] = {
+            "median_s": statistics.median(times[i] for i in sel),
+            "batches": len(sel),
+            "median_cpu_s": statistics.median(cpu[i] for i in sel),
+            "num_inducing": statistics.median(inducing[i] for i in sel),
+            "phases_s": {k: statistics.median(phases[i].get(k, 0.0) for i in sel) for k in phases[sel[0]]},
+        }
+    return {
+        "method": method,
+        "M": M,
+        "n": n,
+        "batch": batch,
+        "steps": model.num_steps,
+        "kernel": kernel,
+        "windows": windows,
+        "times_s": times,
+        "cpu_s": cpu,
+        "checkpoint_bytes": sizes,
+        "predict_2500_s": predict_s,
+        "rmse": float((pred.mean - yt).pow(2).mean().sqrt()),
+        "total_s": sum(times),
+    }
 
 
 def main() -> None:
@@ -104,14 +126,28 @@ def main() -> None:
         for method in args.methods.split(","):
             r = run(method, M, n, args.batch, args.steps, args.kernel)
             runs.append(r)
-            cells = "  ".join(f"N≤{w}: {v['median_s'] * 1e3:6.0f} ms ({v['median_cpu_s'] * 1e3:5.0f} cpu, "
-                              f"M={v['num_inducing']:.0f})" for w, v in r["windows"].items())
-            print(f"{method:8s} M={M:4d}  {cells}  | checkpoint {min(r['checkpoint_bytes'].values()) / 1e6:.2f}"
-                  f"-{max(r['checkpoint_bytes'].values()) / 1e6:.2f} MB  predict(2500) "
-                  f"{r['predict_2500_s'] * 1e3:.1f} ms  RMSE {r['rmse']:.3f}", flush=True)
-    out = {"benchmark": "streaming", "args": vars(args), "runs": runs,
-           "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
-                       "threads": torch.get_num_threads(), "load_average": list(os.getloadavg())}}
+            cells = "  ".join(
+                f"N≤{w}: {v['median_s'] * 1e3:6.0f} ms ({v['median_cpu_s'] * 1e3:5.0f} cpu, M={v['num_inducing']:.0f})"
+                for w, v in r["windows"].items()
+            )
+            print(
+                f"{method:8s} M={M:4d}  {cells}  | checkpoint {min(r['checkpoint_bytes'].values()) / 1e6:.2f}"
+                f"-{max(r['checkpoint_bytes'].values()) / 1e6:.2f} MB  predict(2500) "
+                f"{r['predict_2500_s'] * 1e3:.1f} ms  RMSE {r['rmse']:.3f}",
+                flush=True,
+            )
+    out = {
+        "benchmark": "streaming",
+        "args": vars(args),
+        "runs": runs,
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "load_average": list(os.getloadavg()),
+        },
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{args.name}.json"
     path.write_text(json.dumps(out, indent=1, default=float))
@@ -123,8 +159,10 @@ def main() -> None:
                 if method != "poam":
                     common = sorted(set(r["windows"]) & set(by["poam"]["windows"]))
                     ratio = [r["windows"][w]["median_cpu_s"] / by["poam"]["windows"][w]["median_cpu_s"] for w in common]
-                    print(f"M={M}: {method} / poam update CPU time: " + ", ".join(
-                        f"N≤{w}: {x:.1f}x" for w, x in zip(common, ratio) if math.isfinite(x)))
+                    print(
+                        f"M={M}: {method} / poam update CPU time: "
+                        + ", ".join(f"N≤{w}: {x:.1f}x" for w, x in zip(common, ratio) if math.isfinite(x))
+                    )
 
 
 if __name__ == "__main__":

@@ -26,8 +26,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import BOUNDS, median, stream, timed_cpu, write  # noqa: E402
 
-CONFIGS = {"1 thread": {"OMP_NUM_THREADS": "1"}, "2 threads": {"OMP_NUM_THREADS": "2"},
-           "2 threads, passive": {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"}}
+CONFIGS = {
+    "1 thread": {"OMP_NUM_THREADS": "1"},
+    "2 threads": {"OMP_NUM_THREADS": "2"},
+    "2 threads, passive": {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"},
+}
 CONDITIONS = ("quiet", "loaded")
 SPIN = "import sys, time\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end:\n    pass"
 
@@ -40,11 +43,16 @@ def epochs_child(epochs: int, num_inducing: int = 500, pilot: int = 1000, batch:
     X, y = stream(pilot + (epochs + 1) * batch, seed=seed)
     model = POAM(2, num_inducing=num_inducing, x_bounds=BOUNDS, seed=seed)
     for lo in range(0, pilot, 250):
-        model.update(X[lo:lo + 250], y[lo:lo + 250])
-    times = [timed_cpu(lambda: model.update(X[lo:lo + batch], y[lo:lo + batch]))[:2]
-             for lo in range(pilot, pilot + (epochs + 1) * batch, batch)][1:]
-    return {"epoch_s": [t[0] for t in times], "epoch_cpu_s": [t[1] for t in times],
-            "torch_threads": torch.get_num_threads()}
+        model.update(X[lo : lo + 250], y[lo : lo + 250])
+    times = [
+        timed_cpu(lambda: model.update(X[lo : lo + batch], y[lo : lo + batch]))[:2]
+        for lo in range(pilot, pilot + (epochs + 1) * batch, batch)
+    ][1:]
+    return {
+        "epoch_s": [t[0] for t in times],
+        "epoch_cpu_s": [t[1] for t in times],
+        "torch_threads": torch.get_num_threads(),
+    }
 
 
 def measure(cmd: list[str], config: dict, loaded: bool, timeout: float) -> dict:
@@ -77,8 +85,11 @@ def summarize(rows: list[dict]) -> dict:
     """Median wall and CPU seconds per workload, condition and thread setting."""
     out: dict = {}
     for row in rows:
-        key = out.setdefault(row["workload"], {}).setdefault(row["condition"], {}).setdefault(row["config"], {
-            "wall": [], "cpu": [], "timed_out": 0})
+        key = (
+            out.setdefault(row["workload"], {})
+            .setdefault(row["condition"], {})
+            .setdefault(row["config"], {"wall": [], "cpu": [], "timed_out": 0})
+        )
         if row.get("timed_out") or row.get("returncode"):
             key["timed_out"] += 1
         elif row["workload"] == "mission":
@@ -87,9 +98,21 @@ def summarize(rows: list[dict]) -> dict:
         else:
             key["wall"] += row["epoch_s"]
             key["cpu"] += row["epoch_cpu_s"]
-    return {w: {c: {k: {"median_wall_s": median(v["wall"]), "median_cpu_s": median(v["cpu"]), "n": len(v["wall"]),
-                        "failed": v["timed_out"]} for k, v in per.items()} for c, per in cond.items()}
-            for w, cond in out.items()}
+    return {
+        w: {
+            c: {
+                k: {
+                    "median_wall_s": median(v["wall"]),
+                    "median_cpu_s": median(v["cpu"]),
+                    "n": len(v["wall"]),
+                    "failed": v["timed_out"],
+                }
+                for k, v in per.items()
+            }
+            for c, per in cond.items()
+        }
+        for w, cond in out.items()
+    }
 
 
 def run(budget: int = 800, repeats: int = 3, timeout: float = 120.0) -> dict:
@@ -105,12 +128,23 @@ def run(budget: int = 800, repeats: int = 3, timeout: float = 120.0) -> dict:
                     row = measure(cmd, config, condition == "loaded", timeout)
                     rows.append({"workload": workload, "condition": condition, "config": name, "repeat": rep, **row})
                     epoch = f" epoch {median(row['epoch_s']):.3f}s" if "epoch_s" in row else ""
-                    print(f"{workload:7s} {condition:6s} {name:18s} wall {row['wall_s'] or float('nan'):7.2f}s{epoch} "
-                          f"load {row['load_start']:.1f}->{row['load_end']:.1f}", flush=True)
-    return {"config": {"budget": budget, "repeats": repeats, "timeout_s": timeout, "configs": CONFIGS,
-                       "conditions": {"quiet": "the machine as it is", "loaded": "beside one process spinning on "
-                                      "a core"}, "epoch": "bench_poam_epoch setting, default POAM (sketch=64)"},
-            "summary": summarize(rows), "runs": rows}
+                    print(
+                        f"{workload:7s} {condition:6s} {name:18s} wall {row['wall_s'] or float('nan'):7.2f}s{epoch} "
+                        f"load {row['load_start']:.1f}->{row['load_end']:.1f}",
+                        flush=True,
+                    )
+    return {
+        "config": {
+            "budget": budget,
+            "repeats": repeats,
+            "timeout_s": timeout,
+            "configs": CONFIGS,
+            "conditions": {"quiet": "the machine as it is", "loaded": "beside one process spinning on a core"},
+            "epoch": "bench_poam_epoch setting, default POAM (sketch=64)",
+        },
+        "summary": summarize(rows),
+        "runs": rows,
+    }
 
 
 def table(summary: dict) -> str:
@@ -118,9 +152,10 @@ def table(summary: dict) -> str:
     for workload, cond in summary.items():
         for condition, per in cond.items():
             for name, s in per.items():
-                lines.append(f"{workload:8s} {condition:9s} {name:19s} {s['median_wall_s']:8.3f} "
-                             f"{s['median_cpu_s']:8.3f} {s['n']:3d}" + (f" ({s['failed']} failed)" if s["failed"]
-                                                                         else ""))
+                lines.append(
+                    f"{workload:8s} {condition:9s} {name:19s} {s['median_wall_s']:8.3f} "
+                    f"{s['median_cpu_s']:8.3f} {s['n']:3d}" + (f" ({s['failed']} failed)" if s["failed"] else "")
+                )
     return "\n".join(lines)
 
 

@@ -52,7 +52,7 @@ def measure(dim: int, grid_size: int, sizes: list[int], points: int, seed: int =
         X, y = data(n + points, dim, seed)
         model = WISKI(dim, grid_size=grid_size, num_steps=0, x_bounds=[[-1.0] * dim, [1.0] * dim], seed=seed)
         for i in range(0, n, 2000):
-            model.update(X[i:min(i + 2000, n)], y[i:min(i + 2000, n)])
+            model.update(X[i : min(i + 2000, n)], y[i : min(i + 2000, n)])
         model.num_steps = 1
         models.append(model)
         streams.append((X[n:], y[n:]))
@@ -61,7 +61,7 @@ def measure(dim: int, grid_size: int, sizes: list[int], points: int, seed: int =
     for p in range(points):
         for k, (model, (X, y)) in enumerate(zip(models, streams)):
             t0 = time.perf_counter()
-            report = model.update(X[p:p + 1], y[p:p + 1])
+            report = model.update(X[p : p + 1], y[p : p + 1])
             times[k].append(time.perf_counter() - t0)
             phases[k].append(report.timings)
     Xt, _ = data(2500, dim, seed + 1)
@@ -70,10 +70,19 @@ def measure(dim: int, grid_size: int, sizes: list[int], points: int, seed: int =
         t0 = time.perf_counter()
         model.predict(Xt)
         predict = time.perf_counter() - t0
-        rows.append({"dim": dim, "m": model.num_inducing, "num_data": n, "update_median_s": statistics.median(times[k]),
-                     "update_min_s": min(times[k]), "update_max_s": max(times[k]),
-                     "phases_median_s": {key: statistics.median(ph[key] for ph in phases[k]) for key in phases[k][0]},
-                     "predict_2500_s": predict, "checkpoint_bytes": checkpoint_bytes(model)})
+        rows.append(
+            {
+                "dim": dim,
+                "m": model.num_inducing,
+                "num_data": n,
+                "update_median_s": statistics.median(times[k]),
+                "update_min_s": min(times[k]),
+                "update_max_s": max(times[k]),
+                "phases_median_s": {key: statistics.median(ph[key] for ph in phases[k]) for key in phases[k][0]},
+                "predict_2500_s": predict,
+                "checkpoint_bytes": checkpoint_bytes(model),
+            }
+        )
     return rows
 
 
@@ -91,18 +100,32 @@ def main() -> dict:
         for row in measure(dim, g, [int(s) for s in args.sizes.split(",")], args.points):
             rows.append(row)
             n = row["num_data"]
-            print(f"d={dim} m={row['m']:5d} N={n:6d}: update median {1e3 * row['update_median_s']:.1f} ms "
-                  f"(min {1e3 * row['update_min_s']:.1f}), predict 2500 {1e3 * row['predict_2500_s']:.1f} ms, "
-                  f"checkpoint {row['checkpoint_bytes'] / 1e6:.2f} MB", flush=True)
+            print(
+                f"d={dim} m={row['m']:5d} N={n:6d}: update median {1e3 * row['update_median_s']:.1f} ms "
+                f"(min {1e3 * row['update_min_s']:.1f}), predict 2500 {1e3 * row['predict_2500_s']:.1f} ms, "
+                f"checkpoint {row['checkpoint_bytes'] / 1e6:.2f} MB",
+                flush=True,
+            )
     ratios = {}
     for dim in {r["dim"] for r in rows}:
         rs = sorted((r for r in rows if r["dim"] == dim), key=lambda r: r["num_data"])
-        ratios[f"d{dim}_update_ratio_N{rs[-1]['num_data']}_over_N{rs[0]['num_data']}"] = \
+        ratios[f"d{dim}_update_ratio_N{rs[-1]['num_data']}_over_N{rs[0]['num_data']}"] = (
             rs[-1]["update_median_s"] / rs[0]["update_median_s"]
+        )
     print(json.dumps(ratios, indent=1))
-    result = {"benchmark": "wiski", "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-              "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-              "load_average": list(os.getloadavg())}, "points_timed": args.points, "rows": rows, "ratios": ratios}
+    result = {
+        "benchmark": "wiski",
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "load_average": list(os.getloadavg()),
+        },
+        "points_timed": args.points,
+        "rows": rows,
+        "ratios": ratios,
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "wiski.json").write_text(json.dumps(result, indent=2))
     return result

@@ -11,8 +11,9 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,8 +32,9 @@ def field(xy: np.ndarray) -> np.ndarray:
     return 255.0 * (smooth + ripples + ridge + 0.3) / 1.9
 
 
-def stream(n: int, seed: int = 0, noise_std: float = 1.0, dtype: torch.dtype = torch.float64
-           ) -> tuple[torch.Tensor, torch.Tensor]:
+def stream(
+    n: int, seed: int = 0, noise_std: float = 1.0, dtype: torch.dtype = torch.float64
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``n`` noisy samples (sensor noise std 1 in field units) at uniform random positions in the task extent."""
     rng = np.random.default_rng(seed)
     X = rng.uniform(-EXTENT, EXTENT, size=(n, 2))
@@ -71,9 +73,14 @@ def median(xs: list[float]) -> float:
 
 def machine() -> dict:
     """What the numbers were measured on."""
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
 
 
 def write(name: str, result: dict) -> Path:

@@ -37,104 +37,170 @@ def summary_markdown() -> str:
     epoch = load("bench_poam_epoch")
     if epoch:
         s, m = epoch["summary"], epoch["machine"]
-        lines += ["## POAM decision epoch: onlinegp vs stock GPyTorch (paper implementation)", "",
-                  f"M = {epoch['config']['num_inducing']}, {epoch['config']['num_steps']} Adam steps, batch "
-                  f"{epoch['config']['batch_size']}, Attentive Kernel, float64; median over "
-                  f"{epoch['config']['epochs']} epochs; {m['torch_threads']} torch thread(s), load average "
-                  f"{fmt(m['load_average'][0] if m['load_average'] else 'n/a')} at the end.", "",
-                  "| | stock GPyTorch | onlinegp | ratio (target ≥ 5) |", "| --- | --- | --- | --- |",
-                  f"| epoch, wall s | {fmt(s['stock_epoch_s'])} | {fmt(s['ours_epoch_s'])} | {fmt(s['ratio'])} |",
-                  f"| epoch, CPU s | {fmt(s['stock_epoch_cpu_s'])} | {fmt(s['ours_epoch_cpu_s'])} | "
-                  f"{fmt(s['ratio_cpu'])} |"]
+        lines += [
+            "## POAM decision epoch: onlinegp vs stock GPyTorch (paper implementation)",
+            "",
+            f"M = {epoch['config']['num_inducing']}, {epoch['config']['num_steps']} Adam steps, batch "
+            f"{epoch['config']['batch_size']}, Attentive Kernel, float64; median over "
+            f"{epoch['config']['epochs']} epochs; {m['torch_threads']} torch thread(s), load average "
+            f"{fmt(m['load_average'][0] if m['load_average'] else 'n/a')} at the end.",
+            "",
+            "| | stock GPyTorch | onlinegp | ratio (target ≥ 5) |",
+            "| --- | --- | --- | --- |",
+            f"| epoch, wall s | {fmt(s['stock_epoch_s'])} | {fmt(s['ours_epoch_s'])} | {fmt(s['ratio'])} |",
+            f"| epoch, CPU s | {fmt(s['stock_epoch_cpu_s'])} | {fmt(s['ours_epoch_cpu_s'])} | {fmt(s['ratio_cpu'])} |",
+        ]
         if "sketch_epoch_s" in s:
-            lines.append(f"| epoch, onlinegp sketch={epoch['config'].get('sketch')} (unbiased M-step sketch), wall s | "
-                         f"{fmt(s['stock_epoch_s'])} | {fmt(s['sketch_epoch_s'])} | {fmt(s['ratio_sketch'])} |")
+            lines.append(
+                f"| epoch, onlinegp sketch={epoch['config'].get('sketch')} (unbiased M-step sketch), wall s | "
+                f"{fmt(s['stock_epoch_s'])} | {fmt(s['sketch_epoch_s'])} | {fmt(s['ratio_sketch'])} |"
+            )
         if "ours32_epoch_s" in s:
-            lines.append(f"| epoch, onlinegp float32, wall s | {fmt(s['stock_epoch_s'])} | {fmt(s['ours32_epoch_s'])} | "
-                         f"{fmt(s['ratio32'])} |")
+            lines.append(
+                f"| epoch, onlinegp float32, wall s | {fmt(s['stock_epoch_s'])} | {fmt(s['ours32_epoch_s'])} | "
+                f"{fmt(s['ratio32'])} |"
+            )
         if s.get("float32_failures"):
             lines.append(f"| onlinegp float32 | failed: {s['float32_failures'][0][:200]} | | |")
         if "stock_fusedak_epoch_s" in s:
-            lines.append(f"| epoch, stock with onlinegp's fused AK, wall s | {fmt(s['stock_fusedak_epoch_s'])} | "
-                         f"{fmt(s['ours_epoch_s'])} | {fmt(s['stock_fusedak_epoch_s'] / s['ours_epoch_s'])} |")
+            lines.append(
+                f"| epoch, stock with onlinegp's fused AK, wall s | {fmt(s['stock_fusedak_epoch_s'])} | "
+                f"{fmt(s['ours_epoch_s'])} | {fmt(s['stock_fusedak_epoch_s'] / s['ours_epoch_s'])} |"
+            )
         for n in (2000, 2500):
-            lines.append(f"| predict {n} points, s | {fmt(s[f'predict{n}_stock_s'])} | {fmt(s[f'predict{n}_ours_s'])} | "
-                         f"{fmt(s[f'predict{n}_stock_s'] / s[f'predict{n}_ours_s'])} |")
+            lines.append(
+                f"| predict {n} points, s | {fmt(s[f'predict{n}_stock_s'])} | {fmt(s[f'predict{n}_ours_s'])} | "
+                f"{fmt(s[f'predict{n}_stock_s'] / s[f'predict{n}_ours_s'])} |"
+            )
         if "predict2500_cold_ours_s" in s:
-            lines.append(f"| predict 2500 points, first call after an update, s | {fmt(s['predict2500_stock_s'])} | "
-                         f"{fmt(s['predict2500_cold_ours_s'])} | "
-                         f"{fmt(s['predict2500_stock_s'] / s['predict2500_cold_ours_s'])} |")
-        sketched = (f"; over the sketched epoch: {fmt(s['predict2500_ours_s'] / s['sketch_epoch_s'])}, first call "
-                    f"after an update {fmt(s['predict2500_cold_over_sketch_epoch'])}."
-                    if "predict2500_cold_over_sketch_epoch" in s else ".")
-        lines += ["", f"Prediction of 2500 points / exact onlinegp epoch: {fmt(s['predict2500_over_epoch'])} "
-                  "(target ≤ 0.1)" + sketched,
-                  f"Largest hyper-parameter difference after an epoch, onlinegp vs stock: {fmt(s['param_maxdiff'])} "
-                  "(same work, same result).", "", "Phases (median seconds):", "",
-                  "| phase | stock | onlinegp |", "| --- | --- | --- |"]
+            lines.append(
+                f"| predict 2500 points, first call after an update, s | {fmt(s['predict2500_stock_s'])} | "
+                f"{fmt(s['predict2500_cold_ours_s'])} | "
+                f"{fmt(s['predict2500_stock_s'] / s['predict2500_cold_ours_s'])} |"
+            )
+        sketched = (
+            f"; over the sketched epoch: {fmt(s['predict2500_ours_s'] / s['sketch_epoch_s'])}, first call "
+            f"after an update {fmt(s['predict2500_cold_over_sketch_epoch'])}."
+            if "predict2500_cold_over_sketch_epoch" in s
+            else "."
+        )
+        lines += [
+            "",
+            f"Prediction of 2500 points / exact onlinegp epoch: {fmt(s['predict2500_over_epoch'])} "
+            "(target ≤ 0.1)" + sketched,
+            f"Largest hyper-parameter difference after an epoch, onlinegp vs stock: {fmt(s['param_maxdiff'])} "
+            "(same work, same result).",
+            "",
+            "Phases (median seconds):",
+            "",
+            "| phase | stock | onlinegp |",
+            "| --- | --- | --- |",
+        ]
         ours = s["ours_phases_s"]
         stock = s["stock_phases_s"]
-        lines += [f"| inducing + variational | {fmt(stock['inducing'] + stock['variational'])} | "
-                  f"{fmt(ours.get('inducing+variational', float('nan')))} |",
-                  f"| hyper-parameter steps | {fmt(stock['hyperparameters'])} | {fmt(ours.get('hyperparameters'))} |",
-                  f"| predictor (onlinegp only) | – | {fmt(ours.get('predictor'))} |", ""]
+        lines += [
+            f"| inducing + variational | {fmt(stock['inducing'] + stock['variational'])} | "
+            f"{fmt(ours.get('inducing+variational', float('nan')))} |",
+            f"| hyper-parameter steps | {fmt(stock['hyperparameters'])} | {fmt(ours.get('hyperparameters'))} |",
+            f"| predictor (onlinegp only) | – | {fmt(ours.get('predictor'))} |",
+            "",
+        ]
     scaling = load("bench_scaling")
     if scaling:
-        lines += ["## Constant time: update (60 points) as the data grow", "",
-                  "| method | " + " | ".join(f"N = {n}, s" for n in scaling["config"]["checkpoints"])
-                  + " | ratio (target ≤ 1.25) | CPU ratio | CPU per bound evaluation ratio | state size ratio |",
-                  "| --- | " + " | ".join("---" for _ in scaling["config"]["checkpoints"]) + " | --- | --- | --- | --- |"]
+        lines += [
+            "## Constant time: update (60 points) as the data grow",
+            "",
+            "| method | "
+            + " | ".join(f"N = {n}, s" for n in scaling["config"]["checkpoints"])
+            + " | ratio (target ≤ 1.25) | CPU ratio | CPU per bound evaluation ratio | state size ratio |",
+            "| --- | " + " | ".join("---" for _ in scaling["config"]["checkpoints"]) + " | --- | --- | --- | --- |",
+        ]
         for name, r in scaling["methods"].items():
             if "skipped" in r:
                 lines.append(f"| {name} | skipped: {r['skipped']} |")
                 continue
-            lines.append(f"| {name} | " + " | ".join(fmt(row["update_s"]) for row in r["rows"])
-                         + f" | {fmt(r['ratio'])} | {fmt(r['ratio_cpu'])} | {fmt(r.get('ratio_cpu_per_evaluation', '–'))} "
-                         f"| {fmt(r['state_ratio'])} |")
+            lines.append(
+                f"| {name} | "
+                + " | ".join(fmt(row["update_s"]) for row in r["rows"])
+                + f" | {fmt(r['ratio'])} | {fmt(r['ratio_cpu'])} | {fmt(r.get('ratio_cpu_per_evaluation', '–'))} "
+                f"| {fmt(r['state_ratio'])} |"
+            )
         lines.append("")
     acc = load("bench_accuracy")
     if acc:
-        lines += ["## Accuracy before/after the speed work (POAM, fixed streaming problem, "
-                  f"{len(acc['config']['seeds'])} seeds)", "",
-                  "| variant | RMSE (mean) | NLPD (mean) | update CPU s (total) |", "| --- | --- | --- | --- |"]
+        lines += [
+            "## Accuracy before/after the speed work (POAM, fixed streaming problem, "
+            f"{len(acc['config']['seeds'])} seeds)",
+            "",
+            "| variant | RMSE (mean) | NLPD (mean) | update CPU s (total) |",
+            "| --- | --- | --- | --- |",
+        ]
         for v, d in acc["streaming"].items():
-            lines.append(f"| {v} | {fmt(d['rmse']['mean'], 4)} | {fmt(d['nlpd']['mean'], 4)} | "
-                         f"{fmt(d['update_cpu_s']['mean'])} |")
+            lines.append(
+                f"| {v} | {fmt(d['rmse']['mean'], 4)} | {fmt(d['nlpd']['mean'], 4)} | "
+                f"{fmt(d['update_cpu_s']['mean'])} |"
+            )
         for v, errors in acc.get("failures", {}).items():
             lines.append(f"| {v} | failed: {'; '.join(errors)[:300]} | | |")
         missions = (load("bench_accuracy_missions") or {}).get("missions")
         if missions:
             workers = (load("bench_accuracy_missions") or {}).get("config", {}).get("workers", 1)
-            lines += ["", f"Default missions (valley-ridges, 5000 samples), mean over seeds ({workers} at a time: "
-                      "compare update times only when that is 1):", "",
-                      "| mission variant | seeds | SMSE (mean) | MSLL (mean) | update s (total) |",
-                      "| --- | --- | --- | --- | --- |"]
+            lines += [
+                "",
+                f"Default missions (valley-ridges, 5000 samples), mean over seeds ({workers} at a time: "
+                "compare update times only when that is 1):",
+                "",
+                "| mission variant | seeds | SMSE (mean) | MSLL (mean) | update s (total) |",
+                "| --- | --- | --- | --- | --- |",
+            ]
             for v, d in missions.items():
-                lines.append(f"| {v} | {len(d['smse']['per_seed'])} | {fmt(d['smse']['mean'], 4)} | "
-                             f"{fmt(d['msll']['mean'], 4)} | {fmt(d['update_s_total']['mean'])} |")
+                lines.append(
+                    f"| {v} | {len(d['smse']['per_seed'])} | {fmt(d['smse']['mean'], 4)} | "
+                    f"{fmt(d['msll']['mean'], 4)} | {fmt(d['update_s_total']['mean'])} |"
+                )
         lines.append("")
     mission = load("bench_mission")
     if mission:
-        lines += ["## Default mission end to end", "",
-                  f"Wall time {fmt(mission['wall_s'])} s ({fmt(mission['speedup_vs_paper'])}x faster than the paper "
-                  f"implementation's 6.5 min; target ≥ 5), peak memory {fmt(mission['peak_rss_mib'])} MiB, "
-                  f"{mission['epochs']} epochs, model updates {fmt(mission['total_update_s'])} s; final "
-                  + ", ".join(f"{k.upper()} {fmt(v, 4)}" for k, v in mission["final"].items()) + ".", ""]
+        lines += [
+            "## Default mission end to end",
+            "",
+            f"Wall time {fmt(mission['wall_s'])} s ({fmt(mission['speedup_vs_paper'])}x faster than the paper "
+            f"implementation's 6.5 min; target ≥ 5), peak memory {fmt(mission['peak_rss_mib'])} MiB, "
+            f"{mission['epochs']} epochs, model updates {fmt(mission['total_update_s'])} s; final "
+            + ", ".join(f"{k.upper()} {fmt(v, 4)}" for k, v in mission["final"].items())
+            + ".",
+            "",
+        ]
     kernel = load("bench_kernel")
     if kernel:
         impls = kernel["config"]["implementations"]
-        lines += ["## The Attentive Kernel alone (ms, median; forward / forward + backward to the network)", "",
-                  "| case | " + " | ".join(impls) + " | max abs / grad rel diff vs paper |",
-                  "| --- |" + " --- |" * (len(impls) + 1)]
+        lines += [
+            "## The Attentive Kernel alone (ms, median; forward / forward + backward to the network)",
+            "",
+            "| case | " + " | ".join(impls) + " | max abs / grad rel diff vs paper |",
+            "| --- |" + " --- |" * (len(impls) + 1),
+        ]
         for case, row in kernel["cases"].items():
-            diffs = ", ".join(f"{i} {fmt(row[i]['max_abs_diff_vs_paper'], 2)} / {fmt(row[i]['grad_rel_diff_vs_paper'], 2)}"
-                              for i in impls[:-1])
-            lines.append(f"| {case} | " + " | ".join(f"{fmt(row[i]['forward_s'] * 1e3)} / "
-                                                    f"{fmt(row[i]['forward_backward_s'] * 1e3)}" for i in impls)
-                         + f" | {diffs} |")
+            diffs = ", ".join(
+                f"{i} {fmt(row[i]['max_abs_diff_vs_paper'], 2)} / {fmt(row[i]['grad_rel_diff_vs_paper'], 2)}"
+                for i in impls[:-1]
+            )
+            lines.append(
+                f"| {case} | "
+                + " | ".join(
+                    f"{fmt(row[i]['forward_s'] * 1e3)} / {fmt(row[i]['forward_backward_s'] * 1e3)}" for i in impls
+                )
+                + f" | {diffs} |"
+            )
         lines.append("")
-    known = {"bench_poam_epoch", "bench_scaling", "bench_accuracy", "bench_accuracy_missions", "bench_mission",
-             "bench_kernel"}
+    known = {
+        "bench_poam_epoch",
+        "bench_scaling",
+        "bench_accuracy",
+        "bench_accuracy_missions",
+        "bench_mission",
+        "bench_kernel",
+    }
     others = sorted(p.stem for p in RESULTS.glob("bench_*.json") if p.stem not in known)
     if others:
         lines += ["## Other benchmarks", ""] + [f"- `{name}`: see `results/{name}.json`" for name in others] + [""]
@@ -144,16 +210,18 @@ def summary_markdown() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mission", action="store_true", help="also run the full default mission (minutes)")
-    parser.add_argument("--missions-accuracy", action="store_true",
-                        help="bench_accuracy also compares 3 default missions before/after (tens of minutes)")
+    parser.add_argument(
+        "--missions-accuracy",
+        action="store_true",
+        help="bench_accuracy also compares 3 default missions before/after (tens of minutes)",
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", nargs="+", default=None)
     parser.add_argument("--summary", action="store_true", help="only rewrite SUMMARY.md from existing results")
     args = parser.parse_args(argv)
     failed = []
     if not args.summary:
-        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
-                   MPLBACKEND="Agg")
+        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads), MPLBACKEND="Agg")
         for script in sorted(HERE.glob("bench_*.py")):
             name = script.stem
             if args.only and name not in args.only:

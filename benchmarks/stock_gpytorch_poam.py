@@ -46,7 +46,7 @@ class PaperAttentiveKernel(AttentiveKernel):
         ls = self.lengthscales.to(x1)
         mixture = torch.zeros_like(sq)
         for m in range(ls.shape[0]):
-            mixture = mixture + (w1[..., :, m:m + 1] * w2[..., None, :, m]) * torch.exp(sq * (-0.5 / ls[m] ** 2))
+            mixture = mixture + (w1[..., :, m : m + 1] * w2[..., None, :, m]) * torch.exp(sq * (-0.5 / ls[m] ** 2))
         return (w1 @ w2.mT) * mixture
 
 
@@ -73,8 +73,24 @@ class StockSVGP(gpytorch.models.ApproximateGP):
 class StockPOAM:
     """POAM's epoch in stock GPyTorch (scaled units), started from an onlinegp POAM's state."""
 
-    def __init__(self, kernel, likelihood, Z, a, B, X, y, optimizer_state, generator_state, num_inducing=500,
-                 num_steps=10, batch_size=256, lr=1e-2, lr_attention=1e-3, L_terms=None):
+    def __init__(
+        self,
+        kernel,
+        likelihood,
+        Z,
+        a,
+        B,
+        X,
+        y,
+        optimizer_state,
+        generator_state,
+        num_inducing=500,
+        num_steps=10,
+        batch_size=256,
+        lr=1e-2,
+        lr_attention=1e-3,
+        L_terms=None,
+    ):
         self.kernel, self.likelihood = kernel, likelihood
         self.Z, self.a, self.B, self.X, self.y = Z, a, B, X, y
         self.num_inducing, self.num_steps, self.batch_size = num_inducing, num_steps, batch_size
@@ -82,8 +98,9 @@ class StockPOAM:
         self.generator.set_state(generator_state)
         attention = [p for n, p in kernel.named_parameters() if ".attention." in f".{n}"]
         others = [p for p in kernel.parameters() if all(p is not q for q in attention)]
-        self.optimizer = torch.optim.Adam([{"params": others + list(likelihood.parameters()), "lr": lr},
-                                           {"params": attention, "lr": lr_attention}])
+        self.optimizer = torch.optim.Adam(
+            [{"params": others + list(likelihood.parameters()), "lr": lr}, {"params": attention, "lr": lr_attention}]
+        )
         if optimizer_state is not None:
             self.optimizer.load_state_dict(optimizer_state)
         self.model: StockSVGP | None = None
@@ -94,10 +111,21 @@ class StockPOAM:
         """The baseline in ``poam``'s state; ``paper_ak=False`` uses onlinegp's fused Attentive Kernel instead."""
         X, y = poam.data.data
         kernel = paper_kernel(poam.kernel) if paper_ak else copy.deepcopy(poam.kernel)
-        return cls(kernel, copy.deepcopy(poam.likelihood), poam.Z.clone(), poam.a.clone(),
-                   poam.B.clone(), X.clone(), y.clone(), copy.deepcopy(poam.optimizer.state_dict()),
-                   poam.generator.get_state(), num_inducing=poam.selector.num_inducing, num_steps=poam.num_steps,
-                   batch_size=poam.batch_size, L_terms=getattr(poam, "Lu_terms", None))
+        return cls(
+            kernel,
+            copy.deepcopy(poam.likelihood),
+            poam.Z.clone(),
+            poam.a.clone(),
+            poam.B.clone(),
+            X.clone(),
+            y.clone(),
+            copy.deepcopy(poam.optimizer.state_dict()),
+            poam.generator.get_state(),
+            num_inducing=poam.selector.num_inducing,
+            num_steps=poam.num_steps,
+            batch_size=poam.batch_size,
+            L_terms=getattr(poam, "Lu_terms", None),
+        )
 
     def _kuu(self, Z: Tensor) -> Tensor:
         K = self.kernel(Z).to_dense()
@@ -149,8 +177,11 @@ class StockPOAM:
         mll = gpytorch.mlls.VariationalELBO(self.likelihood, self.model, num_data=n)
         self.elbo = None
         for _ in range(self.num_steps):
-            idx = torch.randint(n, (min(self.batch_size, n),), generator=self.generator) if n > self.batch_size \
+            idx = (
+                torch.randint(n, (min(self.batch_size, n),), generator=self.generator)
+                if n > self.batch_size
                 else torch.arange(n)
+            )
             self.optimizer.zero_grad(set_to_none=True)
             loss = -mll(self.model(self.X[idx]), self.y[idx])
             loss.backward()

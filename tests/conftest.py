@@ -40,6 +40,7 @@ def ak_backend(request) -> Iterator[str]:
     """Runs a test with the Attentive Kernel's compiled routine and again with its PyTorch path."""
     from onlinegp import settings
     from onlinegp.kernels import native
+
     native_on = request.param == "native"
     if native_on and native.library() is None:
         pytest.skip("no C compiler: the native Attentive Kernel is unavailable")

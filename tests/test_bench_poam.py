@@ -12,10 +12,24 @@ from onlinegp.bench import poam
 from onlinegp.bench.runner import ERROR_FILE, RunnerOptions, RunSpec, is_finished, run_sweep
 
 # cheap missions: random start with 60 pilot samples, 150-sample budget, M=30, one gradient step per epoch
-TINY = dict(envs="valley-ridges", methods="poam,ovc++", seeds="0-1", budget=150, num_inducing=30, num_steps=1,
-            init="random", num_random_init=60, num_candidates=100, eval_grid=20)
-RUN_IDS = ["valley-ridges/poam/seed-0", "valley-ridges/poam/seed-1", "valley-ridges/ovc++/seed-0",
-           "valley-ridges/ovc++/seed-1"]
+TINY = dict(
+    envs="valley-ridges",
+    methods="poam,ovc++",
+    seeds="0-1",
+    budget=150,
+    num_inducing=30,
+    num_steps=1,
+    init="random",
+    num_random_init=60,
+    num_candidates=100,
+    eval_grid=20,
+)
+RUN_IDS = [
+    "valley-ridges/poam/seed-0",
+    "valley-ridges/poam/seed-1",
+    "valley-ridges/ovc++/seed-0",
+    "valley-ridges/ovc++/seed-1",
+]
 
 
 def hand_summary(root: Path, run_ids, key: str) -> dict[str, float]:
@@ -25,8 +39,12 @@ def hand_summary(root: Path, run_ids, key: str) -> dict[str, float]:
         with open(root / rid / "metrics.csv") as fh:
             values = [float(row[key]) for row in csv.DictReader(fh)]
         per_run.append(sum(values) / len(values))
-    return {"mean": statistics.fmean(per_run), "std": statistics.pstdev(per_run), "min": min(per_run),
-            "max": max(per_run)}
+    return {
+        "mean": statistics.fmean(per_run),
+        "std": statistics.pstdev(per_run),
+        "min": min(per_run),
+        "max": max(per_run),
+    }
 
 
 def read_summary(path: Path) -> dict[str, dict]:
@@ -68,8 +86,11 @@ def test_summary_matches_hand_computation(tiny_sweep):
         for key in ("smse", "msll", "update_time"):
             expected = hand_summary(out, ids, key)
             for stat, value in expected.items():
-                assert math.isclose(float(table[method][f"{key}_{stat}"]), value, rel_tol=1e-12, abs_tol=1e-15), \
-                    (method, key, stat)
+                assert math.isclose(float(table[method][f"{key}_{stat}"]), value, rel_tol=1e-12, abs_tol=1e-15), (
+                    method,
+                    key,
+                    stat,
+                )
     poam_row = table["poam"]
     assert float(poam_row["smse_min"]) <= float(poam_row["smse_mean"]) <= float(poam_row["smse_max"])
     assert float(poam_row["smse_std"]) > 0  # two different seeds give two different missions
@@ -85,8 +106,14 @@ def test_rerun_skips_finished_runs(tiny_sweep):
 
 
 def test_failing_mission_is_reported_and_others_complete(tmp_path):
-    exp = poam.Experiment("t", "t", ["valley-ridges"], ["poam", "ovc++"], [0, 1],
-                          {k: v for k, v in TINY.items() if k not in ("envs", "methods", "seeds")})
+    exp = poam.Experiment(
+        "t",
+        "t",
+        ["valley-ridges"],
+        ["poam", "ovc++"],
+        [0, 1],
+        {k: v for k, v in TINY.items() if k not in ("envs", "methods", "seeds")},
+    )
     specs = exp.specs()
     bad = specs[1]
     specs[1] = RunSpec(bad.run_id, {**bad.config, "model_options": {"no_such_option": 1}})
@@ -104,8 +131,14 @@ def test_failing_mission_is_reported_and_others_complete(tmp_path):
 def test_interrupted_mission_resumes_to_the_uninterrupted_result(tmp_path):
     from onlinegp.rig.mission import MissionConfig, open_mission, run_mission
 
-    exp = poam.Experiment("t", "t", ["valley-ridges"], ["poam"], [0],
-                          {k: v for k, v in TINY.items() if k not in ("envs", "methods", "seeds")})
+    exp = poam.Experiment(
+        "t",
+        "t",
+        ["valley-ridges"],
+        ["poam"],
+        [0],
+        {k: v for k, v in TINY.items() if k not in ("envs", "methods", "seeds")},
+    )
     specs = exp.specs()
     run_sweep(specs, poam.mission_job, tmp_path / "whole", RunnerOptions(quiet=True, threads=1))
     cut = tmp_path / "cut" / specs[0].run_id  # a sweep killed after the first epoch of this mission
@@ -129,8 +162,9 @@ def test_ray_backend_gives_the_same_summary(tiny_sweep, tmp_path):
     ray = pytest.importorskip("ray")
     out, local = tiny_sweep
     try:
-        remote = poam.table1(out=tmp_path, options=RunnerOptions(workers=2, backend="ray", quiet=True, threads=1),
-                             **TINY)
+        remote = poam.table1(
+            out=tmp_path, options=RunnerOptions(workers=2, backend="ray", quiet=True, threads=1), **TINY
+        )
     finally:
         ray.shutdown()
     assert remote.sweep.ok and [r.status for r in remote.sweep.runs] == ["done"] * 4
@@ -139,8 +173,10 @@ def test_ray_backend_gives_the_same_summary(tiny_sweep, tmp_path):
         for key in ("smse", "msll"):
             for stat in ("mean", "std", "min", "max"):
                 col = f"{key}_{stat}"
-                assert math.isclose(float(a[method][col]), float(b[method][col]), rel_tol=1e-9, abs_tol=1e-12), \
-                    (method, col)
+                assert math.isclose(float(a[method][col]), float(b[method][col]), rel_tol=1e-9, abs_tol=1e-12), (
+                    method,
+                    col,
+                )
     assert (tmp_path / RUN_IDS[0] / "figures").is_dir()  # the run's files came back from the Ray worker
 
 
@@ -149,8 +185,25 @@ def test_cli_runs_a_sweep_and_rejects_bad_options(tmp_path):
 
     from onlinegp.cli import app
 
-    args = ["bench", "poam-table1", "--envs", "seafloor", "--methods", "poam", "--seeds", "0", "--budget", "120",
-            "--num-inducing", "20", "--num-steps", "1", "--out", str(tmp_path), "--quiet"]
+    args = [
+        "bench",
+        "poam-table1",
+        "--envs",
+        "seafloor",
+        "--methods",
+        "poam",
+        "--seeds",
+        "0",
+        "--budget",
+        "120",
+        "--num-inducing",
+        "20",
+        "--num-steps",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "seafloor/poam/seed-0/metrics.csv").is_file()

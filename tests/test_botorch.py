@@ -27,11 +27,14 @@ def fitted(kind):
     g = torch.Generator().manual_seed(0)
     X = BOUNDS[0] + (BOUNDS[1] - BOUNDS[0]) * torch.rand(30, 2, dtype=D, generator=g)
     y = objective(X) + 0.01 * torch.randn(30, dtype=D, generator=g)
-    gp = WISKI(2, grid_size=12, num_steps=3, x_bounds=BOUNDS) if kind == "wiski" else \
-        ExactGP(2, num_steps=5, x_bounds=BOUNDS)
+    gp = (
+        WISKI(2, grid_size=12, num_steps=3, x_bounds=BOUNDS)
+        if kind == "wiski"
+        else ExactGP(2, num_steps=5, x_bounds=BOUNDS)
+    )
     gp.update(X[:20], y[:20])
     for i in range(20, 30):
-        gp.update(X[i:i + 1], y[i:i + 1])
+        gp.update(X[i : i + 1], y[i : i + 1])
     return gp
 
 
@@ -49,8 +52,11 @@ def test_posterior_blocks_match_joint_predictions_and_are_differentiable(kind):
         assert torch.allclose(post.mean[b, :, 0], ref.mean, atol=1e-8)
         assert torch.allclose(post.mvn.covariance_matrix[b], ref.cov_f, atol=1e-8)
     noisy = model.posterior(X.detach(), observation_noise=True)
-    assert torch.allclose(noisy.variance[..., 0] - post.variance[..., 0].detach(),
-                          (gp.noise * gp.scaler.y_std ** 2).detach().expand(5, 3), atol=1e-8)
+    assert torch.allclose(
+        noisy.variance[..., 0] - post.variance[..., 0].detach(),
+        (gp.noise * gp.scaler.y_std**2).detach().expand(5, 3),
+        atol=1e-8,
+    )
     post.mean.sum().backward()
     assert X.grad is not None and bool(torch.isfinite(X.grad).all()) and float(X.grad.abs().sum()) > 0
     assert all((g is None and p.grad is None) or torch.equal(g, p.grad) for g, p in zip(grads, gp.parameters()))

@@ -10,12 +10,11 @@ import copy
 
 import pytest
 import torch
+from conftest import state_equal
+from reference import toy
 
 import onlinegp
-from conftest import state_equal
 from onlinegp import MODELS, OnlineGP, Prediction, UpdateReport, make_model
-
-from reference import toy
 
 NAMES = sorted(MODELS)
 
@@ -24,9 +23,11 @@ POAM_LIKE = {"num_inducing": 16, "num_steps": 2, "batch_size": 32}
 OSGPR_LIKE = {"num_inducing": 16, "num_steps": 3}
 MEMBERS = {"num_inducing": 10, "member_options": {"num_steps": 3}}
 OPTIONS = {
-    **{name: POAM_LIKE for name in ("full", "online-elbo", "ovc", "ovc++", "pam", "var-opt", "var-ssgp", "z-kmeans",
-                                    "z-opt", "z-rand")},
-    "poam": {**POAM_LIKE, "sketch": 8},                  # the sketched M-step (the default sketch exceeds M here)
+    **{
+        name: POAM_LIKE
+        for name in ("full", "online-elbo", "ovc", "ovc++", "pam", "var-opt", "var-ssgp", "z-kmeans", "z-opt", "z-rand")
+    },
+    "poam": {**POAM_LIKE, "sketch": 8},  # the sketched M-step (the default sketch exceeds M here)
     **{name: OSGPR_LIKE for name in ("osgpr", "ssgp", "ssgp++")},
     **{name: {"num_steps": 3} for name in ("vips", "conditional-variance", "oips")},  # they size Z themselves
     "osvgp": {"num_inducing": 16, "num_steps": 2, "batch_size": 32},
@@ -37,19 +38,29 @@ OPTIONS = {
     "solar-gp": {**MEMBERS, "similarity_lengthscale": 0.05},
     "lgpr": {"fit_steps": 5, "max_local": 40},
 }
-NO_SINGLE_KERNEL = {"wgpr", "solar-gp"}                  # ensembles of members with their own kernels
+NO_SINGLE_KERNEL = {"wgpr", "solar-gp"}  # ensembles of members with their own kernels
 
 X, Y = toy(160, seed=11)
-BATCHES = [(X[i:i + 40], Y[i:i + 40]) for i in range(0, 160, 40)]
+BATCHES = [(X[i : i + 40], Y[i : i + 40]) for i in range(0, 160, 40)]
 XS = toy(12, seed=12)[0]
 NAN_X = X[:5].clone()
 NAN_X[2, 1] = float("nan")
 NAN_Y = Y[:5].clone()
 NAN_Y[3] = float("nan")
-BAD_X = [(NAN_X, "NaN"), (torch.zeros(5, 3, dtype=X.dtype), "columns"), (X[:5, None], "2-D"), (X[:0], "empty"),
-         ("garbage", "numeric"), ({"a": 1}, "numeric")]               # (x, what the error says)
-BAD_Y = [(NAN_Y, "NaN"), (torch.full((5,), float("inf"), dtype=X.dtype), "NaN or inf"), (Y[:4], "rows"),
-         (X[:5], "1-D")]                                              # targets for x = X[:5]
+BAD_X = [
+    (NAN_X, "NaN"),
+    (torch.zeros(5, 3, dtype=X.dtype), "columns"),
+    (X[:5, None], "2-D"),
+    (X[:0], "empty"),
+    ("garbage", "numeric"),
+    ({"a": 1}, "numeric"),
+]  # (x, what the error says)
+BAD_Y = [
+    (NAN_Y, "NaN"),
+    (torch.full((5,), float("inf"), dtype=X.dtype), "NaN or inf"),
+    (Y[:4], "rows"),
+    (X[:5], "1-D"),
+]  # targets for x = X[:5]
 BAD_INPUTS = [(x, Y[:5], message, True) for x, message in BAD_X] + [(X[:5], y, message, False) for y, message in BAD_Y]
 
 
@@ -102,12 +113,12 @@ def test_default_construction_streams(name):
     """The 'Done when' criterion: ``m = onlinegp.<Class>(); m.update(x, y)`` for every name, default options."""
     factory, description = MODELS[name]
     assert isinstance(description, str) and description
-    cls = getattr(factory, "func", factory)        # a preset variant (ablation) is a partial of its class
+    cls = getattr(factory, "func", factory)  # a preset variant (ablation) is a partial of its class
     assert getattr(onlinegp, cls.__name__) is cls and cls.__name__ in onlinegp.__all__
     model = getattr(onlinegp, cls.__name__)() if factory is cls else make_model(name)
     assert isinstance(model, cls) and model.input_dim is None
     for lo in (0, 25):
-        report = model.update(X[lo:lo + 25], Y[lo:lo + 25])
+        report = model.update(X[lo : lo + 25], Y[lo : lo + 25])
     assert report.num_data == 50 and model.input_dim == 2
     pred = model.predict(XS)
     assert torch.isfinite(pred.mean).all() and (pred.var_f >= 0).all()
@@ -131,8 +142,8 @@ def test_protocol(name):
     assert full.cov_f.shape == (len(XS), len(XS))
     assert torch.allclose(full.cov_f.diagonal(), full.var_f, atol=1e-8)
     assert torch.allclose(full.mean, pred.mean, atol=1e-10) and torch.allclose(full.var_f, pred.var_f, atol=1e-8)
-    assert torch.isfinite(model.predict(XS.numpy()).mean).all()      # numpy input too
-    with pytest.raises(ValueError, match="columns"):                  # the width is fixed by the first batch
+    assert torch.isfinite(model.predict(XS.numpy()).mean).all()  # numpy input too
+    with pytest.raises(ValueError, match="columns"):  # the width is fixed by the first batch
         model.update(torch.zeros(4, 3, dtype=X.dtype), torch.zeros(4, dtype=X.dtype))
 
 
@@ -149,11 +160,11 @@ def test_lengthscale_map(name):
 
 
 def test_invalid_input_leaves_the_model_unchanged(name):
-    for batches in (0, 2):                                            # before and after the first batch
+    for batches in (0, 2):  # before and after the first batch
         model = fed(name, batches)
         untouched, before = copy.deepcopy(model), copy.deepcopy(model.state_dict())
         for x, y, message, bad_x in BAD_INPUTS:
-            if batches == 0 and message == "columns":                 # any width is fine for a first batch
+            if batches == 0 and message == "columns":  # any width is fine for a first batch
                 continue
             with pytest.raises(ValueError, match=message):
                 model.update(x, y)
@@ -190,9 +201,9 @@ def test_failure_inside_an_update_restores_the_model(name):
 def test_checkpoint_round_trip_is_exact(name, tmp_path):
     model = fed(name, 2)
     if hasattr(model, "num_models"):
-        assert model.num_models >= 2                                 # several members (local models) to restore
+        assert model.num_models >= 2  # several members (local models) to restore
     model.save(tmp_path / "model.pt")
-    clone = build(name)                                              # has never seen data: adopts the width
+    clone = build(name)  # has never seen data: adopts the width
     assert clone.input_dim is None
     clone.load(tmp_path / "model.pt")
     assert clone.input_dim == 2
@@ -214,6 +225,6 @@ def test_loaded_model_shares_no_state_with_its_source(name):
     model = fed(name, 2)
     before = copy.deepcopy(model.state_dict())
     clone = build(name)
-    clone.load_state_dict(model.state_dict())                        # not a copy: a live state_dict
+    clone.load_state_dict(model.state_dict())  # not a copy: a live state_dict
     clone.update(*BATCHES[2])
     assert state_equal(before, model.state_dict())

@@ -5,11 +5,28 @@ import gzip
 import numpy as np
 import pytest
 
-from onlinegp.data import (UCI, Dataset, batch_indices, list_datasets, load_dataset, order_indices, stream,
-                           synthetic, synthetic_function, train_test_split)
+from onlinegp.data import (
+    UCI,
+    Dataset,
+    batch_indices,
+    list_datasets,
+    load_dataset,
+    order_indices,
+    stream,
+    synthetic,
+    synthetic_function,
+    train_test_split,
+)
 
-SHAPES = {"concrete": (1030, 8), "skillcraft": (3338, 19), "elevators": (16599, 18), "bike": (17379, 17),
-          "kin40k": (40000, 8), "pumadyn32nm": (8192, 32), "protein": (45730, 9)}
+SHAPES = {
+    "concrete": (1030, 8),
+    "skillcraft": (3338, 19),
+    "elevators": (16599, 18),
+    "bike": (17379, 17),
+    "kin40k": (40000, 8),
+    "pumadyn32nm": (8192, 32),
+    "protein": (45730, 9),
+}
 
 
 @pytest.mark.parametrize("name", ["concrete", "skillcraft", "pumadyn32nm"])
@@ -62,7 +79,7 @@ def test_split_is_deterministic_disjoint_and_80_20():
     ids = Dataset(np.arange(50.0)[:, None], np.arange(50.0), "ids")
     tr, te = train_test_split(ids, seed=0)
     assert set(tr.y).isdisjoint(te.y) and len(set(tr.y) | set(te.y)) == 50
-    assert np.all(np.diff(tr.y) > 0)                                   # original order kept
+    assert np.all(np.diff(tr.y) > 0)  # original order kept
 
 
 def test_orders_and_batches():
@@ -93,9 +110,9 @@ def test_synthetic_datasets_follow_appendix_f1():
     b1 = [d1.X[b, 0] for b in batch_indices(d1)]
     assert len(b1) == 10 and all(b1[i].max() <= b1[i + 1].min() for i in range(9))  # expanding domain
     b2 = [d2.X[b, 0] for b in batch_indices(d2)]
-    assert len(b2) == 10 and all(b.max() - b.min() > 5 for b in b2)                  # spread over [0, 10]
+    assert len(b2) == 10 and all(b.max() - b.min() > 5 for b in b2)  # spread over [0, 10]
     b3 = [d3.X[b, 0] for b in batch_indices(d3)]
-    assert all(((b >= 4) & (b <= 6)).all() for b in b3[:5])                          # outliers only later
+    assert all(((b >= 4) & (b <= 6)).all() for b in b3[:5])  # outliers only later
     assert sum(((b < 4) | (b > 6)).sum() for b in b3[5:]) > 100
     noise = d1.y - synthetic_function(d1.X[:, 0])
     assert 0.2 < noise.std() < 0.4

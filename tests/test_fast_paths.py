@@ -25,7 +25,7 @@ def loop_attentive(ak: AttentiveKernel, x1, x2):
     sq = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).pow(2).sum(-1)
     mix = torch.zeros_like(sq)
     for m, ls in enumerate(ak.lengthscales.to(x1)):
-        mix = mix + (w1[:, m:m + 1] * w2[None, :, m]) * torch.exp(-0.5 * sq / ls**2)
+        mix = mix + (w1[:, m : m + 1] * w2[None, :, m]) * torch.exp(-0.5 * sq / ls**2)
     return (w1 @ w2.mT) * mix
 
 
@@ -165,8 +165,9 @@ def test_closed_form_elbo_equals_gpytorch_variational_elbo():
         def __init__(self):
             dist = CholeskyVariationalDistribution(Z.shape[0]).to(D)
             jitter = 1e-8 * float(k.outputscale.detach())  # the ε kuu adds
-            super().__init__(UnwhitenedVariationalStrategy(self, Z, dist, learn_inducing_locations=False,
-                                                           jitter_val=jitter))
+            super().__init__(
+                UnwhitenedVariationalStrategy(self, Z, dist, learn_inducing_locations=False, jitter_val=jitter)
+            )
             self.covar_module = k
 
         def forward(self, x):
@@ -221,7 +222,7 @@ def test_float32_poam_close_to_float64():
         torch.manual_seed(0)
         model = POAM(2, num_inducing=60, num_steps=5, x_bounds=[[-2, -2], [2, 2]], dtype=dtype)
         for lo in range(0, 600, 100):
-            model.update(X[lo:lo + 100].to(dtype), y[lo:lo + 100].to(dtype))
+            model.update(X[lo : lo + 100].to(dtype), y[lo : lo + 100].to(dtype))
         pred = model.predict(Xt.to(dtype))
         assert pred.mean.dtype == dtype
         mean, var = pred.mean.double(), pred.var_y.double()
@@ -246,11 +247,11 @@ def test_elbo_and_gradient_are_linear_in_q_covariance():
     roots equals the result for the root [R1, R2]/√2 of (S1 + S2)/2, exactly."""
     k, lik, Z, X, y, m, R, logdet = _fixed_q_problem()
     g = torch.Generator().manual_seed(5)
-    R1 = R @ torch.randn(R.shape[1], 7, generator=g, dtype=D) / 7 ** 0.5
-    R2 = R @ torch.randn(R.shape[1], 3, generator=g, dtype=D) / 3 ** 0.5
+    R1 = R @ torch.randn(R.shape[1], 7, generator=g, dtype=D) / 7**0.5
+    R2 = R @ torch.randn(R.shape[1], 3, generator=g, dtype=D) / 3**0.5
     v1, g1 = _closed_grads(R1, k, lik, Z, X, y, m, logdet)
     v2, g2 = _closed_grads(R2, k, lik, Z, X, y, m, logdet)
-    v12, g12 = _closed_grads(torch.cat([R1, R2], -1) / 2 ** 0.5, k, lik, Z, X, y, m, logdet)
+    v12, g12 = _closed_grads(torch.cat([R1, R2], -1) / 2**0.5, k, lik, Z, X, y, m, logdet)
     assert torch.allclose(v12, (v1 + v2) / 2, rtol=1e-12)
     assert torch.allclose(g12, (g1 + g2) / 2, rtol=1e-9, atol=1e-12)
     v, gx = _closed_grads(R, k, lik, Z, X, y, m, logdet)
@@ -259,6 +260,7 @@ def test_elbo_and_gradient_are_linear_in_q_covariance():
 
 def test_sketch_root_is_unbiased():
     from onlinegp.posterior import sketch_root
+
     g = torch.Generator().manual_seed(8)
     R = torch.randn(6, 9, generator=g, dtype=D)
     draws = torch.stack([sketch_root(R, 3, g) for _ in range(20000)])
@@ -271,11 +273,12 @@ def test_sketch_root_is_unbiased():
 
 def test_sketched_gradient_is_unbiased():
     from onlinegp.posterior import sketch_root
+
     k, lik, Z, X, y, m, R, logdet = _fixed_q_problem()
     exact = _closed_grads(R, k, lik, Z, X, y, m, logdet)[1]
     g, p, draws = torch.Generator().manual_seed(6), 4, 400
     sketched = torch.stack([_closed_grads(sketch_root(R, p, g), k, lik, Z, X, y, m, logdet)[1] for _ in range(draws)])
-    mean, err = sketched.mean(0), sketched.std(0) / draws ** 0.5
+    mean, err = sketched.mean(0), sketched.std(0) / draws**0.5
     assert ((mean - exact).abs() <= 5 * err + 1e-12).all()
     assert (sketched.std(0) > 0).any()
 
@@ -290,8 +293,8 @@ def test_poam_sketch_option():
     assert POAM(2).sketch == 64 and POAM(2, variational="gradient").sketch is None
     exact, fast = (POAM(2, num_inducing=40, sketch=s, x_bounds=[[-1, -1], [1, 1]], seed=1) for s in (None, 8))
     for lo in range(0, 300, 60):
-        exact.update(X[lo:lo + 60], y[lo:lo + 60])
-        fast.update(X[lo:lo + 60], y[lo:lo + 60])
+        exact.update(X[lo : lo + 60], y[lo : lo + 60])
+        fast.update(X[lo : lo + 60], y[lo : lo + 60])
     pe, pf = exact.predict(X), fast.predict(X)
     assert not torch.equal(pe.mean, pf.mean)  # different (stochastic) steps ...
     rmse = [float((p.mean - f).pow(2).mean().sqrt()) for p in (pe, pf)]
@@ -308,6 +311,7 @@ def test_marginal_prediction_quadratic_form_equals_solve_form(offset, quadratic)
     import pickle
 
     from onlinegp.posterior import InducingPosterior, Predictor
+
     k, lik, Z, X, y, m, R, logdet = _fixed_q_problem(M=30)
     Z = torch.cat([Z, Z[:5] + offset])
     with torch.no_grad():

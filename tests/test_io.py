@@ -47,8 +47,9 @@ def dict_writer_bytes(path, rows, columns):
 def test_write_csv_uses_every_key_in_first_seen_order(tmp_path):
     rows = [{"batch": 1, "rmse": 0.5}, {"batch": 2, "rmse": 0.25, "jitter": 1e-8}, {"batch": 3, "note": "a,b"}]
     write_csv(tmp_path / "m.csv", rows)
-    assert (tmp_path / "m.csv").read_bytes() == dict_writer_bytes(tmp_path / "ref.csv", rows,
-                                                                  ["batch", "rmse", "jitter", "note"])
+    assert (tmp_path / "m.csv").read_bytes() == dict_writer_bytes(
+        tmp_path / "ref.csv", rows, ["batch", "rmse", "jitter", "note"]
+    )
     assert (tmp_path / "m.csv").read_bytes().startswith(b"batch,rmse,jitter,note\r\n1,0.5,,\r\n")
     with open(tmp_path / "m.csv", newline="") as fh:
         assert list(csv.DictReader(fh))[2] == {"batch": "3", "rmse": "", "jitter": "", "note": "a,b"}

@@ -51,8 +51,9 @@ def test_lengthscale_map_within_bounds():
     ls = lengthscale_map(k, torch.rand(30, 2, dtype=torch.float64))
     assert ls.shape == (30,) and (ls >= 0.05).all() and (ls <= 0.5).all()
     rbf = make_kernel("rbf", 2, lengthscale=0.3)
-    assert torch.allclose(lengthscale_map(rbf, torch.zeros(3, 2, dtype=torch.float64)),
-                          torch.full((3,), 0.3, dtype=torch.float64))
+    assert torch.allclose(
+        lengthscale_map(rbf, torch.zeros(3, 2, dtype=torch.float64)), torch.full((3,), 0.3, dtype=torch.float64)
+    )
 
 
 def test_attentive_kernel_gradients_match_finite_differences():

@@ -45,15 +45,21 @@ def test_no_import_cycle_between_modules():
     graph = {}
     for name, path in files.items():
         targets, _ = imports(path)
-        graph[name] = {t for t in targets if t in files and t != name and not name.startswith(t + ".")
-                       and not (files[t].name == "__init__.py" and name.startswith(t))}
+        graph[name] = {
+            t
+            for t in targets
+            if t in files
+            and t != name
+            and not name.startswith(t + ".")
+            and not (files[t].name == "__init__.py" and name.startswith(t))
+        }
     state: dict[str, int] = {}
 
     def visit(node: str, trail: list[str]) -> None:
         state[node] = 1
         for nxt in graph[node]:
             if state.get(nxt) == 1:
-                raise AssertionError("import circle: " + " -> ".join(trail[trail.index(nxt):] + [nxt]))
+                raise AssertionError("import circle: " + " -> ".join(trail[trail.index(nxt) :] + [nxt]))
             if nxt not in state:
                 visit(nxt, trail + [nxt])
         state[node] = 2

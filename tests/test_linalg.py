@@ -4,8 +4,15 @@ import torch
 
 from onlinegp.inducing import greedy_variance
 from onlinegp.kernels import dense, make_kernel
-from onlinegp.linalg import (CholeskyError, JitterLog, cho_solve, cholesky, pivoted_cholesky,
-                             pivoted_cholesky_dense, trisolve)
+from onlinegp.linalg import (
+    CholeskyError,
+    JitterLog,
+    cho_solve,
+    cholesky,
+    pivoted_cholesky,
+    pivoted_cholesky_dense,
+    trisolve,
+)
 
 
 def naive_greedy(K, rank):

@@ -42,8 +42,17 @@ def runs(tmp_path_factory):
     stopped_files = sorted(p.name for p in b.iterdir())
     resumed = _invoke("--out", str(b), "--resume")
     again = _invoke("--out", str(c), "--quiet", "--animate")
-    return {"a": a, "b": b, "c": c, "first": first, "stopped": stopped, "stopped_rows": stopped_rows,
-            "stopped_files": stopped_files, "resumed": resumed, "again": again}
+    return {
+        "a": a,
+        "b": b,
+        "c": c,
+        "first": first,
+        "stopped": stopped,
+        "stopped_rows": stopped_rows,
+        "stopped_files": stopped_files,
+        "resumed": resumed,
+        "again": again,
+    }
 
 
 def test_runs_succeed_and_write_outputs(runs):
@@ -109,14 +118,22 @@ def test_resume_with_other_options_is_refused(runs):
     assert result.exit_code == 2 and "different settings" in _text(result)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--budget", "0"], "budget"), (["--budget", "-5"], "budget"), (["--env", "atlantis"], "unknown environment"),
-    (["--model", "nope"], "unknown model"), (["--planner", "greedy"], "unknown planner"),
-    (["--kernel", "nope"], "unknown kernel"), (["--init", "spiral"], "init"),
-    (["--model", "exact", "--num-inducing", "5"], "does not accept"),
-    (["--option", "foo=1"], "does not accept"), (["--option", "sketch"], "KEY=VALUE"),
-    (["--option", "sketch=0"], "sketch"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--budget", "0"], "budget"),
+        (["--budget", "-5"], "budget"),
+        (["--env", "atlantis"], "unknown environment"),
+        (["--model", "nope"], "unknown model"),
+        (["--planner", "greedy"], "unknown planner"),
+        (["--kernel", "nope"], "unknown kernel"),
+        (["--init", "spiral"], "init"),
+        (["--model", "exact", "--num-inducing", "5"], "does not accept"),
+        (["--option", "foo=1"], "does not accept"),
+        (["--option", "sketch"], "KEY=VALUE"),
+        (["--option", "sketch=0"], "sketch"),
+    ],
+)
 def test_bad_options_fail_before_work(tmp_path, args, message):
     out = tmp_path / "run"
     result = runner.invoke(app, ["mission", "--out", str(out), "--quiet", *args])
@@ -129,8 +146,12 @@ def test_bad_field_files_fail_before_work(tmp_path):
     (tmp_path / "text.npy").write_text("hello")
     np.save(tmp_path / "vec.npy", np.arange(10.0))
     np.save(tmp_path / "flat.npy", np.ones((8, 8)))
-    for name, message in (("text.npy", "cannot read"), ("vec.npy", "2-D"), ("flat.npy", "constant"),
-                          ("missing.npz", "does not exist")):
+    for name, message in (
+        ("text.npy", "cannot read"),
+        ("vec.npy", "2-D"),
+        ("flat.npy", "constant"),
+        ("missing.npz", "does not exist"),
+    ):
         out = tmp_path / f"run-{name}"
         result = runner.invoke(app, ["mission", "--env", str(tmp_path / name), "--out", str(out)])
         assert result.exit_code == 2 and message in _text(result), result.output
@@ -141,9 +162,29 @@ def test_custom_field_file_runs(tmp_path):
     yy, xx = np.mgrid[0:64, 0:64]
     np.save(tmp_path / "bumps.npy", np.sin(xx / 6.0) * np.cos(yy / 9.0))
     out = tmp_path / "run"
-    result = runner.invoke(app, ["mission", "--env", str(tmp_path / "bumps.npy"), "--budget", "650", "--quiet",
-                                 "--model", "ovc++", "--num-inducing", "40", "--num-steps", "1", "--planner",
-                                 "lawnmower", "--init", "random", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "mission",
+            "--env",
+            str(tmp_path / "bumps.npy"),
+            "--budget",
+            "650",
+            "--quiet",
+            "--model",
+            "ovc++",
+            "--num-inducing",
+            "40",
+            "--num-steps",
+            "1",
+            "--planner",
+            "lawnmower",
+            "--init",
+            "random",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = _rows(out)
     assert rows[0]["num_samples"] == "600" and rows[-1]["num_samples"] == "650"
@@ -158,6 +199,11 @@ def test_listings():
 
 def test_model_options_from_the_command_line():
     from onlinegp.cli import parse_model_options
-    assert parse_model_options(["sketch=None", "lr=0.005", "inducing=vips", "batch_size = 128"]) == \
-        {"sketch": None, "lr": 0.005, "inducing": "vips", "batch_size": 128}
+
+    assert parse_model_options(["sketch=None", "lr=0.005", "inducing=vips", "batch_size = 128"]) == {
+        "sketch": None,
+        "lr": 0.005,
+        "inducing": "vips",
+        "batch_size": 128,
+    }
     assert parse_model_options(None) == {}

@@ -1,4 +1,5 @@
 """The compiled Attentive Kernel (onlinegp.kernels.native) against the PyTorch path and a direct computation."""
+
 import os
 import subprocess
 import sys
@@ -29,8 +30,12 @@ def inputs(n1, n2, seed=0, scale=1.0):
 @pytest.mark.parametrize("n1, n2", [(1, 1), (7, 3), (33, 64), (130, 257)])
 def test_native_forward_equals_torch_path(n1, n2):
     w1, w2, x1, x2, coef = inputs(n1, n2, scale=3.0)  # scale 3: exponents down to -7000, underflow included
-    assert torch.allclose(native.attentive(w1, w2, sqdist(x1, x2), coef, False),
-                          torch_path(w1, w2, sqdist(x1, x2), coef), rtol=1e-14, atol=1e-16)
+    assert torch.allclose(
+        native.attentive(w1, w2, sqdist(x1, x2), coef, False),
+        torch_path(w1, w2, sqdist(x1, x2), coef),
+        rtol=1e-14,
+        atol=1e-16,
+    )
     K = native.attentive(w1, w1, sqdist(x1, x1), coef, True)
     assert torch.equal(K, K.mT)
     assert torch.allclose(K, torch_path(w1, w1, sqdist(x1, x1), coef), rtol=1e-14, atol=1e-16)
@@ -58,11 +63,13 @@ def test_native_rejects_mismatched_shapes_instead_of_reading_out_of_bounds():
 def test_native_gradients_pass_gradcheck(need_sq):
     w1, w2, x1, x2, coef = inputs(6, 5, seed=1)
     w1, w2 = w1.clone().requires_grad_(), w2.clone().requires_grad_()
-    torch.autograd.gradcheck(lambda a, b, s: _NativeAttentive.apply(a, b, s, coef),
-                             (w1, w2, sqdist(x1, x2).requires_grad_(need_sq)))
+    torch.autograd.gradcheck(
+        lambda a, b, s: _NativeAttentive.apply(a, b, s, coef), (w1, w2, sqdist(x1, x2).requires_grad_(need_sq))
+    )
     torch.autograd.gradcheck(lambda a: _NativeAttentive.apply(a, a, sqdist(x1, x1), coef), (w1,))
-    torch.autograd.gradcheck(lambda a, s: _NativeAttentive.apply(a, a, s, coef),
-                             (w1, sqdist(x1, x1).requires_grad_(need_sq)))
+    torch.autograd.gradcheck(
+        lambda a, s: _NativeAttentive.apply(a, a, s, coef), (w1, sqdist(x1, x1).requires_grad_(need_sq))
+    )
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
@@ -75,8 +82,11 @@ def test_native_gradients_equal_torch_path_on_threads(symmetric):
     G = torch.randn(90, sq.shape[1], dtype=D)
     grads = []
     with settings.native_thread_work(1):  # split rows even for this small problem
-        for fn, workers in ((torch_path, 1), (lambda *a: _NativeAttentive.apply(*a), 1),
-                            (lambda *a: _NativeAttentive.apply(*a), 3)):
+        for fn, workers in (
+            (torch_path, 1),
+            (lambda *a: _NativeAttentive.apply(*a), 1),
+            (lambda *a: _NativeAttentive.apply(*a), 3),
+        ):
             torch.set_num_threads(workers)
             try:
                 a = w1.clone().requires_grad_()
@@ -108,11 +118,13 @@ def run_python(code, env):
 
 
 def test_without_a_compiler_the_torch_path_is_used_with_one_warning(tmp_path):
-    code = ("import warnings, torch; warnings.simplefilter('always')\n"
-            "from onlinegp.kernels import native, make_kernel, dense\n"
-            "x = torch.rand(5, 2, dtype=torch.float64)\n"
-            "k = make_kernel('ak', 2)\n"
-            "print(native.library() is None, round(float(dense(k, x).trace() / k.outputscale), 12))")
+    code = (
+        "import warnings, torch; warnings.simplefilter('always')\n"
+        "from onlinegp.kernels import native, make_kernel, dense\n"
+        "x = torch.rand(5, 2, dtype=torch.float64)\n"
+        "k = make_kernel('ak', 2)\n"
+        "print(native.library() is None, round(float(dense(k, x).trace() / k.outputscale), 12))"
+    )
     env = {**os.environ, "ONLINEGP_CACHE": str(tmp_path), "CC": "false"}
     run = run_python(code, env)
     assert run.returncode == 0, run.stderr
@@ -159,6 +171,7 @@ def test_a_forked_child_gets_its_own_thread_pool():
     """A forked child inherits the parent's pool object but not its threads: reusing it would hang forever.
     (Only the native call runs in the child: torch's own OpenMP pool is not fork-safe either.)"""
     import multiprocessing
+
     w1, w2, x1, x2, coef = inputs(64, 48)
     args = (w1, w2, sqdist(x1, x2), coef)
     threads = torch.get_num_threads()

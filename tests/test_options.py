@@ -14,21 +14,45 @@ def text(result) -> str:
     return " ".join(result.output.replace("│", " ").replace("╭", " ").replace("╰", " ").split())
 
 
-@pytest.mark.parametrize("text, value", [
-    ("0.005", 0.005), ("1e-3", 1e-3), (" 128 ", 128), ("-2", -2), ("True", True), ("true", True), ("false", False),
-    ("None", None), ("none", None), ("null", None), ("(1, 2)", (1, 2)), ("[1, 2]", [1, 2]),
-    ("{'ard': False}", {"ard": False}), ('{"ard": false, "lengthscale": 0.3}', {"ard": False, "lengthscale": 0.3}),
-    ("vips", "vips"), ("conditional-variance", "conditional-variance"), ("'vips'", "vips"), ("a b", "a b"),
-    ("[1, 2", "[1, 2"), ("", ""), ("Nonesuch", "Nonesuch"),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("0.005", 0.005),
+        ("1e-3", 1e-3),
+        (" 128 ", 128),
+        ("-2", -2),
+        ("True", True),
+        ("true", True),
+        ("false", False),
+        ("None", None),
+        ("none", None),
+        ("null", None),
+        ("(1, 2)", (1, 2)),
+        ("[1, 2]", [1, 2]),
+        ("{'ard': False}", {"ard": False}),
+        ('{"ard": false, "lengthscale": 0.3}', {"ard": False, "lengthscale": 0.3}),
+        ("vips", "vips"),
+        ("conditional-variance", "conditional-variance"),
+        ("'vips'", "vips"),
+        ("a b", "a b"),
+        ("[1, 2", "[1, 2"),
+        ("", ""),
+        ("Nonesuch", "Nonesuch"),
+    ],
+)
 def test_values_are_python_literals_else_json_else_strings(text, value):
     parsed = parse_value(text)
     assert parsed == value and type(parsed) is type(value)
 
 
 def test_items_become_keyword_arguments():
-    assert parse_options(["sketch=None", "lr=0.005", "inducing=vips", " batch_size = 128 ", "expr=a=b"]) == \
-        {"sketch": None, "lr": 0.005, "inducing": "vips", "batch_size": 128, "expr": "a=b"}
+    assert parse_options(["sketch=None", "lr=0.005", "inducing=vips", " batch_size = 128 ", "expr=a=b"]) == {
+        "sketch": None,
+        "lr": 0.005,
+        "inducing": "vips",
+        "batch_size": 128,
+        "expr": "a=b",
+    }
     assert parse_options(["lr=1", "lr=2"]) == {"lr": 2}
     assert parse_options(None) == {} and parse_options([]) == {}
 

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from reference import D, dense_sgpr, toy
 
 from onlinegp import POAM
 from onlinegp.inducing import Fixed, Resample
@@ -15,7 +16,6 @@ from onlinegp.models.registry import make_model
 from onlinegp.objectives import online_terms, sgpr_bound
 from onlinegp.posterior import kuu
 
-from reference import D, dense_sgpr, toy
 BOUNDS = [[-2, -2], [2, 2]]  # scaled inputs are X / 2
 
 
@@ -45,7 +45,9 @@ def test_first_batch_bound_is_the_sgpr_bound():
     report = model.update(X, y)
     ref = sgpr_bound(model.kernel, model.noise, X[:20] / 2, X / 2, y)
     assert report.objective == pytest.approx(float(ref), rel=1e-11)
-    assert float(online_terms(model.kernel, model.noise, X[:20] / 2, X / 2, y).value) == pytest.approx(float(ref), rel=1e-11)
+    assert float(online_terms(model.kernel, model.noise, X[:20] / 2, X / 2, y).value) == pytest.approx(
+        float(ref), rel=1e-11
+    )
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "ak"])
@@ -84,12 +86,17 @@ def bui_dense(kernel, noise, Zv, X, y, Zu, m_u, S_u, K_old, Xs):
     var = diagonal(kernel, Xs) - (Ksv @ torch.linalg.solve(Kvv, Ksv.T)).diagonal() + (Ksv @ Post @ Ksv.T).diagonal()
     n_aug = yhat.shape[0]
     lml = torch.distributions.MultivariateNormal(torch.zeros(n_aug, dtype=D), Q + Sig).log_prob(yhat)
-    Euu = kuu(kernel, Zu) - Q[X.shape[0]:, X.shape[0]:]
+    Euu = kuu(kernel, Zu) - Q[X.shape[0] :, X.shape[0] :]
     Eff = diagonal(kernel, X).sum() - Q[: X.shape[0], : X.shape[0]].trace()
     Su_inv_m = torch.linalg.solve(S_u, m_u)
-    delta = (-0.5 * torch.linalg.slogdet(S_u)[1] + 0.5 * torch.linalg.slogdet(K_old)[1]
-             + 0.5 * torch.linalg.slogdet(C)[1] + 0.5 * Su_inv_m @ C @ Su_inv_m - 0.5 * m_u @ Su_inv_m
-             + 0.5 * Zu.shape[0] * math.log(2 * math.pi))
+    delta = (
+        -0.5 * torch.linalg.slogdet(S_u)[1]
+        + 0.5 * torch.linalg.slogdet(K_old)[1]
+        + 0.5 * torch.linalg.slogdet(C)[1]
+        + 0.5 * Su_inv_m @ C @ Su_inv_m
+        - 0.5 * m_u @ Su_inv_m
+        + 0.5 * Zu.shape[0] * math.log(2 * math.pi)
+    )
     bound = lml - 0.5 * torch.linalg.solve(C, Euu).trace() - 0.5 * Eff / noise + delta
     return mean, var, bound
 
@@ -98,13 +105,14 @@ def bui_dense(kernel, noise, Zv, X, y, Zu, m_u, S_u, K_old, Xs):
 def test_second_batch_matches_dense_bui_formulas_with_new_theta_and_new_z():
     X, y = toy(90, seed=1)
     Xs = X[:15] + 0.05
-    Z1, Z2 = X[:12] / 2, (X[40:50] + 0.1) / 2       # disjoint inducing sets, different sizes
-    model = OSGPR(2, inducing=Sequence(Z1, Z2), num_steps=0, kernel="rbf", noise=0.05, x_bounds=BOUNDS,
-                  y_stats=(0.0, 1.0))
+    Z1, Z2 = X[:12] / 2, (X[40:50] + 0.1) / 2  # disjoint inducing sets, different sizes
+    model = OSGPR(
+        2, inducing=Sequence(Z1, Z2), num_steps=0, kernel="rbf", noise=0.05, x_bounds=BOUNDS, y_stats=(0.0, 1.0)
+    )
     model.update(X[:40], y[:40])
     m_u, S_u, _, _ = dense_sgpr(model.kernel, model.noise, Z1, X[:40] / 2, y[:40], Xs / 2)
     K_old = kuu(model.kernel, Z1)
-    model.kernel.base_kernel.lengthscale = 0.45       # the hyper-parameters move between batches
+    model.kernel.base_kernel.lengthscale = 0.45  # the hyper-parameters move between batches
     model.kernel.outputscale = 1.3
     model.likelihood.noise = 0.08
     report = model.update(X[40:], y[40:])
@@ -118,14 +126,16 @@ def test_second_batch_matches_dense_bui_formulas_with_new_theta_and_new_z():
 def test_lbfgs_and_adam_increase_the_online_bound_and_predict_well():
     X, y = toy(300, seed=3)
     Xt, yt = toy(200, seed=4)
-    for optimizer, kw in (("lbfgs", {"optimize_inducing": True, "inducing": "resample", "num_steps": 60}),
-                          ("adam", {"num_steps": 30})):
+    for optimizer, kw in (
+        ("lbfgs", {"optimize_inducing": True, "inducing": "resample", "num_steps": 60}),
+        ("adam", {"num_steps": 30}),
+    ):
         frozen = OSGPR(2, num_inducing=30, num_steps=0, noise=0.1, **{k: v for k, v in kw.items() if k == "inducing"})
         model = OSGPR(2, num_inducing=30, optimizer=optimizer, noise=0.1, **kw)
         for lo in range(0, 300, 100):
-            r0, r1 = frozen.update(X[lo:lo + 100], y[lo:lo + 100]), model.update(X[lo:lo + 100], y[lo:lo + 100])
+            r0, r1 = frozen.update(X[lo : lo + 100], y[lo : lo + 100]), model.update(X[lo : lo + 100], y[lo : lo + 100])
             if lo == 0:
-                assert r1.objective > r0.objective        # same first Z, same start: optimisation helps
+                assert r1.objective > r0.objective  # same first Z, same start: optimisation helps
             assert r0.extra["evaluations"] == 0
             if optimizer == "adam":
                 assert r1.extra["evaluations"] == 30
@@ -141,11 +151,13 @@ def test_memory_is_independent_of_the_number_of_points():
     model = make_model("ssgp++", 2, num_inducing=30, num_steps=1)
 
     def size():
-        return sum(t.numel() for t in torch.utils._pytree.tree_leaves(model.state_dict()) if isinstance(t, torch.Tensor))
+        return sum(
+            t.numel() for t in torch.utils._pytree.tree_leaves(model.state_dict()) if isinstance(t, torch.Tensor)
+        )
 
     sizes = []
     for lo in range(0, 1200, 100):
-        model.update(X[lo:lo + 100], y[lo:lo + 100])
+        model.update(X[lo : lo + 100], y[lo : lo + 100])
         sizes.append(size())
     assert len(set(sizes[2:])) == 1
 
@@ -155,7 +167,7 @@ def test_resample_selector_keeps_a_fraction_of_old_z():
     Z, X = torch.rand(20, 2, dtype=D, generator=g), torch.rand(50, 2, dtype=D, generator=g) + 5
     new = Resample(20, keep=0.7)(None, Z, X, generator=g)
     assert new.shape == (20, 2) and int((new < 5).all(1).sum()) == 14
-    assert Resample(20)(None, Z, X[:2], generator=g).shape == (20, 2)      # topped up from the old set
+    assert Resample(20)(None, Z, X[:2], generator=g).shape == (20, 2)  # topped up from the old set
     assert Resample(20)(None, None, X[:7], generator=g).shape == (7, 2)
 
 
@@ -174,12 +186,13 @@ def magnetic_stream(root, n):
 def test_thousand_small_batches_on_the_magnetic_field_stream(shared_data, capsys):
     X, y = magnetic_stream(shared_data, 12_000)
     bounds = torch.stack([X.min(0).values, X.max(0).values])
-    stats = (float(y[:2000].mean()), float(y[:2000].std()))      # a pilot survey's scale, not the first 12 points
-    model = OSGPR(2, num_inducing=25, kernel="rbf", optimizer="adam", num_steps=1, noise=0.1, x_bounds=bounds,
-                  y_stats=stats)
+    stats = (float(y[:2000].mean()), float(y[:2000].std()))  # a pilot survey's scale, not the first 12 points
+    model = OSGPR(
+        2, num_inducing=25, kernel="rbf", optimizer="adam", num_steps=1, noise=0.1, x_bounds=bounds, y_stats=stats
+    )
     jitter, batch = 0.0, 12
     for i in range(1000):
-        report = model.update(X[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch])
+        report = model.update(X[i * batch : (i + 1) * batch], y[i * batch : (i + 1) * batch])
         jitter = max(jitter, report.jitter)
         assert math.isfinite(report.objective)
     pred = model.predict(X[-500:])
@@ -188,8 +201,10 @@ def test_thousand_small_batches_on_the_magnetic_field_stream(shared_data, capsys
     err = float((model.predict(recent).mean - y[11_500:12_000]).pow(2).mean().sqrt())
     assert err < float(y.std())
     with capsys.disabled():
-        print(f"\n[magnetic, 1000 updates of {batch}] largest jitter added: {jitter:.3g}; "
-              f"RMSE on the last 500 points {err:.3f} (field std {float(y.std()):.3f})")
+        print(
+            f"\n[magnetic, 1000 updates of {batch}] largest jitter added: {jitter:.3g}; "
+            f"RMSE on the last 500 points {err:.3f} (field std {float(y.std()):.3f})"
+        )
 
 
 @torch.no_grad()
@@ -204,30 +219,49 @@ def test_var_ssgp_uses_the_ssgp_variational_update():
         for m in models:
             m.kernel.base_kernel.lengthscale = 0.3 + 0.05 * i
             m.likelihood.noise = 0.05 + 0.01 * i
-            m.update(X[lo:lo + 60], y[lo:lo + 60])
+            m.update(X[lo : lo + 60], y[lo : lo + 60])
     a, b, c = (m.predict(Xs) for m in models)
-    assert torch.equal(models[0].Z, models[1].Z)                # same pivoted-Cholesky Z
-    assert torch.allclose(a.mean, b.mean, rtol=1e-8, atol=1e-9) and torch.allclose(a.var_f, b.var_f, rtol=1e-8, atol=1e-9)
-    assert not torch.allclose(a.mean, c.mean, atol=1e-3)        # POAM re-projects its terms under the new θ
+    assert torch.equal(models[0].Z, models[1].Z)  # same pivoted-Cholesky Z
+    assert torch.allclose(a.mean, b.mean, rtol=1e-8, atol=1e-9) and torch.allclose(
+        a.var_f, b.var_f, rtol=1e-8, atol=1e-9
+    )
+    assert not torch.allclose(a.mean, c.mean, atol=1e-3)  # POAM re-projects its terms under the new θ
 
 
 def test_online_elbo_objective_is_the_online_bound_and_training_raises_it():
     X, y = toy(200, seed=6)
     Z = X[:20] / 2
     ref = fixed(OSGPR, Z)
-    probe = OnlineELBO(2, inducing=Fixed(Z), num_steps=1, lr=0.0, lr_attention=0.0, kernel="rbf", noise=0.05,
-                       x_bounds=BOUNDS, y_stats=(0.0, 1.0))
+    probe = OnlineELBO(
+        2,
+        inducing=Fixed(Z),
+        num_steps=1,
+        lr=0.0,
+        lr_attention=0.0,
+        kernel="rbf",
+        noise=0.05,
+        x_bounds=BOUNDS,
+        y_stats=(0.0, 1.0),
+    )
     for lo in range(0, 200, 50):
-        r_ref, r = ref.update(X[lo:lo + 50], y[lo:lo + 50]), probe.update(X[lo:lo + 50], y[lo:lo + 50])
-        assert r.objective == pytest.approx(r_ref.objective, rel=1e-9)   # fixed θ, Z: POAM's q = OSGPR's q
+        r_ref, r = ref.update(X[lo : lo + 50], y[lo : lo + 50]), probe.update(X[lo : lo + 50], y[lo : lo + 50])
+        assert r.objective == pytest.approx(r_ref.objective, rel=1e-9)  # fixed θ, Z: POAM's q = OSGPR's q
     a, b = ref.predict(X[:20]), probe.predict(X[:20])
     assert torch.allclose(a.mean, b.mean, rtol=1e-8, atol=1e-9)
     trained = OnlineELBO(2, num_inducing=25, num_steps=40, lr=0.05, kernel="rbf")
     trained.update(X[:100], y[:100])
     first = trained.update(X[100:150], y[100:150]).objective
     with torch.no_grad():
-        after = float(online_terms(trained.kernel, trained.noise, trained.Z, trained.scaler.x(X[100:150]),
-                                   trained.scaler.y(y[100:150]), trained._previous).value)
+        after = float(
+            online_terms(
+                trained.kernel,
+                trained.noise,
+                trained.Z,
+                trained.scaler.x(X[100:150]),
+                trained.scaler.y(y[100:150]),
+                trained._previous,
+            ).value
+        )
     assert after > first
 
 

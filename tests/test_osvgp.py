@@ -60,7 +60,7 @@ def test_batch_posterior_is_a_stationary_point_of_the_online_elbo(problem):
     m.grad = None
     q_off = VariationalQ(Z, m + 0.1, R, 2 * R.diagonal().log().sum())
     online_svgp_elbo(kernel, noise, q_off, X[30:], y[30:], 50, q1, cholesky(kuu(kernel, Z)).detach()).backward()
-    assert m.grad.abs().max() > 1e-3                                 # and the gradient is not trivially zero
+    assert m.grad.abs().max() > 1e-3  # and the gradient is not trivially zero
 
 
 @torch.no_grad()
@@ -71,7 +71,7 @@ def test_tempered_objective_matches_dense_kl_terms(problem, beta):
     Za, Zb = X[:6].clone(), X[10:19].clone()
     q_old = sgpr_q(kernel, noise, Za, X[:30], y[:30])
     L_old = cholesky(kuu(kernel, Za))
-    kernel.base_kernel.lengthscale = 0.5                               # θ moves on
+    kernel.base_kernel.lengthscale = 0.5  # θ moves on
     g = torch.Generator().manual_seed(3)
     root = torch.tril(0.2 * torch.randn(9, 9, dtype=D, generator=g)) + 0.5 * torch.eye(9, dtype=D)
     q = VariationalQ(Zb, torch.randn(9, dtype=D, generator=g), root, 2 * root.diagonal().log().sum())
@@ -92,22 +92,33 @@ def test_tempered_objective_matches_dense_kl_terms(problem, beta):
 def test_model_with_beta_one_approaches_batch_sgpr_over_two_batches():
     X, y = toy(60, seed=1)
     Z = X[:6] / 1.0
-    model = OSVGP(2, inducing=Fixed(Z), beta=1.0, num_steps=250, lr=0.05, learn_hyperparameters=False,
-                  optimize_inducing=False, batch_size=1000, noise=0.05, x_bounds=[[-1, -1], [1, 1]], y_stats=(0.0, 1.0))
+    model = OSVGP(
+        2,
+        inducing=Fixed(Z),
+        beta=1.0,
+        num_steps=250,
+        lr=0.05,
+        learn_hyperparameters=False,
+        optimize_inducing=False,
+        batch_size=1000,
+        noise=0.05,
+        x_bounds=[[-1, -1], [1, 1]],
+        y_stats=(0.0, 1.0),
+    )
     model.update(X[:25], y[:25])
     model.update(X[25:], y[25:])
     with torch.no_grad():
         target = sgpr_q(model.kernel, model.noise, Z, X, y)
-    assert torch.allclose(model.q.mean, target.mean, atol=1e-5)     # |mean| ~ 1
+    assert torch.allclose(model.q.mean, target.mean, atol=1e-5)  # |mean| ~ 1
     S, S_ref = model.q.root @ model.q.root.T, target.root @ target.root.T
-    assert torch.allclose(S, S_ref, atol=1e-6)                        # |S| ~ 0.02
+    assert torch.allclose(S, S_ref, atol=1e-6)  # |S| ~ 0.02
 
 
 def test_default_osvgp_learns_on_a_stream():
     X, y = toy(600, seed=2)
     model = make_model("osvgp", 2, num_inducing=30, num_steps=20, lr=0.02, lr_hyper=0.02)
     for lo in range(0, 500, 50):
-        report = model.update(X[lo:lo + 50], y[lo:lo + 50])
+        report = model.update(X[lo : lo + 50], y[lo : lo + 50])
     assert report.num_inducing == 30 and set(report.timings) >= {"inducing", "optimise"}
     rmse = float((model.predict(X[500:]).mean - y[500:]).pow(2).mean().sqrt())
     assert rmse < 0.5 * float(y.std())

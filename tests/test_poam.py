@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from reference import D, dense_sgpr, toy
 
 from onlinegp import FULL, OVC, PAM, POAM, ExactGP, OVCpp
 from onlinegp.inducing import Fixed
@@ -11,12 +12,19 @@ from onlinegp.models.registry import make_model
 from onlinegp.objectives import sgpr_bound
 from onlinegp.posterior import InducingPosterior, kuu
 
-from reference import D, dense_sgpr, toy
-
 
 def fixed_model(cls, Z_scaled, seed=0, **kw):
-    model = cls(2, inducing=Fixed(Z_scaled), num_steps=0, kernel="rbf", noise=0.05,
-                x_bounds=[[-2, -2], [2, 2]], y_stats=(0.0, 1.0), seed=seed, **kw)
+    model = cls(
+        2,
+        inducing=Fixed(Z_scaled),
+        num_steps=0,
+        kernel="rbf",
+        noise=0.05,
+        x_bounds=[[-2, -2], [2, 2]],
+        y_stats=(0.0, 1.0),
+        seed=seed,
+        **kw,
+    )
     return model
 
 
@@ -60,7 +68,7 @@ def test_pam_equals_sgpr():
     Z = X[:30] / 2
     model = fixed_model(PAM, Z)
     for lo in range(0, 200, 64):
-        model.update(X[lo:lo + 64], y[lo:lo + 64])
+        model.update(X[lo : lo + 64], y[lo : lo + 64])
     pred = model.predict(X[:20], full_cov=True)
     _, _, mean, var = dense_sgpr(model.kernel, model.noise, Z, X / 2, y, X[:20] / 2)
     assert torch.allclose(pred.mean, mean, rtol=1e-8, atol=1e-8)
@@ -71,10 +79,11 @@ def test_pam_equals_sgpr():
 def test_projection_through_changing_inducing_sets_is_exact_when_data_lie_in_span():
     """With Z = all inputs seen so far (pivoted Cholesky keeps everything), online terms are exact."""
     X, y = toy(60)
-    model = POAM(2, num_inducing=1000, num_steps=0, kernel="rbf", noise=0.05, x_bounds=[[-2, -2], [2, 2]],
-                 y_stats=(0.0, 1.0))
+    model = POAM(
+        2, num_inducing=1000, num_steps=0, kernel="rbf", noise=0.05, x_bounds=[[-2, -2], [2, 2]], y_stats=(0.0, 1.0)
+    )
     for lo in range(0, 60, 20):
-        model.update(X[lo:lo + 20], y[lo:lo + 20])
+        model.update(X[lo : lo + 20], y[lo : lo + 20])
     Z = model.Z
     assert Z.shape[0] == 60
     _, _, mean, var = dense_sgpr(model.kernel, model.noise, Z, X / 2, y, X[:10] / 2)
@@ -101,7 +110,7 @@ def test_poam_learns_and_predicts_reasonably():
     X, y = toy(600, seed=3)
     model = POAM(2, num_inducing=80, seed=0)
     for lo in range(0, 600, 100):
-        report = model.update(X[lo:lo + 100], y[lo:lo + 100])
+        report = model.update(X[lo : lo + 100], y[lo : lo + 100])
     assert report.num_inducing == 80 and report.num_data == 600
     assert set(report.timings) >= {"inducing+variational", "hyperparameters"}
     Xt, yt = toy(200, seed=4)

@@ -21,7 +21,7 @@ def test_pilot_sample_counts_of_both_profiles():
     assert len(pilot(profile="paper")) == 597
     assert len(pilot(profile="reference-code")) == 498
     steps = np.hypot(*np.diff(pilot(profile="reference-code")[:100], axis=0).T)
-    assert np.allclose(np.median(steps), 0.4, atol=1e-3)          # 4 ticks at 1 m/s between samples
+    assert np.allclose(np.median(steps), 0.4, atol=1e-3)  # 4 ticks at 1 m/s between samples
 
 
 def test_profiles_resolve_into_the_config_and_explicit_values_win():
@@ -47,6 +47,6 @@ def test_nearest_cell_reads_the_cell_value():
     f = Field(values, extent=(0.0, 4.0, 0.0, 3.0))
     pts = np.array([[0.1, 0.1], [3.9, 2.9], [1.5, 1.2], [-5.0, 9.0]])
     assert f(pts, "nearest").tolist() == [0.0, 11.0, 5.0, 8.0]
-    assert f(np.array([[1.5, 1.5]]))[0] == 5.0                     # bilinear at a cell centre: the cell value
+    assert f(np.array([[1.5, 1.5]]))[0] == 5.0  # bilinear at a cell centre: the cell value
     with pytest.raises(ValueError, match="interpolation"):
         f(pts, "cubic")

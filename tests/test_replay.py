@@ -23,10 +23,16 @@ def toy_survey(n: int = 120) -> Survey:
 def test_csv_with_batches_or_timestamps_and_a_holdout(tmp_path):
     s = toy_survey()
     batch = np.repeat([0, 1, 2], 40)
-    np.savetxt(tmp_path / "b.csv", np.column_stack([s.x, s.y, batch]), delimiter=",", header="east,north,y,batch",
-               comments="")
-    np.savetxt(tmp_path / "t.csv", np.column_stack([s.x, s.y, np.arange(120) * 0.5]), delimiter=",",
-               header="east,north,y,time", comments="")
+    np.savetxt(
+        tmp_path / "b.csv", np.column_stack([s.x, s.y, batch]), delimiter=",", header="east,north,y,batch", comments=""
+    )
+    np.savetxt(
+        tmp_path / "t.csv",
+        np.column_stack([s.x, s.y, np.arange(120) * 0.5]),
+        delimiter=",",
+        header="east,north,y,time",
+        comments="",
+    )
     np.savez(tmp_path / "truth.npz", eval_x=s.eval_x, eval_y=s.eval_y)
     by_batch = load_survey(tmp_path / "b.csv", eval_path=tmp_path / "truth.npz")
     assert by_batch.batch_end.tolist() == [40, 80, 120] and np.allclose(by_batch.x, s.x)
@@ -55,8 +61,12 @@ def test_bad_logs_are_clear_errors(tmp_path):
 def test_replay_compares_models_on_identical_data(tmp_path):
     s = toy_survey()
     s.save(tmp_path / "s.npz")
-    results = run_replay(tmp_path / "s.npz", ["poam", "osgpr"], tmp_path / "out",
-                         options={"num_inducing": 20, "kernel": "rbf", "num_steps": 2})
+    results = run_replay(
+        tmp_path / "s.npz",
+        ["poam", "osgpr"],
+        tmp_path / "out",
+        options={"num_inducing": 20, "kernel": "rbf", "num_steps": 2},
+    )
     assert [r["num_samples"] for r in results["poam"]] == [40, 80, 120] == [r["num_samples"] for r in results["osgpr"]]
     for name in ("poam", "osgpr"):
         assert (tmp_path / "out" / name / "metrics.csv").is_file()

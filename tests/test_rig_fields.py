@@ -42,10 +42,16 @@ def test_from_array_resamples_and_scales_to_0_255():
     np.testing.assert_allclose(ramp.values, np.broadcast_to(ramp.values[:1], (360, 360)), atol=1e-9)  # constant along y
 
 
-@pytest.mark.parametrize("bad, match", [
-    (np.ones(10), "2-D"), (np.ones((1, 10)), "2-D|2×2"), (np.full((5, 5), 3.0), "constant"),
-    (np.where(np.eye(5) > 0, np.nan, 1.0), "NaN"), ([["a", "b"], ["c", "d"]], "numeric"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.ones(10), "2-D"),
+        (np.ones((1, 10)), "2-D|2×2"),
+        (np.full((5, 5), 3.0), "constant"),
+        (np.where(np.eye(5) > 0, np.nan, 1.0), "NaN"),
+        ([["a", "b"], ["c", "d"]], "numeric"),
+    ],
+)
 def test_from_array_rejects_malformed(bad, match):
     with pytest.raises(ValueError, match=match):
         from_array(bad)
@@ -88,8 +94,14 @@ def test_bad_files_fail_with_clear_messages(tmp_path):
     np.savez(tmp_path / "vec.npz", v=np.arange(5.0))
     np.save(tmp_path / "nan.npy", np.full((4, 4), np.nan))
     (tmp_path / "f.csv").write_text("1,2\n3,4\n")
-    cases = {"text.npy": "cannot read field file", "trunc.npz": "cannot read field file", "vec.npz": "no 2-D array",
-             "nan.npy": "NaN", "f.csv": "use .npy", "missing.npy": "does not exist"}
+    cases = {
+        "text.npy": "cannot read field file",
+        "trunc.npz": "cannot read field file",
+        "vec.npz": "no 2-D array",
+        "nan.npy": "NaN",
+        "f.csv": "use .npy",
+        "missing.npy": "does not exist",
+    }
     for name, match in cases.items():
         with pytest.raises(ValueError, match=match):
             load_field(tmp_path / name)
@@ -101,6 +113,7 @@ def test_geotiff_without_rasterio_says_what_to_install(tmp_path):
     pytest.importorskip("PIL")
     try:
         import rasterio  # noqa: F401
+
         pytest.skip("rasterio is installed")
     except ImportError:
         pass

@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from onlinegp.rig.planners import (LawnmowerPlanner, MaxEntropyPlanner, RandomPlanner, bezier_control_points,
-                                   bezier_curve, bezier_pilot, make_planner, random_pilot)
+from onlinegp.rig.planners import (
+    LawnmowerPlanner,
+    MaxEntropyPlanner,
+    RandomPlanner,
+    bezier_control_points,
+    bezier_curve,
+    bezier_pilot,
+    make_planner,
+    random_pilot,
+)
 
 EXTENT = (-30.0, 30.0, -30.0, 30.0)
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 import onlinegp
-
 from onlinegp.bench.runner import ERROR_FILE, MARKER, SWEEP_FILE, RunnerOptions, RunSpec, is_finished, run_sweep
 
 
@@ -24,8 +23,11 @@ def toy_job(config: dict, run_dir: Path) -> dict:
 
 
 def specs(fail: tuple[str, int] | None = None, epochs: int = 3) -> list[RunSpec]:
-    return [RunSpec(f"{m}/seed-{s}", {"method": m, "seed": s, "epochs": epochs, "fail": (m, s) == fail})
-            for m in ("a", "b") for s in (0, 1)]
+    return [
+        RunSpec(f"{m}/seed-{s}", {"method": m, "seed": s, "epochs": epochs, "fail": (m, s) == fail})
+        for m in ("a", "b")
+        for s in (0, 1)
+    ]
 
 
 def calls(run_dir: Path) -> int:
@@ -82,18 +84,22 @@ def read_values(root: Path) -> dict[str, str]:
 def test_worker_processes_match_in_process(tmp_path):
     serial = run_sweep(specs(fail=("b", 0)), toy_job, tmp_path / "serial", RunnerOptions(quiet=True))
     pool = run_sweep(specs(fail=("b", 0)), toy_job, tmp_path / "pool", RunnerOptions(workers=2, quiet=True))
-    assert [(r.run_id, r.status, r.value, r.error) for r in pool.runs] == \
-           [(r.run_id, r.status, r.value, r.error) for r in serial.runs]
+    assert [(r.run_id, r.status, r.value, r.error) for r in pool.runs] == [
+        (r.run_id, r.status, r.value, r.error) for r in serial.runs
+    ]
     assert read_values(tmp_path / "pool") == read_values(tmp_path / "serial")
     assert (tmp_path / "pool/b/seed-0" / ERROR_FILE).is_file()
 
 
-@pytest.mark.parametrize("bad, message", [
-    ([RunSpec("x", {}), RunSpec("x", {})], "appears twice"),
-    ([RunSpec("../x", {})], "relative path"),
-    ([RunSpec("/x", {})], "relative path"),
-    ([RunSpec("x", {"f": object()})], "JSON-serialisable"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([RunSpec("x", {}), RunSpec("x", {})], "appears twice"),
+        ([RunSpec("../x", {})], "relative path"),
+        ([RunSpec("/x", {})], "relative path"),
+        ([RunSpec("x", {"f": object()})], "JSON-serialisable"),
+    ],
+)
 def test_bad_specs_are_rejected(tmp_path, bad, message):
     with pytest.raises(ValueError, match=message):
         run_sweep(bad, toy_job, tmp_path, RunnerOptions(quiet=True))
@@ -114,13 +120,15 @@ def test_ray_backend_matches_local(tmp_path):
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     local = run_sweep(specs(fail=("a", 0)), toy_job, tmp_path / "local", RunnerOptions(quiet=True))
     try:
-        remote = run_sweep(specs(fail=("a", 0)), toy_job, tmp_path / "ray",
-                           RunnerOptions(workers=2, backend="ray", quiet=True))
+        remote = run_sweep(
+            specs(fail=("a", 0)), toy_job, tmp_path / "ray", RunnerOptions(workers=2, backend="ray", quiet=True)
+        )
         assert not ray.is_initialized()  # the runner shut down the instance it started
     finally:
         ray.shutdown()
-    assert [(r.run_id, r.status, r.value, r.error) for r in remote.runs] == \
-           [(r.run_id, r.status, r.value, r.error) for r in local.runs]
+    assert [(r.run_id, r.status, r.value, r.error) for r in remote.runs] == [
+        (r.run_id, r.status, r.value, r.error) for r in local.runs
+    ]
     assert read_values(tmp_path / "ray") == read_values(tmp_path / "local")
     assert all(calls(tmp_path / "ray" / r.run_id) == 1 for r in remote.runs)
     assert "Traceback" in (tmp_path / "ray/a/seed-0" / ERROR_FILE).read_text()

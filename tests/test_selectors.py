@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from onlinegp import POAM
-from onlinegp.inducing import (OIPS, SELECTORS, VIPSSelector, ConditionalVariance, make_selector, residual_traces)
+from onlinegp.inducing import OIPS, SELECTORS, ConditionalVariance, VIPSSelector, make_selector, residual_traces
 from onlinegp.kernels import dense, diagonal, make_kernel
 from onlinegp.objectives import noise_log_lik, online_bounds
 from onlinegp.posterior import InducingPosterior, kuu
@@ -33,8 +33,8 @@ def test_conditional_variance_stops_at_first_prefix_below_eta(eta):
     Z = ConditionalVariance(eta)(k, Zold, X)
     C = torch.cat([Zold, X])
     assert dense_trace(k, Z, C) <= eta + 1e-9
-    assert dense_trace(k, Z[:-1], C) > eta                              # one point fewer breaks the rule
-    assert all(bool((C == z).all(1).any()) for z in Z)                  # chosen from the pool [Z_old; X]
+    assert dense_trace(k, Z[:-1], C) > eta  # one point fewer breaks the rule
+    assert all(bool((C == z).all(1).any()) for z in Z)  # chosen from the pool [Z_old; X]
     Zs = ConditionalVariance(eta)(k, None, X)
     assert dense_trace(k, Zs, X) <= eta + 1e-9 < dense_trace(k, Zs[:-1], X)
 
@@ -51,14 +51,14 @@ def test_residual_traces_match_dense():
 @pytest.mark.parametrize("rho", [0.5, 0.8, 0.95])
 def test_oips_adds_exactly_the_points_uncorrelated_with_the_set_so_far(rho):
     k = make_kernel("rbf", 2, D, lengthscale=0.25)
-    k.outputscale = 2.0                                                 # the rule uses correlations
+    k.outputscale = 2.0  # the rule uses correlations
     Zold, _ = data(6, seed=4)
     X, _ = data(120, seed=5)
     Z = OIPS(rho)(k, Zold, X)
-    assert torch.equal(Z[:6], Zold)                                     # old inducing inputs kept
-    corr = lambda A, B: (dense(k, A, B) / 2.0).detach().numpy()         # unit-variance correlation
+    assert torch.equal(Z[:6], Zold)  # old inducing inputs kept
+    corr = lambda A, B: (dense(k, A, B) / 2.0).detach().numpy()  # unit-variance correlation
     chosen = Zold
-    for x in X:                                                         # replay the rule in stream order
+    for x in X:  # replay the rule in stream order
         if corr(x[None], chosen).max() < rho:
             chosen = torch.cat([chosen, x[None]])
     assert torch.equal(Z, chosen)
@@ -76,7 +76,7 @@ def test_vips_selector_keeps_old_points_and_stops_where_the_rule_says():
     old = InducingPosterior.from_terms(k, Zold, K @ yo / s2, K @ K.T / s2)
     X, y = data(150, seed=7)
 
-    class Model:                                                        # the context a model provides
+    class Model:  # the context a model provides
         def vips_context(self, X_):
             return y, old, s2, (float(yo.mean()), float(yo.var()))
 
@@ -90,9 +90,9 @@ def test_vips_selector_keeps_old_points_and_stops_where_the_rule_says():
     l_noise = float(noise_log_lik(y, float(yo.mean()), float(yo.var())))
     assert step.noise_log_lik == pytest.approx(l_noise)
     assert step.alpha == pytest.approx(0.05 * abs(step.upper - l_noise))
-    assert step.upper - float(b.lower[-1].detach()) <= step.alpha + 1e-9         # rule met at M_b
+    assert step.upper - float(b.lower[-1].detach()) <= step.alpha + 1e-9  # rule met at M_b
     if m > 13:
-        assert step.upper - float(b.lower[-2].detach()) > step.alpha             # and not one point earlier
+        assert step.upper - float(b.lower[-2].detach()) > step.alpha  # and not one point earlier
     tighter = VIPSSelector(delta=0.005)(k, Zold, X, model=Model())
     assert tighter.shape[0] >= m
 
@@ -112,9 +112,16 @@ def test_poam_with_vips_grows_with_an_expanding_domain():
     g = torch.Generator().manual_seed(0)
     x = torch.sort(torch.rand(400, dtype=D, generator=g) * 10).values[:, None]
     y = torch.sin(2 * x[:, 0]) + torch.cos(5 * x[:, 0]) + 0.3 * torch.randn(400, dtype=D, generator=g)
-    model = POAM(1, kernel="rbf", inducing=VIPSSelector(), num_steps=0, x_bounds=[[0.0], [10.0]],
-                 kernel_options={"lengthscale": 0.1}, noise=0.09)
-    sizes = [model.update(x[i:i + 40], y[i:i + 40]).num_inducing for i in range(0, 400, 40)]
+    model = POAM(
+        1,
+        kernel="rbf",
+        inducing=VIPSSelector(),
+        num_steps=0,
+        x_bounds=[[0.0], [10.0]],
+        kernel_options={"lengthscale": 0.1},
+        noise=0.09,
+    )
+    sizes = [model.update(x[i : i + 40], y[i : i + 40]).num_inducing for i in range(0, 400, 40)]
     steps = np.diff(sizes)
     assert (steps > 0).all() and sizes[-1] >= 5 * sizes[0]
     grid = torch.linspace(0.5, 9.5, 100, dtype=D)[:, None]

@@ -9,8 +9,12 @@ from onlinegp.linalg import MAX_JITTER, CholeskyError, cholesky
 from onlinegp.posterior import QUADRATIC_MAX_COND, Predictor
 
 D = torch.float64
-CHANGED = [(settings.native_kernel, False), (settings.native_thread_work, 1), (settings.quadratic_max_cond, 1e3),
-           (settings.max_jitter, 1e-4)]
+CHANGED = [
+    (settings.native_kernel, False),
+    (settings.native_thread_work, 1),
+    (settings.quadratic_max_cond, 1e3),
+    (settings.max_jitter, 1e-4),
+]
 
 
 def test_defaults_are_the_module_constants(monkeypatch):
@@ -52,11 +56,20 @@ def test_set_lasts_until_reset(setting, value):
     assert setting.value() == before
 
 
-@pytest.mark.parametrize("setting, value", [
-    (settings.native_kernel, 0), (settings.native_kernel, "no"), (settings.native_thread_work, 0),
-    (settings.native_thread_work, 2.5), (settings.quadratic_max_cond, -1.0), (settings.quadratic_max_cond, "big"),
-    (settings.max_jitter, 0.0), (settings.max_jitter, float("nan")), (settings.max_jitter, True),
-])
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        (settings.native_kernel, 0),
+        (settings.native_kernel, "no"),
+        (settings.native_thread_work, 0),
+        (settings.native_thread_work, 2.5),
+        (settings.quadratic_max_cond, -1.0),
+        (settings.quadratic_max_cond, "big"),
+        (settings.max_jitter, 0.0),
+        (settings.max_jitter, float("nan")),
+        (settings.max_jitter, True),
+    ],
+)
 def test_invalid_values_are_refused(setting, value):
     with pytest.raises(ValueError, match=setting.__name__):
         setting(value)

@@ -13,8 +13,9 @@ REPORT = "import json, os, torch; print(json.dumps([torch.get_num_threads(), os.
 def child(code: str, **env: str) -> list:
     """[torch threads, OMP_WAIT_POLICY] printed by ``code`` in a fresh interpreter with only ``env`` of OpenMP's."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "GOMP_"))}
-    out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

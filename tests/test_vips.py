@@ -9,7 +9,7 @@ import pytest
 from onlinegp.data import batch_indices, synthetic
 from onlinegp.models import ExactGP
 from onlinegp.models.registry import make_model
-from onlinegp.models.vips import VIPS, ConditionalVarianceGP, OIPSGP
+from onlinegp.models.vips import OIPSGP, VIPS, ConditionalVarianceGP
 from onlinegp.stream import StreamConfig, run_stream
 
 # paper 001 appendix F.1: SE kernel, length-scale 0.5 and variance 1 on x ∈ [0, 10] (0.1 once scaled to [-1, 1])
@@ -27,20 +27,20 @@ def test_expanding_domain_grows_linearly():
     assert (steps > 0).all()
     fit = np.polyfit(np.arange(10), m, 1)
     resid = m - np.polyval(fit, np.arange(10))
-    assert 1 - resid.var() / m.var() > 0.95                    # close to a straight line
+    assert 1 - resid.var() / m.var() > 0.95  # close to a straight line
     assert m[-1] > 4 * m[0]
 
 
 def test_same_distribution_levels_off():
     """Synthetic dataset 2 (shuffled): after a few batches there is nothing new to learn, M stops growing."""
     m = np.array(sizes(VIPS(1, **SYNTH), synthetic(2, seed=0)), dtype=float)
-    assert m[-1] - m[5] <= 0.15 * m[-1]                         # the last five batches add little
+    assert m[-1] - m[5] <= 0.15 * m[-1]  # the last five batches add little
     assert m[5] - m[0] > m[-1] - m[5]
 
 
 def test_identical_batch_twice_adds_far_fewer_points():
     ds = synthetic(2, seed=1)
-    for steps in (0, 40):                                       # fixed θ, and θ refitted by L-BFGS
+    for steps in (0, 40):  # fixed θ, and θ refitted by L-BFGS
         model = VIPS(1, **{**SYNTH, "num_steps": steps})
         first = model.update(ds.X, ds.y)
         second = model.update(ds.X, ds.y)
@@ -95,17 +95,32 @@ def test_registered_models_and_baselines_run():
 
 
 def test_stream_run_writes_rows_and_files(tmp_path):
-    config = StreamConfig("concrete", "vips", batches=4, max_size=240, seed=1,
-                          options={"kernel_options": {"lengthscale": 1.0, "ard": False}, "num_steps": 40})
+    config = StreamConfig(
+        "concrete",
+        "vips",
+        batches=4,
+        max_size=240,
+        seed=1,
+        options={"kernel_options": {"lengthscale": 1.0, "ard": False}, "num_steps": 40},
+    )
     rows = run_stream(config, tmp_path / "run")
     assert [r["batch"] for r in rows] == [1, 2, 3, 4]
     assert rows[-1]["num_data"] == 192
     assert all(r["num_inducing"] >= 1 and np.isfinite(r["rmse"]) and np.isfinite(r["nlpd"]) for r in rows)
-    assert rows[-1]["rmse"] < 1.0                               # better than predicting the mean
+    assert rows[-1]["rmse"] < 1.0  # better than predicting the mean
     for f in ("config.json", "metrics.csv", "metrics.json", "metrics.png"):
         assert (tmp_path / "run" / f).is_file()
     assert json.loads((tmp_path / "run" / "config.json").read_text())["model"] == "vips"
-    exact = run_stream(StreamConfig("concrete", "exact", batches=4, max_size=240, seed=1, eval_batches=[4],
-                                    options={"kernel_options": {"lengthscale": 1.0, "ard": False}}))
+    exact = run_stream(
+        StreamConfig(
+            "concrete",
+            "exact",
+            batches=4,
+            max_size=240,
+            seed=1,
+            eval_batches=[4],
+            options={"kernel_options": {"lengthscale": 1.0, "ard": False}},
+        )
+    )
     assert len(exact) == 1 and exact[0]["num_inducing"] == 192
     assert rows[-1]["rmse"] < 1.3 * exact[0]["rmse"]

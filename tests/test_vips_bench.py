@@ -12,11 +12,26 @@ runner = CliRunner()
 
 def test_stream_command_writes_a_run(tmp_path):
     out = tmp_path / "s"
-    res = runner.invoke(app, ["stream", "--dataset", "synthetic2", "--model", "oips", "--out", str(out), "--quiet",
-                              "-o", "num_steps=5", "-o", 'kernel_options={"lengthscale": 0.3}'])
+    res = runner.invoke(
+        app,
+        [
+            "stream",
+            "--dataset",
+            "synthetic2",
+            "--model",
+            "oips",
+            "--out",
+            str(out),
+            "--quiet",
+            "-o",
+            "num_steps=5",
+            "-o",
+            'kernel_options={"lengthscale": 0.3}',
+        ],
+    )
     assert res.exit_code == 0, res.output
     rows = json.loads((out / "metrics.json").read_text())
-    assert len(rows) == 10 and rows[-1]["num_data"] == 120                # synthetic2: its own ten batches
+    assert len(rows) == 10 and rows[-1]["num_data"] == 120  # synthetic2: its own ten batches
     assert json.loads((out / "config.json").read_text())["options"]["num_steps"] == 5
     bad = runner.invoke(app, ["stream", "--dataset", "nope", "--out", str(out), "--quiet"])
     assert bad.exit_code != 0 and "unknown dataset" in bad.output
@@ -24,9 +39,28 @@ def test_stream_command_writes_a_run(tmp_path):
 
 def test_vips_table1_tiny(tmp_path):
     out = tmp_path / "t1"
-    res = runner.invoke(app, ["bench", "vips-table1", "--datasets", "concrete", "--methods", "exact,cv,oips,vips",
-                              "--splits", "2", "--max-size", "150", "--batches", "3", "--num-steps", "5",
-                              "--out", str(out), "--quiet"])
+    res = runner.invoke(
+        app,
+        [
+            "bench",
+            "vips-table1",
+            "--datasets",
+            "concrete",
+            "--methods",
+            "exact,cv,oips,vips",
+            "--splits",
+            "2",
+            "--max-size",
+            "150",
+            "--batches",
+            "3",
+            "--num-steps",
+            "5",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+    )
     assert res.exit_code == 0, res.output
     table = (out / "table.md").read_text()
     assert "| concrete |" in table and "VIPS M" in table and "Exact GP RMSE" in table
@@ -35,22 +69,49 @@ def test_vips_table1_tiny(tmp_path):
     assert all(summary[m]["splits"] == 2 for m in summary)
     assert summary["exact"]["last"]["num_inducing"][0] == 120
     assert (out / "curves.png").is_file() and (out / "table.csv").is_file()
-    again = runner.invoke(app, ["bench", "vips-table1", "--datasets", "concrete", "--methods", "exact,cv,oips,vips",
-                                "--splits", "2", "--max-size", "150", "--batches", "3", "--num-steps", "5",
-                                "--out", str(out), "--quiet"])
-    assert again.exit_code == 0 and (out / "table.md").read_text() == table   # resumed: nothing rerun
+    again = runner.invoke(
+        app,
+        [
+            "bench",
+            "vips-table1",
+            "--datasets",
+            "concrete",
+            "--methods",
+            "exact,cv,oips,vips",
+            "--splits",
+            "2",
+            "--max-size",
+            "150",
+            "--batches",
+            "3",
+            "--num-steps",
+            "5",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+    )
+    assert again.exit_code == 0 and (out / "table.md").read_text() == table  # resumed: nothing rerun
 
 
 @pytest.mark.slow
 def test_vips_magnetic_tiny(tmp_path):
     out = tmp_path / "m"
-    res = runner.invoke(app, ["bench", "vips-magnetic", "--thin", "80", "--batches", "4", "--num-steps", "5",
-                              "--out", str(out), "--quiet"])
+    res = runner.invoke(
+        app,
+        ["bench", "vips-magnetic", "--thin", "80", "--batches", "4", "--num-steps", "5", "--out", str(out), "--quiet"],
+    )
     assert res.exit_code == 0, res.output
-    for f in ("paths-vips-maps.png", "trajectory3-vips-maps.png", "trajectory3-cv-maps.png", "trajectory3-sizes.png",
-              "sizes.csv", "results.json"):
+    for f in (
+        "paths-vips-maps.png",
+        "trajectory3-vips-maps.png",
+        "trajectory3-cv-maps.png",
+        "trajectory3-sizes.png",
+        "sizes.csv",
+        "results.json",
+    ):
         assert (out / f).is_file()
     results = json.loads((out / "results.json").read_text())
     assert len(results["paths"]) == 4 and len(results["trajectory3-vips"]) == 4
     sizes = [r["num_inducing"] for r in results["trajectory3-vips"]]
-    assert sizes == sorted(sizes)                                       # old inducing inputs are kept
+    assert sizes == sorted(sizes)  # old inducing inputs are kept

@@ -47,8 +47,14 @@ def dense_reference(k_old, k, old, X, y, s2, Z):
     Sig = torch.block_diag(s2 * torch.eye(N, dtype=D), Da)
     Kzh = dense(k, Z, F)
     Qh = Kzh.T @ torch.linalg.solve(kuu(k, Z), Kzh)
-    delta = (-0.5 * torch.logdet(S) + 0.5 * torch.logdet(Kp) + 0.5 * torch.logdet(Da) + 0.5 * Ma * math.log(2 * math.pi)
-             - 0.5 * m @ eta + 0.5 * eta @ Da @ eta)
+    delta = (
+        -0.5 * torch.logdet(S)
+        + 0.5 * torch.logdet(Kp)
+        + 0.5 * torch.logdet(Da)
+        + 0.5 * Ma * math.log(2 * math.pi)
+        - 0.5 * m @ eta
+        + 0.5 * eta @ Da @ eta
+    )
 
     def log_n(C):
         C = 0.5 * (C + C.T)
@@ -57,8 +63,12 @@ def dense_reference(k_old, k, old, X, y, s2, Z):
     E = Kh - Qh
     lower = log_n(Qh + Sig) + delta - 0.5 * torch.trace(Lam @ E[N:, N:]) - 0.5 * torch.trace(E[:N, :N]) / s2
     t = torch.trace(E)
-    upper = (-0.5 * (N + Ma) * math.log(2 * math.pi) - 0.5 * torch.logdet(Qh + Sig)
-             - 0.5 * yh @ torch.linalg.solve(Qh + t * torch.eye(N + Ma, dtype=D) + Sig, yh) + delta)
+    upper = (
+        -0.5 * (N + Ma) * math.log(2 * math.pi)
+        - 0.5 * torch.logdet(Qh + Sig)
+        - 0.5 * yh @ torch.linalg.solve(Qh + t * torch.eye(N + Ma, dtype=D) + Sig, yh)
+        + delta
+    )
     return log_n(Kh + Sig) + delta, lower, upper
 
 
@@ -67,7 +77,7 @@ def dense_reference(k_old, k, old, X, y, s2, Z):
 def test_upper_bound_dominates_and_matches_dense(kern, sizes):
     n_old, Ma, n, k, dim = sizes
     k_old, k_new, old, X, y, s2 = problem(n_old, Ma, n, dim, kern, seed=n + k)
-    for kernel in (k_old, k_new):                       # θ unchanged, and θ moved since the old batch
+    for kernel in (k_old, k_new):  # θ unchanged, and θ moved since the old batch
         with torch.no_grad():
             Z = torch.cat([old.Z, X[:k]])
             b = online_bounds(kernel, s2, Z, X, y, old)
@@ -75,7 +85,7 @@ def test_upper_bound_dominates_and_matches_dense(kern, sizes):
         assert float(b.lower[-1]) == pytest.approx(float(lower), abs=1e-4, rel=1e-6)
         assert float(b.upper) == pytest.approx(float(upper), abs=1e-4, rel=1e-6)
         assert float(b.upper) >= float(l_star) >= float(b.lower.max())
-        assert bool((b.lower[1:] >= b.lower[:-1] - 1e-8).all())            # nested sets: L̂ never decreases
+        assert bool((b.lower[1:] >= b.lower[:-1] - 1e-8).all())  # nested sets: L̂ never decreases
 
 
 @pytest.mark.parametrize("kern", ["rbf", "matern32"])
@@ -114,7 +124,7 @@ def test_first_batch_bounds_sandwich_and_reach_exact_marginal_likelihood():
             assert float(b.upper) >= exact >= float(b.lower[-1])
             assert float(online_upper_bound(k, s2, X[:m], X, y)) == float(b.upper)
         full = online_bounds(k, s2, X, X, y)
-    assert float(full.lower[-1]) == pytest.approx(exact, rel=1e-4)   # up to the ε added to K_uu
+    assert float(full.lower[-1]) == pytest.approx(exact, rel=1e-4)  # up to the ε added to K_uu
     assert float(full.upper) == pytest.approx(exact, rel=1e-4)
 
 
@@ -136,5 +146,5 @@ def test_exact_old_summary_makes_the_bound_the_exact_conditional_likelihood():
 
 def test_noise_log_lik_is_independent_gaussian_code():
     y = torch.tensor([0.5, -1.0, 2.0], dtype=D)
-    ref = torch.distributions.Normal(0.3, 1.5 ** 0.5).log_prob(y).sum()
+    ref = torch.distributions.Normal(0.3, 1.5**0.5).log_prob(y).sum()
     assert float(noise_log_lik(y, 0.3, 1.5)) == pytest.approx(float(ref))

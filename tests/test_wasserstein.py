@@ -63,8 +63,8 @@ def test_known_closed_forms():
 
 def test_batched_equals_loop_and_sqrt_squares_back():
     pairs = [(random_gaussian(12, seed=s), random_gaussian(12, seed=50 + s)) for s in range(4)]
-    m1 = torch.stack([p[0][0] for p in pairs]); S1 = torch.stack([p[0][1] for p in pairs])
-    m2 = torch.stack([p[1][0] for p in pairs]); S2 = torch.stack([p[1][1] for p in pairs])
+    m1, S1 = (torch.stack([p[0][i] for p in pairs]) for i in (0, 1))
+    m2, S2 = (torch.stack([p[1][i] for p in pairs]) for i in (0, 1))
     batched = w2_squared(m1, S1, m2, S2)
     assert batched.shape == (4,)
     loop = torch.stack([w2_squared(m1[i], S1[i], m2[i], S2[i]) for i in range(4)])

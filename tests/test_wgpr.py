@@ -7,8 +7,8 @@ import math
 
 import pytest
 import torch
-
 from conftest import state_equal
+
 from onlinegp.bench.wgpr import SETTINGS, two_regime_toy
 from onlinegp.kernels import dense
 from onlinegp.linalg import CholeskyError
@@ -70,8 +70,9 @@ def test_zero_epsilon_starts_a_model_per_batch_each_a_fresh_fit():
     for t, (X, y) in enumerate(batches):
         fresh = osgpr(seed=t)  # the member started at update t has seed `seed + t`
         fresh.update(X, y)
-        assert torch.allclose(model.members[t].predict(model.scaler.x(X)).mean,
-                              fresh.predict(X).mean, rtol=0, atol=1e-10)
+        assert torch.allclose(
+            model.members[t].predict(model.scaler.x(X)).mean, fresh.predict(X).mean, rtol=0, atol=1e-10
+        )
 
 
 def test_score_is_eq6_and_threshold_decides():
@@ -121,8 +122,15 @@ def _fail_second_update(model, n_batches=2):
 
 
 def test_numerically_failing_update_is_dissimilar_not_a_crash():
-    model = WGPR(2, epsilon=math.inf, num_inducing=15, member=FailingOSGPR, member_options=MEMBER, x_bounds=BOUNDS,
-                 y_stats=(0.0, 1.0))
+    model = WGPR(
+        2,
+        epsilon=math.inf,
+        num_inducing=15,
+        member=FailingOSGPR,
+        member_options=MEMBER,
+        x_bounds=BOUNDS,
+        y_stats=(0.0, 1.0),
+    )
     report, first, batch = _fail_second_update(model, n_batches=3)
     assert report.extra["failed"] == 1 and report.extra["split"] and model.num_models == 2
     assert report.extra["scores"] == [math.inf]
@@ -131,8 +139,15 @@ def test_numerically_failing_update_is_dissimilar_not_a_crash():
 
 
 def test_solar_member_failure_starts_a_new_member():
-    model = SOLARGP(2, w_gen=1e-300, num_inducing=15, member=FailingOSGPR, member_options=MEMBER, x_bounds=BOUNDS,
-                    y_stats=(0.0, 1.0))
+    model = SOLARGP(
+        2,
+        w_gen=1e-300,
+        num_inducing=15,
+        member=FailingOSGPR,
+        member_options=MEMBER,
+        x_bounds=BOUNDS,
+        y_stats=(0.0, 1.0),
+    )
     report, first, _ = _fail_second_update(model)
     assert report.extra["failed"] == 1 and report.extra["split"] and model.num_models == 2
     assert state_equal(first, model.members[0].state_dict())
@@ -170,8 +185,15 @@ def test_solar_single_member_equals_osgpr_and_splits_by_distance():
     for key in ("mean", "var_f", "var_y", "cov_f"):
         assert torch.allclose(getattr(a, key), getattr(b, key), atol=1e-10), key
     # far-apart batches (centres 0.4 apart in scaled x0) with a short similarity scale: one member each
-    split = SOLARGP(2, w_gen=0.5, similarity_lengthscale=0.05, num_inducing=15, member_options=MEMBER,
-                    x_bounds=BOUNDS, y_stats=(0.0, 1.0))
+    split = SOLARGP(
+        2,
+        w_gen=0.5,
+        similarity_lengthscale=0.05,
+        num_inducing=15,
+        member_options=MEMBER,
+        x_bounds=BOUNDS,
+        y_stats=(0.0, 1.0),
+    )
     for X, y in stream():
         split.update(X, y)
     assert split.num_models == 5
@@ -199,8 +221,9 @@ def test_weighted_prediction_is_the_moment_matched_mixture():
         v = covs[top, i, i]
         assert float(mean[i]) == pytest.approx(float((w * m).sum()), abs=1e-12)
         assert float(var_f[i]) == pytest.approx(float((w * (v + m**2)).sum() - (w * m).sum() ** 2), abs=1e-12)
-        assert float(var_y[i]) == pytest.approx(float((w * (v + noise[top] + m**2)).sum() - (w * m).sum() ** 2),
-                                                abs=1e-12)
+        assert float(var_y[i]) == pytest.approx(
+            float((w * (v + noise[top] + m**2)).sum() - (w * m).sum() ** 2), abs=1e-12
+        )
     assert torch.allclose(cov.diagonal(), var_f, atol=1e-12)
     assert float(torch.linalg.eigvalsh(cov).min()) > -1e-12
 
@@ -264,8 +287,10 @@ def test_two_regime_toy_few_models_and_better_than_solar():
     (the paper: 16 models, RMSE 0.39)."""
     train, test = two_regime_toy(seed=0)
     common = {"x_bounds": [[train.X.min()], [train.X.max()]], "y_stats": (train.y.mean(), train.y.std())}
-    models = {"wgpr": make_model("wgpr", 1, **SETTINGS["toy"]["wgpr"], **common),
-              "solar-gp": make_model("solar-gp", 1, **SETTINGS["toy"]["solar-gp"], **common)}
+    models = {
+        "wgpr": make_model("wgpr", 1, **SETTINGS["toy"]["wgpr"], **common),
+        "solar-gp": make_model("solar-gp", 1, **SETTINGS["toy"]["solar-gp"], **common),
+    }
     splits = []
     for b in range(30):
         idx = slice(100 * b, 100 * (b + 1))
@@ -278,12 +303,15 @@ def test_two_regime_toy_few_models_and_better_than_solar():
     assert splits[1][0] <= 150.0 <= splits[1][1]  # the second model starts at the batch holding the boundary
     assert models["solar-gp"].num_models >= 5
     assert err["wgpr"] < 0.3 < err["solar-gp"]
-    print(f"toy: WGPR {models['wgpr'].num_models} models RMSE {err['wgpr']:.3f}; "
-          f"SOLAR-GP {models['solar-gp'].num_models} models RMSE {err['solar-gp']:.3f}")
+    print(
+        f"toy: WGPR {models['wgpr'].num_models} models RMSE {err['wgpr']:.3f}; "
+        f"SOLAR-GP {models['solar-gp'].num_models} models RMSE {err['solar-gp']:.3f}"
+    )
 
 
-@pytest.mark.parametrize("name,opts", [("wgpr", {"epsilon": 0.0}), ("solar-gp", {"similarity_lengthscale": 0.1}),
-                                       ("lgpr", {})])
+@pytest.mark.parametrize(
+    "name,opts", [("wgpr", {"epsilon": 0.0}), ("solar-gp", {"similarity_lengthscale": 0.1}), ("lgpr", {})]
+)
 def test_predictions_differentiable_in_x(name, opts):
     """The BoTorch adapter differentiates ``_predict`` in X: autograd must match finite differences."""
     extra = {} if name == "lgpr" else {"num_inducing": 15, "member_options": MEMBER}

@@ -27,8 +27,16 @@ def test_toy_and_bathymetry_streams():
 def test_bench_writes_tables_and_figures(tmp_path):
     result = run(tmp_path, datasets="toy,bathymetry", sweep="toy", max_points=200, max_test=50, member_steps=3)
     assert not result["failed"]
-    for name in ("config.json", "runs.csv", "table_time.md", "table_rmse.csv", "sweep.csv", "sweep_toy.png",
-                 "toy.png", "curves.png"):
+    for name in (
+        "config.json",
+        "runs.csv",
+        "table_time.md",
+        "table_rmse.csv",
+        "sweep.csv",
+        "sweep_toy.png",
+        "toy.png",
+        "curves.png",
+    ):
         assert (tmp_path / name).is_file(), name
     rows = list(csv.DictReader((tmp_path / "table_rmse.csv").open()))
     assert [r["method"] for r in rows] == ["LGPR", "WGPR", "SOLAR", "OVFE"]

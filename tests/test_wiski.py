@@ -5,8 +5,8 @@ import math
 
 import pytest
 import torch
-
 from conftest import state_equal
+
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import WISKI, CubicGrid, WISKIClassifier
 from onlinegp.posterior import kuu
@@ -26,8 +26,8 @@ def stream(model, X, y, pattern=(20, 1, 1, 1, 5, 1, 3, 1, 1), noise=None):
     """Feed (X, y) in single points and batches; returns how many rows were used."""
     i = 0
     for b in pattern:
-        kw = {} if noise is None else {"noise": noise[i:i + b]}
-        model.update(X[i:i + b], y[i:i + b], **kw)
+        kw = {} if noise is None else {"noise": noise[i : i + b]}
+        model.update(X[i : i + b], y[i : i + b], **kw)
         i += b
     return i
 
@@ -58,7 +58,7 @@ def test_matches_dense_ski_after_single_and_batch_updates(num_steps):
     model = WISKI(2, grid_size=10, num_steps=num_steps, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
     n = 0
     for b in (20, 1, 1, 4, 1, 3):
-        model.update(X[n:n + b], y[n:n + b])
+        model.update(X[n : n + b], y[n : n + b])
         n += b
         pred = model.predict(Xs, full_cov=True)
         mean, cov, mll = dense_ski(model, X[:n], y[:n], Xs)
@@ -100,8 +100,10 @@ def test_interpolation_weights():
 def test_lanczos_full_rank_equals_cholesky():
     X, y = toy(50)
     Xs = torch.rand(6, 2, dtype=D, generator=torch.Generator().manual_seed(3)) * 2 - 1
-    models = [WISKI(2, grid_size=7, num_steps=1, root=root, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
-              for root in ("cholesky", "lanczos")]
+    models = [
+        WISKI(2, grid_size=7, num_steps=1, root=root, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+        for root in ("cholesky", "lanczos")
+    ]
     for m in models:
         stream(m, X, y, pattern=(20, 1, 1, 5))
     a, b = (m.predict(Xs, full_cov=True) for m in models)
@@ -201,7 +203,7 @@ def test_classifier_beats_chance_on_separable_blobs():
     clf = WISKIClassifier(2, 3, grid_size=10, num_steps=1, x_bounds=[[-2.5, -2.5], [2.5, 2.5]])
     clf.update(X[:20], labels[:20])
     for i in range(20, 60):
-        clf.update(X[i:i + 1], labels[i:i + 1])
+        clf.update(X[i : i + 1], labels[i : i + 1])
     clf.update(X[60:100], labels[60:100])
     proba = clf.predict_proba(X[100:])
     assert proba.shape == (50, 3) and torch.allclose(proba.sum(-1), torch.ones(50, dtype=D))

@@ -8,8 +8,17 @@ from onlinegp.bench.wiski import run_banana, run_bo, run_uci
 
 
 def test_uci_stream_writes_metrics(tmp_path):
-    rows = run_uci(tmp_path, datasets=["skillcraft"], models=["wiski", "exact", "not-a-model"], max_points=6,
-                   eval_every=3, max_test=50, pretrain_steps=2, quiet=True, log=lambda s: None)
+    rows = run_uci(
+        tmp_path,
+        datasets=["skillcraft"],
+        models=["wiski", "exact", "not-a-model"],
+        max_points=6,
+        eval_every=3,
+        max_test=50,
+        pretrain_steps=2,
+        quiet=True,
+        log=lambda s: None,
+    )
     assert {r["model"] for r in rows} == {"wiski", "exact"}
     assert [r["num_data"] for r in rows if r["model"] == "wiski"] == [151, 154, 157]
     assert all(r["rmse"] > 0 and r["update_time"] > 0 for r in rows)
@@ -19,8 +28,17 @@ def test_uci_stream_writes_metrics(tmp_path):
 
 
 def test_banana_stream(tmp_path):
-    rows = run_banana(tmp_path, pretrain_steps=2, hindsight_steps=2, eval_every=5, max_test=100, grid_size=8,
-                      max_points=5, quiet=True, log=lambda s: None)
+    rows = run_banana(
+        tmp_path,
+        pretrain_steps=2,
+        hindsight_steps=2,
+        eval_every=5,
+        max_test=100,
+        grid_size=8,
+        max_points=5,
+        quiet=True,
+        log=lambda s: None,
+    )
     online = [r for r in rows if r["model"] == "wiski"]
     assert [r["num_data"] for r in online] == [20, 25]
     assert all(0 <= r["accuracy"] <= 1 for r in rows) and (tmp_path / "banana.png").is_file()
@@ -28,7 +46,18 @@ def test_banana_stream(tmp_path):
 
 @pytest.mark.slow
 def test_bo_loop(tmp_path):
-    rows = run_bo(tmp_path, functions=["ackley"], iterations=2, init_steps=2, steps=1, grid_size=5, num_restarts=1,
-                  raw_samples=8, mc_samples=16, quiet=True, log=lambda s: None)
+    rows = run_bo(
+        tmp_path,
+        functions=["ackley"],
+        iterations=2,
+        init_steps=2,
+        steps=1,
+        grid_size=5,
+        num_restarts=1,
+        raw_samples=8,
+        mc_samples=16,
+        quiet=True,
+        log=lambda s: None,
+    )
     assert [r["num_data"] for r in rows if r["model"] == "wiski"] == [8, 11]
     assert all(r["best"] <= 0 for r in rows) and (tmp_path / "bo.png").is_file()

@@ -16,9 +16,10 @@ from __future__ import annotations
 import copy
 import time
 from abc import ABCMeta, abstractmethod
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import gpytorch
 import torch
@@ -78,7 +79,9 @@ class PhaseTimer:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
 
 
-def gaussian_likelihood(noise: float = 0.1, dtype: torch.dtype = DEFAULT_DTYPE) -> gpytorch.likelihoods.GaussianLikelihood:
+def gaussian_likelihood(
+    noise: float = 0.1, dtype: torch.dtype = DEFAULT_DTYPE
+) -> gpytorch.likelihoods.GaussianLikelihood:
     """gpytorch Gaussian likelihood with a floor on the noise (in scaled target units)."""
     lik = gpytorch.likelihoods.GaussianLikelihood(noise_constraint=gpytorch.constraints.GreaterThan(1e-6))
     lik.noise = noise
@@ -116,12 +119,22 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
 
     _dynamic: tuple[str, ...] = ()
 
-    def __init__(self, input_dim: int | None = None, *, x_bounds: Any = None, dtype: torch.dtype = DEFAULT_DTYPE,
-                 seed: int = 0, noise: float = 0.1, y_stats: tuple[float, float] | None = None):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        x_bounds: Any = None,
+        dtype: torch.dtype = DEFAULT_DTYPE,
+        seed: int = 0,
+        noise: float = 0.1,
+        y_stats: tuple[float, float] | None = None,
+    ):
         super().__init__()
         bounds = None if x_bounds is None else torch.as_tensor(x_bounds, dtype=dtype).reshape(2, -1)
         if input_dim is not None and (isinstance(input_dim, bool) or not isinstance(input_dim, int) or input_dim < 1):
-            raise ValueError(f"input_dim must be a positive integer or None (taken from the first batch), got {input_dim!r}")
+            raise ValueError(
+                f"input_dim must be a positive integer or None (taken from the first batch), got {input_dim!r}"
+            )
         if bounds is not None and input_dim is not None and bounds.shape[1] != input_dim:
             raise ValueError(f"x_bounds has {bounds.shape[1]} columns but input_dim={input_dim}")
         self._requested_dim = input_dim if bounds is None else int(bounds.shape[1])
@@ -181,8 +194,14 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             raise
         self.num_data += x.shape[0]
         self.num_updates += 1
-        return UpdateReport(num_data=self.num_data, num_inducing=self.num_inducing, timings=timer.timings,
-                            objective=info.pop("objective", None), jitter=self.jitter.max_jitter, extra=info)
+        return UpdateReport(
+            num_data=self.num_data,
+            num_inducing=self.num_inducing,
+            timings=timer.timings,
+            objective=info.pop("objective", None),
+            jitter=self.jitter.max_jitter,
+            extra=info,
+        )
 
     def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
         """Predictive distribution at scaled inputs, in scaled units; differentiable in ``xs`` (no validation).
@@ -260,14 +279,20 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             v = getattr(self, k, None)
             dyn[k] = v.detach().clone() if isinstance(v, Tensor) else copy.deepcopy(v)
         optimizer, data = getattr(self, "optimizer", None), getattr(self, "data", None)
-        return {"input_dim": self.input_dim, "dynamic": dyn, "generator": self.generator.get_state(),
-                "num_data": self.num_data, "num_updates": self.num_updates,
-                "extra": copy.deepcopy(self._extra_state()),
-                # a copy: torch's state_dict() hands out the live Adam moments, which a model loading this state
-                # would otherwise share (and update in place) with this one
-                "optimizer": copy.deepcopy(optimizer.state_dict()) if isinstance(optimizer, torch.optim.Optimizer)
-                else None,
-                "data": data.state() if isinstance(data, GrowingBuffer) else None}
+        return {
+            "input_dim": self.input_dim,
+            "dynamic": dyn,
+            "generator": self.generator.get_state(),
+            "num_data": self.num_data,
+            "num_updates": self.num_updates,
+            "extra": copy.deepcopy(self._extra_state()),
+            # a copy: torch's state_dict() hands out the live Adam moments, which a model loading this state
+            # would otherwise share (and update in place) with this one
+            "optimizer": copy.deepcopy(optimizer.state_dict())
+            if isinstance(optimizer, torch.optim.Optimizer)
+            else None,
+            "data": data.state() if isinstance(data, GrowingBuffer) else None,
+        }
 
     def set_extra_state(self, state: dict) -> None:
         for k, v in state["dynamic"].items():
@@ -286,8 +311,10 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         width = state_dict.get("_extra_state", {}).get("input_dim", self.input_dim)
         if width != self.input_dim:
             if self.input_dim is not None:
-                raise ValueError(f"the checkpoint is of a model with input_dim={width}, this model has "
-                                 f"input_dim={self.input_dim}; load it into a model built without input_dim")
+                raise ValueError(
+                    f"the checkpoint is of a model with input_dim={width}, this model has "
+                    f"input_dim={self.input_dim}; load it into a model built without input_dim"
+                )
             self._build_for(width)
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 

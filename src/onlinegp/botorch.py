@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from botorch.models.model import FantasizeMixin, Model
@@ -55,7 +56,7 @@ def joint_blocks(gp: OnlineGP, X: Tensor, chunk_size: int = 256) -> tuple[Tensor
     means, covs, noises = [], [], []
     with _frozen(gp):
         for i in range(0, B, per):
-            Xc = X[i:i + per]
+            Xc = X[i : i + per]
             c = Xc.shape[0]
             p = gp.posterior(Xc.reshape(c * q, d), full_cov=True)
             covs.append(torch.diagonal(p.cov_f.reshape(c, q, c, q), dim1=0, dim2=2).permute(2, 0, 1))
@@ -108,8 +109,14 @@ class OnlineGPModel(Model, FantasizeMixin):
             raise ValueError("X contains NaN or inf")
         return X.to(self.gp.dtype)
 
-    def posterior(self, X: Tensor, output_indices: list[int] | None = None, observation_noise: bool | Tensor = False,
-                  posterior_transform: Any = None, **kwargs: Any) -> GPyTorchPosterior:
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: Any = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
         """Joint posterior over the q points of each batch of ``X`` (``(batch, q, D)``)."""
         if output_indices is not None and list(output_indices) != [0]:
             raise ValueError(f"the model has a single output; output_indices={output_indices} is not available")
@@ -135,8 +142,9 @@ class OnlineGPModel(Model, FantasizeMixin):
         posterior = GPyTorchPosterior(MultivariateNormal(mean, DenseLinearOperator(cov)))
         return posterior if posterior_transform is None else posterior_transform(posterior)
 
-    def condition_on_observations(self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
-                                  ) -> "OnlineGPModel":
+    def condition_on_observations(
+        self, X: Tensor, Y: Tensor, noise: Tensor | None = None, **kwargs: Any
+    ) -> "OnlineGPModel":
         """A new adapter over copies of the model(s) updated on (X, Y) without hyper-parameter steps."""
         X = self._check(X)
         if not isinstance(Y, Tensor) or Y.dim() < 2 or Y.shape[-1] != 1:
@@ -151,8 +159,10 @@ class OnlineGPModel(Model, FantasizeMixin):
         for i in range(Xf.shape[0]):
             gp = copy.deepcopy(self.models[int(owner[i])])
             if not hasattr(gp, "num_steps"):
-                raise ValueError(f"{type(gp).__name__} has no num_steps switch, so it cannot be conditioned without "
-                                 "changing its hyper-parameters")
+                raise ValueError(
+                    f"{type(gp).__name__} has no num_steps switch, so it cannot be conditioned without "
+                    "changing its hyper-parameters"
+                )
             gp.num_steps = 0
             kw = {"noise": Nf[i].detach()} if Nf is not None and getattr(gp, "fixed_noise", False) else {}
             gp.update(Xf[i].detach(), Yf[i].detach(), **kw)

@@ -7,9 +7,12 @@ import typer
 from .models.registry import MODELS
 from .options import parse_options
 
-app = typer.Typer(help="Online Gaussian-process mapping: missions, streaming experiments, benchmarks reproducing "
-                       "published experiments.",
-                  no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="Online Gaussian-process mapping: missions, streaming experiments, benchmarks reproducing "
+    "published experiments.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 bench_app = typer.Typer(help="Named experiments reproducing published tables and figures.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
@@ -19,7 +22,6 @@ def list_models() -> None:
     """List the registered models."""
     for name, (_, description) in sorted(MODELS.items()):
         typer.echo(f"{name:12s} {description}")
-
 
 
 # -------------------------------------------------------------------------------------------------------- mission
@@ -34,8 +36,12 @@ def parse_model_options(items: list[str] | None) -> dict:
 
 @app.command("mission")
 def mission_command(
-    env: str = typer.Option(None, "--env", help="bundled environment (see --list-envs) or a .npy/.npz/.tif file; "
-                            "default: valley-ridges, the most non-stationary"),
+    env: str = typer.Option(
+        None,
+        "--env",
+        help="bundled environment (see --list-envs) or a .npy/.npz/.tif file; "
+        "default: valley-ridges, the most non-stationary",
+    ),
     model: str = typer.Option("poam", "--model", help="registered model (see --list-models)"),
     budget: int = typer.Option(5000, "--budget", help="number of samples to collect"),
     seed: int = typer.Option(0, "--seed", help="seed of the planner, noise, start and model"),
@@ -43,73 +49,110 @@ def mission_command(
     planner: str = typer.Option("max-entropy", "--planner", help="max-entropy, random or lawnmower"),
     init: str = typer.Option("bezier", "--init", help="pilot survey: bezier, or random (Chen et al. 2024, app. B)"),
     num_inducing: int = typer.Option(None, "--num-inducing", help="model size M (model default if unset)"),
-    num_steps: int = typer.Option(None, "--num-steps", help="hyper-parameter steps per update (model default if unset)"),
+    num_steps: int = typer.Option(
+        None, "--num-steps", help="hyper-parameter steps per update (model default if unset)"
+    ),
     kernel: str = typer.Option(None, "--kernel", help="ak, rbf, matern12/32/52 (model default if unset)"),
-    inducing: str = typer.Option(None, "--inducing", help="inducing-point selector: vips, conditional-variance, "
-                                 "oips (adaptive size, Pescador-Barrios et al. 2024), pivoted, random, kmeans "
-                                 "(model default if unset)"),
-    option: list[str] = typer.Option(None, "--option", help="any model constructor argument as KEY=VALUE, "
-                                      "repeatable (e.g. --option sketch=None for POAM's exact M-step)"),
+    inducing: str = typer.Option(
+        None,
+        "--inducing",
+        help="inducing-point selector: vips, conditional-variance, "
+        "oips (adaptive size, Pescador-Barrios et al. 2024), pivoted, random, kmeans "
+        "(model default if unset)",
+    ),
+    option: list[str] = typer.Option(
+        None,
+        "--option",
+        help="any model constructor argument as KEY=VALUE, "
+        "repeatable (e.g. --option sketch=None for POAM's exact M-step)",
+    ),
     resume: bool = typer.Option(False, "--resume", help="continue from the run directory's last completed epoch"),
     animate: bool = typer.Option(False, "--animate", help="also write mission.gif of the map being built"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
     list_envs: bool = typer.Option(False, "--list-envs", help="list bundled environments and exit"),
     list_models: bool = typer.Option(False, "--list-models", help="list models and exit"),
-    profile: str = typer.Option("paper", "--profile", help="simulator settings: paper (the text of Chen et al. "
-                                "2024: 3 Hz, 1 rad/s turns) or reference-code (their public code: 2.5 Hz, unclipped "
-                                "turns, nearest-cell field, input scaling fitted on the pilot survey)"),
+    profile: str = typer.Option(
+        "paper",
+        "--profile",
+        help="simulator settings: paper (the text of Chen et al. "
+        "2024: 3 Hz, 1 rad/s turns) or reference-code (their public code: 2.5 Hz, unclipped "
+        "turns, nearest-cell field, input scaling fitted on the pilot survey)",
+    ),
     sensing_rate: float = typer.Option(None, "--sensing-rate", help="samples per second (overrides the profile)"),
     max_turn_rate: float = typer.Option(None, "--max-turn-rate", help="rad/s; inf for none (overrides the profile)"),
-    interpolation: str = typer.Option(None, "--interpolation", help="field between cells: linear or nearest "
-                                      "(overrides the profile)"),
+    interpolation: str = typer.Option(
+        None, "--interpolation", help="field between cells: linear or nearest (overrides the profile)"
+    ),
     stop_after_epochs: int = typer.Option(None, "--stop-after-epochs", hidden=True),
 ) -> None:
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
-    from .rig import fields, mission as rig_mission
+    from .rig import fields
+    from .rig import mission as rig_mission
 
     if list_envs or list_models:
-        rows = ([(n, d) for n, (_, d) in fields.ENVIRONMENTS.items()] if list_envs else []) + \
-               ([(n, d) for n, (_, d) in sorted(MODELS.items())] if list_models else [])
+        rows = ([(n, d) for n, (_, d) in fields.ENVIRONMENTS.items()] if list_envs else []) + (
+            [(n, d) for n, (_, d) in sorted(MODELS.items())] if list_models else []
+        )
         for name, description in rows:
             typer.echo(f"{name:17s} {description}")
         return
     try:
-        config = rig_mission.MissionConfig(env=env or fields.DEFAULT_ENV, model=model, budget=budget, seed=seed,
-                                           planner=planner, init=init, num_inducing=num_inducing,
-                                           num_steps=num_steps, kernel=kernel, animate=animate,
-                                           model_options={**parse_model_options(option),
-                                                          **({"inducing": inducing} if inducing else {})},
-                                           profile=profile, sensing_rate=sensing_rate, max_turn_rate=max_turn_rate,
-                                           interpolation=interpolation)
+        config = rig_mission.MissionConfig(
+            env=env or fields.DEFAULT_ENV,
+            model=model,
+            budget=budget,
+            seed=seed,
+            planner=planner,
+            init=init,
+            num_inducing=num_inducing,
+            num_steps=num_steps,
+            kernel=kernel,
+            animate=animate,
+            model_options={**parse_model_options(option), **({"inducing": inducing} if inducing else {})},
+            profile=profile,
+            sensing_rate=sensing_rate,
+            max_turn_rate=max_turn_rate,
+            interpolation=interpolation,
+        )
         mission = rig_mission.open_mission(config, out, resume=resume)
     except (ValueError, TypeError) as err:  # TypeError: a --option the model does not take
         raise typer.BadParameter(str(err)) from err
     try:
-        result = rig_mission.run_mission(mission, out, quiet=quiet, stop_after_epochs=stop_after_epochs,
-                                         echo=typer.echo)
+        result = rig_mission.run_mission(
+            mission, out, quiet=quiet, stop_after_epochs=stop_after_epochs, echo=typer.echo
+        )
     except KeyboardInterrupt:
         typer.echo(f"interrupted; continue with: onlinegp mission --resume --out {out} (same options)", err=True)
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     if not quiet:
-        typer.echo(rig_mission.describe(result) if result.completed else
-                   f"stopped after epoch {result.rows[-1]['epoch']}; continue with --resume --out {out}")
+        typer.echo(
+            rig_mission.describe(result)
+            if result.completed
+            else f"stopped after epoch {result.rows[-1]['epoch']}; continue with --resume --out {out}"
+        )
 
 
 # -------------------------------------------------------------------------------------------------------- replay
 @app.command("replay")
 def replay_command(
-    log: str = typer.Argument(..., help="survey log: .npz (x, y, batch_end, eval_x, eval_y; a mission's survey.npz, "
-                              "or a stream recorded by the POAM paper's code) or .csv (inputs, y, batch or time)"),
-    model: list[str] = typer.Option(None, "--model", help="registered model, repeatable (default: the model the "
-                                    "log recorded, with its options)"),
+    log: str = typer.Argument(
+        ...,
+        help="survey log: .npz (x, y, batch_end, eval_x, eval_y; a mission's survey.npz, "
+        "or a stream recorded by the POAM paper's code) or .csv (inputs, y, batch or time)",
+    ),
+    model: list[str] = typer.Option(
+        None, "--model", help="registered model, repeatable (default: the model the log recorded, with its options)"
+    ),
     out: str = typer.Option("runs/replay", "--out", help="output directory"),
-    option: list[str] = typer.Option(None, "--option", help="model constructor argument KEY=VALUE for every model, "
-                                     "repeatable"),
+    option: list[str] = typer.Option(
+        None, "--option", help="model constructor argument KEY=VALUE for every model, repeatable"
+    ),
     seed: int = typer.Option(None, "--seed", help="model seed (default: the log's, else 0)"),
     truth: str = typer.Option(None, "--truth", help=".npz with eval_x, eval_y to evaluate on (for CSV logs)"),
     period: float = typer.Option(None, "--period", help="decision period in seconds (CSV logs with a time column)"),
-    holdout: float = typer.Option(0.0, "--holdout", help="fraction of samples held out for evaluation when the log "
-                                  "has no ground truth"),
+    holdout: float = typer.Option(
+        0.0, "--holdout", help="fraction of samples held out for evaluation when the log has no ground truth"
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
     """Feed a recorded survey through one or more models, batch by batch as recorded, and compare their maps."""
@@ -117,8 +160,10 @@ def replay_command(
 
     def show(name: str, row: dict) -> None:
         if not quiet:
-            typer.echo(f"{name:10s} update {row['epoch']:4d}  samples {row['num_samples']:6d}  "
-                       f"SMSE {row['smse']:.4f}  MSLL {row['msll']:+.3f}  {row['update_time']:.2f} s")
+            typer.echo(
+                f"{name:10s} update {row['epoch']:4d}  samples {row['num_samples']:6d}  "
+                f"SMSE {row['smse']:.4f}  MSLL {row['msll']:+.3f}  {row['update_time']:.2f} s"
+            )
 
     try:
         run_replay(log, list(model or []), out, parse_model_options(option), seed, truth, period, holdout, show)
@@ -135,7 +180,9 @@ def bench_wgpr_command(
     out: str = typer.Option("runs/wgpr", "--out", help="output directory (finished runs are skipped on rerun)"),
     datasets: str = typer.Option("toy,kin40k,pumadyn32nm,bathymetry", "--datasets", help="comma-separated"),
     methods: str = typer.Option("lgpr,wgpr,solar-gp,ovfe", "--methods", help="comma-separated"),
-    sweep: str = typer.Option("kin40k", "--sweep", help="datasets for the models-vs-threshold sweep (Fig. 2); '' for none"),
+    sweep: str = typer.Option(
+        "kin40k", "--sweep", help="datasets for the models-vs-threshold sweep (Fig. 2); '' for none"
+    ),
     max_points: int = typer.Option(5000, "--max-points", help="training points per dataset (bathymetry: samples)"),
     max_test: int = typer.Option(2000, "--max-test", help="test points per UCI dataset"),
     member_steps: int = typer.Option(None, "--member-steps", help="L-BFGS iterations per OSGPR update (default 200)"),
@@ -152,8 +199,17 @@ def bench_wgpr_command(
 
     try:
         options = RunnerOptions(workers=workers, backend=backend, address=address, quiet=quiet)
-        result = bench_wgpr.run(out, datasets, methods, sweep, max_points=max_points, max_test=max_test, seed=seed,
-                                member_steps=member_steps, options=options)
+        result = bench_wgpr.run(
+            out,
+            datasets,
+            methods,
+            sweep,
+            max_points=max_points,
+            max_test=max_test,
+            seed=seed,
+            member_steps=member_steps,
+            options=options,
+        )
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     if not quiet:
@@ -166,8 +222,7 @@ def bench_wgpr_command(
 
 
 # -------------------------------------------------------------------------------------------------------- bench poam
-def _poam_bench(kind: str, out: str, workers: int, backend: str, address: str | None, quiet: bool,
-                **arguments) -> None:
+def _poam_bench(kind: str, out: str, workers: int, backend: str, address: str | None, quiet: bool, **arguments) -> None:
     """Run one of the experiments of Chen et al. 2024 (onlinegp.bench.poam) and report; exit 1 if any run failed."""
     from .bench import poam as bench_poam
     from .bench.runner import RunnerOptions
@@ -190,70 +245,133 @@ _POAM_OPTIONS = {
     "budget": lambda: typer.Option(5000, "--budget", help="samples per mission"),
     "num_inducing": lambda: typer.Option(500, "--num-inducing", help="inducing points M"),
     "num_steps": lambda: typer.Option(10, "--num-steps", help="gradient steps per decision epoch"),
-    "workers": lambda: typer.Option(1, "--workers", help="parallel missions (local processes or Ray slots); "
-                                    "update times are only comparable with 1 per core"),
+    "workers": lambda: typer.Option(
+        1,
+        "--workers",
+        help="parallel missions (local processes or Ray slots); update times are only comparable with 1 per core",
+    ),
     "backend": lambda: typer.Option("local", "--backend", help="local (worker processes) or ray"),
-    "address": lambda: typer.Option(None, "--address", help="Ray cluster HOST:PORT or auto (--backend ray); "
-                                    "without it a local Ray instance is started"),
+    "address": lambda: typer.Option(
+        None,
+        "--address",
+        help="Ray cluster HOST:PORT or auto (--backend ray); without it a local Ray instance is started",
+    ),
     "quiet": lambda: typer.Option(False, "--quiet", "-q", help="no progress bar or table"),
 }
 
 
 @bench_app.command("poam-table1")
 def bench_poam_table1(
-    envs: str = typer.Option("valley-ridges,dissected-ridges,plateau,coast,seafloor", "--envs",
-                             help="comma-separated bundled environments (or .npy/.npz/.tif files)"),
+    envs: str = typer.Option(
+        "valley-ridges,dissected-ridges,plateau,coast,seafloor",
+        "--envs",
+        help="comma-separated bundled environments (or .npy/.npz/.tif files)",
+    ),
     methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
-    seeds: str = _POAM_OPTIONS["seeds"](), budget: int = _POAM_OPTIONS["budget"](),
-    num_inducing: int = _POAM_OPTIONS["num_inducing"](), num_steps: int = _POAM_OPTIONS["num_steps"](),
+    seeds: str = _POAM_OPTIONS["seeds"](),
+    budget: int = _POAM_OPTIONS["budget"](),
+    num_inducing: int = _POAM_OPTIONS["num_inducing"](),
+    num_steps: int = _POAM_OPTIONS["num_steps"](),
     out: str = typer.Option("runs/poam-table1", "--out", help="sweep directory (finished runs are skipped on rerun)"),
-    workers: int = _POAM_OPTIONS["workers"](), backend: str = _POAM_OPTIONS["backend"](),
-    address: str = _POAM_OPTIONS["address"](), quiet: bool = _POAM_OPTIONS["quiet"](),
+    workers: int = _POAM_OPTIONS["workers"](),
+    backend: str = _POAM_OPTIONS["backend"](),
+    address: str = _POAM_OPTIONS["address"](),
+    quiet: bool = _POAM_OPTIONS["quiet"](),
 ) -> None:
     """Chen et al. 2024, Table I, Fig. 5 and Fig. 7: SSGP++, OVC, OVC++, POAM, FULL with the Attentive Kernel."""
-    _poam_bench("table1", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
-                budget=budget, num_inducing=num_inducing, num_steps=num_steps)
+    _poam_bench(
+        "table1",
+        out,
+        workers,
+        backend,
+        address,
+        quiet,
+        envs=envs,
+        methods=methods,
+        seeds=seeds,
+        budget=budget,
+        num_inducing=num_inducing,
+        num_steps=num_steps,
+    )
 
 
 @bench_app.command("poam-ablation")
 def bench_poam_ablation(
-    envs: str = typer.Option("valley-ridges", "--envs",
-                             help="comma-separated environments (Chen et al. 2024: Env1 only)"),
-    methods: str = typer.Option("poam,z-opt,z-rand,z-kmeans,var-opt,var-ssgp,online-elbo", "--methods",
-                                help="comma-separated registered models"),
-    seeds: str = _POAM_OPTIONS["seeds"](), budget: int = _POAM_OPTIONS["budget"](),
-    num_inducing: int = _POAM_OPTIONS["num_inducing"](), num_steps: int = _POAM_OPTIONS["num_steps"](),
+    envs: str = typer.Option(
+        "valley-ridges", "--envs", help="comma-separated environments (Chen et al. 2024: Env1 only)"
+    ),
+    methods: str = typer.Option(
+        "poam,z-opt,z-rand,z-kmeans,var-opt,var-ssgp,online-elbo", "--methods", help="comma-separated registered models"
+    ),
+    seeds: str = _POAM_OPTIONS["seeds"](),
+    budget: int = _POAM_OPTIONS["budget"](),
+    num_inducing: int = _POAM_OPTIONS["num_inducing"](),
+    num_steps: int = _POAM_OPTIONS["num_steps"](),
     out: str = typer.Option("runs/poam-ablation", "--out", help="sweep directory (finished runs are skipped)"),
-    workers: int = _POAM_OPTIONS["workers"](), backend: str = _POAM_OPTIONS["backend"](),
-    address: str = _POAM_OPTIONS["address"](), quiet: bool = _POAM_OPTIONS["quiet"](),
+    workers: int = _POAM_OPTIONS["workers"](),
+    backend: str = _POAM_OPTIONS["backend"](),
+    address: str = _POAM_OPTIONS["address"](),
+    quiet: bool = _POAM_OPTIONS["quiet"](),
 ) -> None:
     """Ablation study of Chen et al. 2024 (§V-C, Fig. 8): POAM against its variants."""
-    _poam_bench("ablation", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
-                budget=budget, num_inducing=num_inducing, num_steps=num_steps)
+    _poam_bench(
+        "ablation",
+        out,
+        workers,
+        backend,
+        address,
+        quiet,
+        envs=envs,
+        methods=methods,
+        seeds=seeds,
+        budget=budget,
+        num_inducing=num_inducing,
+        num_steps=num_steps,
+    )
 
 
 @bench_app.command("poam-robustness")
 def bench_poam_robustness(
-    envs: str = typer.Option("valley-ridges,dissected-ridges,plateau,coast,seafloor", "--envs",
-                             help="comma-separated environments"),
+    envs: str = typer.Option(
+        "valley-ridges,dissected-ridges,plateau,coast,seafloor", "--envs", help="comma-separated environments"
+    ),
     methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
-    settings: str = typer.Option("random-init,random-planner", "--settings",
-                                 help="random-init (max-entropy planner) and/or random-planner"),
-    seeds: str = _POAM_OPTIONS["seeds"](), budget: int = _POAM_OPTIONS["budget"](),
-    num_inducing: int = _POAM_OPTIONS["num_inducing"](), num_steps: int = _POAM_OPTIONS["num_steps"](),
+    settings: str = typer.Option(
+        "random-init,random-planner", "--settings", help="random-init (max-entropy planner) and/or random-planner"
+    ),
+    seeds: str = _POAM_OPTIONS["seeds"](),
+    budget: int = _POAM_OPTIONS["budget"](),
+    num_inducing: int = _POAM_OPTIONS["num_inducing"](),
+    num_steps: int = _POAM_OPTIONS["num_steps"](),
     out: str = typer.Option("runs/poam-robustness", "--out", help="sweep directory (finished runs are skipped)"),
-    workers: int = _POAM_OPTIONS["workers"](), backend: str = _POAM_OPTIONS["backend"](),
-    address: str = _POAM_OPTIONS["address"](), quiet: bool = _POAM_OPTIONS["quiet"](),
+    workers: int = _POAM_OPTIONS["workers"](),
+    backend: str = _POAM_OPTIONS["backend"](),
+    address: str = _POAM_OPTIONS["address"](),
+    quiet: bool = _POAM_OPTIONS["quiet"](),
 ) -> None:
     """Chen et al. 2024, appendix B (Fig. 9): random initialisation and random planner, with FULL."""
-    _poam_bench("robustness", out, workers, backend, address, quiet, envs=envs, methods=methods, seeds=seeds,
-                budget=budget, num_inducing=num_inducing, num_steps=num_steps, settings=settings)
+    _poam_bench(
+        "robustness",
+        out,
+        workers,
+        backend,
+        address,
+        quiet,
+        envs=envs,
+        methods=methods,
+        seeds=seeds,
+        budget=budget,
+        num_inducing=num_inducing,
+        num_steps=num_steps,
+        settings=settings,
+    )
 
 
 # --------------------------------------------------------------------------------- WISKI (Stanton et al. 2021)
 _WISKI_OPTIONS = {
-    "pretrain_steps": lambda: typer.Option(100, "--pretrain-steps",
-                                           help="optimiser steps on the 5% pre-training batch"),
+    "pretrain_steps": lambda: typer.Option(
+        100, "--pretrain-steps", help="optimiser steps on the 5% pre-training batch"
+    ),
     "seed": lambda: typer.Option(0, "--seed"),
     "quiet": lambda: typer.Option(False, "--quiet", "-q", help="no progress bar"),
 }
@@ -273,9 +391,17 @@ def bench_wiski_bo(
     """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D Levy and Ackley with WISKI and an exact GP."""
     from .bench.wiski import run_bo
 
-    run_bo(out, functions=[f for f in functions.split(",") if f], models=[m for m in models.split(",") if m],
-           iterations=iterations, seeds=[int(s) for s in seeds.split(",") if s], grid_size=grid_size, steps=steps,
-           quiet=quiet, log=typer.echo)
+    run_bo(
+        out,
+        functions=[f for f in functions.split(",") if f],
+        models=[m for m in models.split(",") if m],
+        iterations=iterations,
+        seeds=[int(s) for s in seeds.split(",") if s],
+        grid_size=grid_size,
+        steps=steps,
+        quiet=quiet,
+        log=typer.echo,
+    )
 
 
 @bench_app.command("wiski-uci")
@@ -294,9 +420,19 @@ def bench_wiski_uci(
     """Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
     from .bench.wiski import run_uci
 
-    run_uci(out, datasets=[d for d in datasets.split(",") if d], models=[m for m in models.split(",") if m],
-            max_points=max_points, max_test=max_test, eval_every=eval_every, pretrain_steps=pretrain_steps,
-            exact_max=exact_max, seed=seed, quiet=quiet, log=typer.echo)
+    run_uci(
+        out,
+        datasets=[d for d in datasets.split(",") if d],
+        models=[m for m in models.split(",") if m],
+        max_points=max_points,
+        max_test=max_test,
+        eval_every=eval_every,
+        pretrain_steps=pretrain_steps,
+        exact_max=exact_max,
+        seed=seed,
+        quiet=quiet,
+        log=typer.echo,
+    )
 
 
 @bench_app.command("wiski-banana")
@@ -312,15 +448,25 @@ def bench_wiski_banana(
     (accuracy, NLL vs points seen)."""
     from .bench.wiski import run_banana
 
-    run_banana(out, pretrain_steps=pretrain_steps, eval_every=eval_every, grid_size=grid_size, seed=seed,
-               quiet=quiet, log=typer.echo)
+    run_banana(
+        out,
+        pretrain_steps=pretrain_steps,
+        eval_every=eval_every,
+        grid_size=grid_size,
+        seed=seed,
+        quiet=quiet,
+        log=typer.echo,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- streaming + VIPS
 @app.command("stream")
 def stream_command(
-    dataset: str = typer.Option(..., "--dataset", help="bundled dataset (concrete, bike, magnetic, synthetic1, ...) "
-                                "or a CSV path (last column the target)"),
+    dataset: str = typer.Option(
+        ...,
+        "--dataset",
+        help="bundled dataset (concrete, bike, magnetic, synthetic1, ...) or a CSV path (last column the target)",
+    ),
     model: str = typer.Option("vips", "--model", help="registered model (onlinegp models)"),
     batches: int = typer.Option(None, "--batches", help="number of batches (default: the dataset's, 20 or 50)"),
     order: str = typer.Option(None, "--order", help="sorted (by the first input), random, time or given"),
@@ -328,40 +474,64 @@ def stream_command(
     max_size: int = typer.Option(None, "--max-size", help="subsample the dataset to at most this many rows first"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="held-out fraction"),
     scaling: str = typer.Option("standard", "--scaling", help="standard (as Pescador-Barrios et al. 2024) or minmax"),
-    option: list[str] = typer.Option([], "--option", "-o", help="model option KEY=VALUE (VALUE a Python literal "
-                                     "or JSON, else a string), e.g. -o delta=0.1 -o 'kernel_options={\"ard\": false}'"),
+    option: list[str] = typer.Option(
+        [],
+        "--option",
+        "-o",
+        help="model option KEY=VALUE (VALUE a Python literal "
+        "or JSON, else a string), e.g. -o delta=0.1 -o 'kernel_options={\"ard\": false}'",
+    ),
     out: str = typer.Option("runs/stream", "--out", help="output directory"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
 ) -> None:
     """Stream a dataset through an online model in batches; per batch RMSE, NLPD, M and update time."""
     from .stream import StreamConfig, run_stream
 
-    config = StreamConfig(dataset=dataset, model=model, batches=batches, order=order, seed=seed, max_size=max_size,
-                          test_fraction=test_fraction, options=parse_model_options(option), scaling=scaling)
+    config = StreamConfig(
+        dataset=dataset,
+        model=model,
+        batches=batches,
+        order=order,
+        seed=seed,
+        max_size=max_size,
+        test_fraction=test_fraction,
+        options=parse_model_options(option),
+        scaling=scaling,
+    )
     try:
         rows = run_stream(config, out=out, quiet=quiet)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     if not quiet:
         last = rows[-1]
-        typer.echo(f"{model} on {dataset}: {len(rows)} batches, N = {last['num_data']}, M = {last['num_inducing']}, "
-                   f"RMSE = {last['rmse']:.4f}, NLPD = {last['nlpd']:.4f} (standardised units); wrote {out}")
+        typer.echo(
+            f"{model} on {dataset}: {len(rows)} batches, N = {last['num_data']}, M = {last['num_inducing']}, "
+            f"RMSE = {last['rmse']:.4f}, NLPD = {last['nlpd']:.4f} (standardised units); wrote {out}"
+        )
 
 
 @bench_app.command("vips-table1")
 def bench_vips_table1(
-    datasets: str = typer.Option(",".join(("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm")),
-                                 "--datasets", help="comma-separated UCI sets"),
+    datasets: str = typer.Option(
+        ",".join(("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm")),
+        "--datasets",
+        help="comma-separated UCI sets",
+    ),
     methods: str = typer.Option("exact,cv,oips,vips", "--methods", help="comma-separated: exact, cv, oips, vips"),
     splits: int = typer.Option(5, "--splits", help="number of 80/20 splits (seeds 0..splits-1)"),
     max_size: int = typer.Option(None, "--max-size", help="subsample each dataset to this many rows (fast runs)"),
     batches: int = typer.Option(None, "--batches", help="override the 20 (<12000 points) / 50 batches"),
     exact_max: int = typer.Option(6000, "--exact-max", help="skip the exact GP above this many training points"),
     num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
-    ard: bool = typer.Option(False, "--ard", help="one length-scale per input (Pescador-Barrios et al. 2024: shared; "
-                             "pumadyn32nm needs it)"),
-    lengthscale: float = typer.Option(1.0, "--lengthscale", help="initial length-scale in standard deviations "
-                                      "(Pescador-Barrios et al. 2024: 1; pumadyn32nm: --ard --lengthscale 5.7)"),
+    ard: bool = typer.Option(
+        False, "--ard", help="one length-scale per input (Pescador-Barrios et al. 2024: shared; pumadyn32nm needs it)"
+    ),
+    lengthscale: float = typer.Option(
+        1.0,
+        "--lengthscale",
+        help="initial length-scale in standard deviations "
+        "(Pescador-Barrios et al. 2024: 1; pumadyn32nm: --ard --lengthscale 5.7)",
+    ),
     workers: int = typer.Option(1, "--workers", help="parallel runs"),
     out: str = typer.Option("runs/vips-table1", "--out", help="output directory (resumable)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or table"),
@@ -371,9 +541,21 @@ def bench_vips_table1(
     from .bench.vips import run_table1
 
     try:
-        run_table1(out, datasets=[d for d in datasets.split(",") if d], methods=[m for m in methods.split(",") if m],
-                   splits=splits, max_size=max_size, batches=batches, exact_max=exact_max, num_steps=num_steps,
-                   ard=ard, lengthscale=lengthscale, workers=workers, quiet=quiet, log=typer.echo)
+        run_table1(
+            out,
+            datasets=[d for d in datasets.split(",") if d],
+            methods=[m for m in methods.split(",") if m],
+            splits=splits,
+            max_size=max_size,
+            batches=batches,
+            exact_max=exact_max,
+            num_steps=num_steps,
+            ard=ard,
+            lengthscale=lengthscale,
+            workers=workers,
+            quiet=quiet,
+            log=typer.echo,
+        )
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
 
@@ -392,5 +574,6 @@ def bench_vips_magnetic(
     (VIPS vs CV)."""
     from .bench.vips import run_magnetic
 
-    run_magnetic(out, thin=thin, batches=batches, eta=eta, delta=delta, num_steps=num_steps, quiet=quiet,
-                 log=typer.echo)
+    run_magnetic(
+        out, thin=thin, batches=batches, eta=eta, delta=delta, num_steps=num_steps, quiet=quiet, log=typer.echo
+    )

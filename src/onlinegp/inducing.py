@@ -25,8 +25,15 @@ DENSE_LIMIT = 3000
 
 
 class Selector(Protocol):
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor: ...
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor: ...
 
 
 def candidates(Z: Tensor | None, X: Tensor) -> Tensor:
@@ -34,8 +41,9 @@ def candidates(Z: Tensor | None, X: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def greedy_variance(kernel: gpytorch.kernels.Kernel, C: Tensor, max_rank: int, tol: float = 0.0,
-                    initial: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def greedy_variance(
+    kernel: gpytorch.kernels.Kernel, C: Tensor, max_rank: int, tol: float = 0.0, initial: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """Indices of greedy-variance (pivoted-Cholesky) picks from ``C`` and the remaining conditional variances.
 
     Uses LAPACK ``dpstrf`` on the dense kernel matrix when ``C`` is small and nothing is forced; otherwise a
@@ -45,8 +53,9 @@ def greedy_variance(kernel: gpytorch.kernels.Kernel, C: Tensor, max_rank: int, t
         K = dense(kernel, C)
         idx = pivoted_cholesky_dense(K, max_rank, tol)
         return idx, torch.empty(0, dtype=C.dtype)
-    return pivoted_cholesky(lambda i: dense(kernel, C[i], C), diagonal(kernel, C).detach().clone(), max_rank, tol,
-                            initial)
+    return pivoted_cholesky(
+        lambda i: dense(kernel, C[i], C), diagonal(kernel, C).detach().clone(), max_rank, tol, initial
+    )
 
 
 class PivotedCholesky:
@@ -61,8 +70,15 @@ class PivotedCholesky:
             raise ValueError(f"num_inducing must be positive, got {num_inducing}")
         self.num_inducing, self.rel_tol = int(num_inducing), rel_tol
 
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor:
         C = candidates(Z, X)
         scale = float(diagonal(kernel, C).max())
         idx, _ = greedy_variance(kernel, C, self.num_inducing, self.rel_tol * scale)
@@ -75,8 +91,15 @@ class RandomSubset:
     def __init__(self, num_inducing: int = 500):
         self.num_inducing = int(num_inducing)
 
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor:
         C = candidates(Z, X)
         idx = torch.randperm(C.shape[0], generator=generator)[: self.num_inducing]
         return C[idx].clone()
@@ -88,8 +111,15 @@ class KMeans:
     def __init__(self, num_inducing: int = 500, iters: int = 20):
         self.num_inducing, self.iters = int(num_inducing), iters
 
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor:
         C = candidates(Z, X)
         k = min(self.num_inducing, C.shape[0])
         centers = C[torch.randperm(C.shape[0], generator=generator)[:k]].clone()
@@ -108,8 +138,15 @@ class Fixed:
     def __init__(self, Z: Tensor):
         self.Z = Z
 
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor:
         return self.Z.to(X).clone()
 
 
@@ -123,8 +160,15 @@ class Resample:
             raise ValueError(f"need num_inducing >= 1 and 0 <= keep <= 1, got {num_inducing}, {keep}")
         self.num_inducing, self.keep = int(num_inducing), float(keep)
 
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor:
         M = self.num_inducing
         if Z is None or Z.shape[0] == 0:
             return X[torch.randperm(X.shape[0], generator=generator)[:M]].clone()
@@ -163,15 +207,22 @@ class ConditionalVariance:
             raise ValueError(f"eta must be positive, got {eta}")
         self.eta, self.max_inducing = float(eta), max_inducing
 
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor:
         C = candidates(Z, X)
         cap = C.shape[0] if self.max_inducing is None else min(int(self.max_inducing), C.shape[0])
         idx, _ = greedy_variance(kernel, C, cap, self.eta / C.shape[0])
         traces = residual_traces(kernel, C, idx)
         below = (traces <= self.eta).nonzero()
         m = int(below[0]) + 1 if below.numel() else idx.numel()
-        return C[idx[:max(m, 1)]].clone()
+        return C[idx[: max(m, 1)]].clone()
 
 
 class OIPS:
@@ -185,8 +236,15 @@ class OIPS:
         self.rho, self.max_inducing = float(rho), max_inducing
 
     @torch.no_grad()
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor:
         dx = diagonal(kernel, X).clamp_min(1e-300).sqrt()
         corr_new = (dense(kernel, X) / dx[:, None] / dx[None, :]).cpu().numpy()
         if Z is None or Z.shape[0] == 0:
@@ -227,8 +285,10 @@ def _vips_context(model: Any, X: Tensor) -> tuple[Tensor, Any, Tensor, tuple[flo
     """(batch targets, summary q(u) of the past, σ², mean and variance of all targets so far) from the model's
     ``vips_context(X)`` (OSGPR's family and POAM's both expose it), in scaled units."""
     if model is None or not hasattr(model, "vips_context"):
-        raise ValueError("the VIPS selector needs the model that calls it (batch targets, noise, summary of the "
-                         "past): use it inside an OSGPR- or POAM-family model, selector(kernel, Z, X, model=model)")
+        raise ValueError(
+            "the VIPS selector needs the model that calls it (batch targets, noise, summary of the "
+            "past): use it inside an OSGPR- or POAM-family model, selector(kernel, Z, X, model=model)"
+        )
     return model.vips_context(X)
 
 
@@ -255,26 +315,39 @@ class VIPSSelector:
         self.last: VIPSStep | None = None
 
     @torch.no_grad()
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor:
         y, old, noise, (mean, var) = _vips_context(model, X)
         Ma = 0 if Z is None else Z.shape[0]
         C = candidates(Z, X)
         scale = float(diagonal(kernel, C).max())
         size = min(C.shape[0], Ma + self.max_new)
-        idx, _ = greedy_variance(kernel, C, size, self.rel_tol * scale,
-                                 initial=torch.arange(Ma) if Ma else None)
+        idx, _ = greedy_variance(kernel, C, size, self.rel_tol * scale, initial=torch.arange(Ma) if Ma else None)
         Zb = C[idx]
         bounds = online_bounds(kernel, noise, Zb, X, y, old if Ma else None)
         l_noise = float(noise_log_lik(y, mean, var))
         upper = float(bounds.upper)
         alpha = self.delta * abs(upper - l_noise)
         first = max(Ma, 1)
-        ok = ((upper - bounds.lower[first - 1:]) <= alpha).nonzero()
+        ok = ((upper - bounds.lower[first - 1 :]) <= alpha).nonzero()
         m = first + int(ok[0]) if ok.numel() else Zb.shape[0]
-        self.last = VIPSStep(num_old=Ma, num_added=m - Ma, bound_size=Zb.shape[0], upper=upper,
-                             lower=float(bounds.lower[m - 1]), noise_log_lik=l_noise, alpha=alpha,
-                             lower_path=bounds.lower.clone())
+        self.last = VIPSStep(
+            num_old=Ma,
+            num_added=m - Ma,
+            bound_size=Zb.shape[0],
+            upper=upper,
+            lower=float(bounds.lower[m - 1]),
+            noise_log_lik=l_noise,
+            alpha=alpha,
+            lower_path=bounds.lower.clone(),
+        )
         return Zb[:m].clone()
 
 
@@ -285,18 +358,31 @@ class KeepAfterFirst:
     def __init__(self, selector: Selector):
         self.selector = selector
 
-    def __call__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor | None, X: Tensor, *,
-                 generator: torch.Generator | None = None, model: Any = None) -> Tensor:
+    def __call__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        model: Any = None,
+    ) -> Tensor:
         if Z is not None and Z.shape[0] > 0:
             return Z.clone()
         return self.selector(kernel, Z, X, generator=generator, model=model)
 
 
-SELECTORS = {"pivoted": PivotedCholesky, "random": RandomSubset, "kmeans": KMeans, "resample": Resample,
-             "random-first": lambda m: KeepAfterFirst(RandomSubset(m)),
-             # adaptive size (Pescador-Barrios et al. 2024): the rule decides M, so the requested size is not used
-             "vips": lambda _m: VIPSSelector(), "conditional-variance": lambda _m: ConditionalVariance(),
-             "oips": lambda _m: OIPS()}
+SELECTORS = {
+    "pivoted": PivotedCholesky,
+    "random": RandomSubset,
+    "kmeans": KMeans,
+    "resample": Resample,
+    "random-first": lambda m: KeepAfterFirst(RandomSubset(m)),
+    # adaptive size (Pescador-Barrios et al. 2024): the rule decides M, so the requested size is not used
+    "vips": lambda _m: VIPSSelector(),
+    "conditional-variance": lambda _m: ConditionalVariance(),
+    "oips": lambda _m: OIPS(),
+}
 
 
 def make_selector(spec: str | Selector, num_inducing: int = 500) -> Selector:

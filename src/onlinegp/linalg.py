@@ -9,8 +9,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -161,8 +161,13 @@ def pivoted_cholesky(
     return torch.tensor(chosen, dtype=torch.long, device=diag.device), d
 
 
-def lanczos_basis(matmul: Callable[[Tensor], Tensor], dim: int, rank: int, dtype: torch.dtype = torch.float64,
-                  generator: torch.Generator | None = None) -> Tensor:
+def lanczos_basis(
+    matmul: Callable[[Tensor], Tensor],
+    dim: int,
+    rank: int,
+    dtype: torch.dtype = torch.float64,
+    generator: torch.Generator | None = None,
+) -> Tensor:
     """Orthonormal Lanczos (Krylov) basis Q (dim × rank) of a symmetric PSD operator given by ``matmul``.
 
     Full re-orthogonalisation (twice, "twice is enough"); on breakdown (an invariant subspace found before

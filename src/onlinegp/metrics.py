@@ -66,5 +66,10 @@ def calibration(y, mean, var, levels=(0.5, 0.8, 0.9, 0.95)) -> dict[float, float
 
 def all_metrics(y, mean, var, y_train_mean: float, y_train_std: float) -> dict[str, float]:
     """SMSE, MSLL, RMSE, NLPD and MAE in one dict."""
-    return {"smse": smse(y, mean), "msll": msll(y, mean, var, y_train_mean, y_train_std), "rmse": rmse(y, mean),
-            "nlpd": nlpd(y, mean, var), "mae": mae(y, mean)}
+    return {
+        "smse": smse(y, mean),
+        "msll": msll(y, mean, var, y_train_mean, y_train_std),
+        "rmse": rmse(y, mean),
+        "nlpd": nlpd(y, mean, var),
+        "mae": mae(y, mean),
+    }

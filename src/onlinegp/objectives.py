@@ -22,8 +22,9 @@ from .posterior import InducingPosterior, VariationalQ, kuu, kuv
 LOG2PI = math.log(2 * math.pi)
 
 
-def sgpr_bound(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
-               jitter_log: JitterLog | None = None) -> Tensor:
+def sgpr_bound(
+    kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor, jitter_log: JitterLog | None = None
+) -> Tensor:
     """Titsias (2009) collapsed bound log N(y | 0, Q_ff + σ²I) − tr(K_ff − Q_ff) / 2σ²."""
     n = X.shape[0]
     Lu = cholesky(kuu(kernel, Z), jitter_log)
@@ -31,8 +32,13 @@ def sgpr_bound(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Ten
     LB = cholesky(torch.eye(Z.shape[0], dtype=X.dtype) + A @ A.mT, jitter_log)
     c = trisolve(LB, A @ y) / noise.sqrt()
     trace = diagonal(kernel, X).sum() / noise - A.pow(2).sum()
-    return (-0.5 * n * (LOG2PI + noise.log()) - LB.diagonal().log().sum() - 0.5 * (y @ y) / noise
-            + 0.5 * (c @ c) - 0.5 * trace)
+    return (
+        -0.5 * n * (LOG2PI + noise.log())
+        - LB.diagonal().log().sum()
+        - 0.5 * (y @ y) / noise
+        + 0.5 * (c @ c)
+        - 0.5 * trace
+    )
 
 
 def gaussian_kl(mean: Tensor, root: Tensor, logdet_cov: Tensor, L_prior: Tensor) -> Tensor:
@@ -48,9 +54,19 @@ def expected_log_lik(y: Tensor, f_mean: Tensor, f_var: Tensor, noise: Tensor) ->
     return (-0.5 * (LOG2PI + noise.log()) - 0.5 * ((y - f_mean).pow(2) + f_var) / noise).sum()
 
 
-def svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, q_mean: Tensor, q_root: Tensor,
-              q_logdet: Tensor, xb: Tensor, yb: Tensor, num_data: int, jitter_log: JitterLog | None = None,
-              Lu: Tensor | None = None) -> Tensor:
+def svgp_elbo(
+    kernel: gpytorch.kernels.Kernel,
+    noise: Tensor,
+    Z: Tensor,
+    q_mean: Tensor,
+    q_root: Tensor,
+    q_logdet: Tensor,
+    xb: Tensor,
+    yb: Tensor,
+    num_data: int,
+    jitter_log: JitterLog | None = None,
+    Lu: Tensor | None = None,
+) -> Tensor:
     """Uncollapsed ELBO (Chen et al. 2024, Eq. 10; Hensman et al. 2013), unwhitened, per datum.
 
     (N/B) Σ_b E_q[log p(y_b | f_b)] − KL(q(u) || p(u)), divided by N (as gpytorch's VariationalELBO).
@@ -59,12 +75,22 @@ def svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, q_mean:
     """
     if Lu is None:
         Lu = cholesky(kuu(kernel, Z), jitter_log)
-    return svgp_elbo_terms(Lu, dense(kernel, Z, xb), diagonal(kernel, xb), noise, q_mean, q_root, q_logdet, yb,
-                           num_data)
+    return svgp_elbo_terms(
+        Lu, dense(kernel, Z, xb), diagonal(kernel, xb), noise, q_mean, q_root, q_logdet, yb, num_data
+    )
 
 
-def svgp_elbo_terms(Lu: Tensor, Kub: Tensor, kbb: Tensor, noise: Tensor, q_mean: Tensor, q_root: Tensor,
-                    q_logdet: Tensor, yb: Tensor, num_data: int) -> Tensor:
+def svgp_elbo_terms(
+    Lu: Tensor,
+    Kub: Tensor,
+    kbb: Tensor,
+    noise: Tensor,
+    q_mean: Tensor,
+    q_root: Tensor,
+    q_logdet: Tensor,
+    yb: Tensor,
+    num_data: int,
+) -> Tensor:
     """:func:`svgp_elbo` from L_u = chol(K_uu), K_ub and diag K_bb (for callers that already have them).
 
     One triangular solve gives [C | A | v] = L_u⁻¹ [R | K_ub | m]; then f_mean = Aᵀv,
@@ -72,7 +98,7 @@ def svgp_elbo_terms(Lu: Tensor, Kub: Tensor, kbb: Tensor, noise: Tensor, q_mean:
     """
     (M, B), r = Kub.shape, q_root.shape[-1]
     T = trisolve(Lu, torch.cat([q_root, Kub, q_mean.unsqueeze(-1)], -1))
-    C, A, v = T[:, :r], T[:, r:r + B], T[:, -1]
+    C, A, v = T[:, :r], T[:, r : r + B], T[:, -1]
     f_mean = A.mT @ v
     f_var = kbb - A.pow(2).sum(0) + (C.mT @ A).pow(2).sum(0)
     ell = expected_log_lik(yb, f_mean, f_var.clamp_min(1e-12), noise) * (num_data / B)
@@ -80,8 +106,18 @@ def svgp_elbo_terms(Lu: Tensor, Kub: Tensor, kbb: Tensor, noise: Tensor, q_mean:
     return (ell - kl) / num_data
 
 
-def svgp_elbo_cov(Kuu: Tensor, Kub: Tensor, kbb: Tensor, noise: Tensor, q_mean: Tensor, q_root: Tensor,
-                  q_logdet: Tensor, yb: Tensor, num_data: int, jitter_log: JitterLog | None = None) -> Tensor:
+def svgp_elbo_cov(
+    Kuu: Tensor,
+    Kub: Tensor,
+    kbb: Tensor,
+    noise: Tensor,
+    q_mean: Tensor,
+    q_root: Tensor,
+    q_logdet: Tensor,
+    yb: Tensor,
+    num_data: int,
+    jitter_log: JitterLog | None = None,
+) -> Tensor:
     """:func:`svgp_elbo` from K_uu (jitter included), K_ub and diag K_bb, with a closed-form gradient.
 
     When q(u) is fixed (POAM's M-step) the gradient with respect to K_uu, K_ub, k_bb and σ² is written out
@@ -112,7 +148,7 @@ class _FixedQELBO(torch.autograd.Function):
         L = cholesky(Kuu, jitter_log)
         (M, B), r = Kub.shape, q_root.shape[-1]
         T = trisolve(L, torch.cat([q_root, Kub, q_mean.unsqueeze(-1)], -1))
-        C, A, v = T[:, :r], T[:, r:r + B], T[:, -1]
+        C, A, v = T[:, :r], T[:, r : r + B], T[:, -1]
         Gamma = C.mT @ A
         resid = yb - A.mT @ v
         var_raw = kbb - A.pow(2).sum(0) + Gamma.pow(2).sum(0)
@@ -131,7 +167,7 @@ class _FixedQELBO(torch.autograd.Function):
         h = (-0.5 * grad / (noise * B)) * active
         g_noise = grad * (-0.5 / noise + 0.5 * (resid.pow(2) + var) / noise.pow(2)).sum() / B
         U = trisolve(L, T, transpose=True)  # K_uu⁻¹ [R | K_ub | m]
-        E, W, alpha = U[:, :r], U[:, r:r + B], U[:, r + B:]
+        E, W, alpha = U[:, :r], U[:, r : r + B], U[:, r + B :]
         P = alpha * g_mean + 2 * (E @ (Gamma * h))
         Wh = W * h
         Ea, c = torch.cat([E, alpha], -1), float(grad) / (2 * num_data)
@@ -140,8 +176,9 @@ class _FixedQELBO(torch.autograd.Function):
         return G_uu, P - 2 * Wh, h, g_noise.reshape(noise.shape), None, None, None, None, None, None
 
 
-def exact_mll(kernel: gpytorch.kernels.Kernel, noise: Tensor, X: Tensor, y: Tensor,
-              jitter_log: JitterLog | None = None) -> Tensor:
+def exact_mll(
+    kernel: gpytorch.kernels.Kernel, noise: Tensor, X: Tensor, y: Tensor, jitter_log: JitterLog | None = None
+) -> Tensor:
     """log N(y | 0, K + σ²I)."""
     K = dense(kernel, X) + noise * torch.eye(X.shape[0], dtype=X.dtype)
     L = cholesky(K, jitter_log)
@@ -190,9 +227,16 @@ class OnlineTerms:
         return InducingPosterior(Z=self.Z, Lu=self.Lv, LW=self.LD, beta=self.beta)
 
 
-def online_terms(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
-                 old: InducingPosterior | None = None, jitter_log: JitterLog | None = None,
-                 Lv: Tensor | None = None) -> OnlineTerms:
+def online_terms(
+    kernel: gpytorch.kernels.Kernel,
+    noise: Tensor,
+    Z: Tensor,
+    X: Tensor,
+    y: Tensor,
+    old: InducingPosterior | None = None,
+    jitter_log: JitterLog | None = None,
+    Lv: Tensor | None = None,
+) -> OnlineTerms:
     """The online bound's components (see :class:`OnlineTerms`); differentiable in θ, σ² and Z, not in ``old``.
 
     Cost O(N M² + M³). Pass ``Lv`` to reuse a root of K_vv at the current θ.
@@ -209,34 +253,58 @@ def online_terms(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: T
     trace = -0.5 * (diagonal(kernel, X).sum() - Avf.pow(2).sum()) / noise
     if old is not None:
         Lu, LDo, beta_o = old.Lu.detach(), old.LW.detach(), old.beta.detach()
-        Auv = trisolve(Lu, kuv(kernel, old.Z, Z))            # L_u⁻¹ K_uv
-        W = trisolve(Lv, Auv.mT).mT                          # L_u⁻¹ K_uv L_v⁻ᵀ
-        T = LDo.mT @ W                                       # R⁻¹ K_uv L_v⁻ᵀ
+        Auv = trisolve(Lu, kuv(kernel, old.Z, Z))  # L_u⁻¹ K_uv
+        W = trisolve(Lv, Auv.mT).mT  # L_u⁻¹ K_uv L_v⁻ᵀ
+        T = LDo.mT @ W  # R⁻¹ K_uv L_v⁻ᵀ
         D = D + T.mT @ T - W.mT @ W
         c = c + Auv.mT @ (LDo @ beta_o)
         quadratic = quadratic - 0.5 * (beta_o @ beta_o)
         logdet = logdet + LDo.diagonal().log().sum()
         Au = trisolve(Lu, kuu(kernel, old.Z))
-        G = trisolve(Lu, Au.mT) - W @ W.mT                   # L_u⁻¹ E_uu L_u⁻ᵀ
+        G = trisolve(Lu, Au.mT) - W @ W.mT  # L_u⁻¹ E_uu L_u⁻ᵀ
         trace = trace - 0.5 * ((LDo * (G @ LDo)).sum() - G.diagonal().sum())
     LD = cholesky(0.5 * (D + D.mT), jitter_log)
     beta = trisolve(LD, trisolve(Lv, c))
     n = X.shape[0]
-    return OnlineTerms(Z=Z, Lv=Lv, LD=LD, c=c, beta=beta, Avf=Avf,
-                       constant=-0.5 * n * (LOG2PI + noise.log()),
-                       quadratic=quadratic + 0.5 * (beta @ beta),
-                       logdet=logdet - LD.diagonal().log().sum(), trace=trace)
+    return OnlineTerms(
+        Z=Z,
+        Lv=Lv,
+        LD=LD,
+        c=c,
+        beta=beta,
+        Avf=Avf,
+        constant=-0.5 * n * (LOG2PI + noise.log()),
+        quadratic=quadratic + 0.5 * (beta @ beta),
+        logdet=logdet - LD.diagonal().log().sum(),
+        trace=trace,
+    )
 
 
-def online_bound(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
-                 old: InducingPosterior | None = None, jitter_log: JitterLog | None = None) -> Tensor:
+def online_bound(
+    kernel: gpytorch.kernels.Kernel,
+    noise: Tensor,
+    Z: Tensor,
+    X: Tensor,
+    y: Tensor,
+    old: InducingPosterior | None = None,
+    jitter_log: JitterLog | None = None,
+) -> Tensor:
     """Bui et al. (2017) online collapsed bound on the batch (X, y) given the old summary (total, not per datum)."""
     return online_terms(kernel, noise, Z, X, y, old, jitter_log).value
 
 
-def online_svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, q: VariationalQ, xb: Tensor, yb: Tensor,
-                     num_data: int, old: VariationalQ | None = None, L_old: Tensor | None = None, beta: float = 1.0,
-                     jitter_log: JitterLog | None = None) -> Tensor:
+def online_svgp_elbo(
+    kernel: gpytorch.kernels.Kernel,
+    noise: Tensor,
+    q: VariationalQ,
+    xb: Tensor,
+    yb: Tensor,
+    num_data: int,
+    old: VariationalQ | None = None,
+    L_old: Tensor | None = None,
+    beta: float = 1.0,
+    jitter_log: JitterLog | None = None,
+) -> Tensor:
     """Bui et al. (2017) uncollapsed online ELBO with the KL terms tempered by β
     (generalised VI; Stanton et al. 2021, eq. A.8).
 
@@ -254,8 +322,8 @@ def online_svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, q: Variatio
     value = value + (1.0 - beta) * gaussian_kl(q.mean, q.root, q.logdet, Lb)
     if old is None:
         return value
-    P = trisolve(Lb, kuv(kernel, q.Z, old.Z))                # L_b⁻¹ K_ba
-    alpha = trisolve(Lb, P, transpose=True)                  # K_bb⁻¹ K_ba
+    P = trisolve(Lb, kuv(kernel, q.Z, old.Z))  # L_b⁻¹ K_ba
+    alpha = trisolve(Lb, P, transpose=True)  # K_bb⁻¹ K_ba
     mean_a = alpha.mT @ q.mean
     Ra = q.root.mT @ alpha
     cov_a = kuu(kernel, old.Z) - P.mT @ P + Ra.mT @ Ra
@@ -268,8 +336,10 @@ def online_svgp_elbo(kernel: gpytorch.kernels.Kernel, noise: Tensor, q: Variatio
 
     Ro, Lo = old.root.detach(), L_old.detach()
     logdet_old_prior = 2 * Lo.diagonal().log().sum()
-    return value + beta * (expected_log_density(old.mean.detach(), Ro, old.logdet.detach())
-                           - expected_log_density(torch.zeros_like(mean_a), Lo, logdet_old_prior))
+    return value + beta * (
+        expected_log_density(old.mean.detach(), Ro, old.logdet.detach())
+        - expected_log_density(torch.zeros_like(mean_a), Lo, logdet_old_prior)
+    )
 
 
 @dataclass
@@ -313,8 +383,15 @@ def _whitened_summary(old: InducingPosterior) -> tuple[Tensor, Tensor]:
     return G, r
 
 
-def online_bounds(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
-                  old: InducingPosterior | None = None, jitter_log: JitterLog | None = None) -> VIPSBounds:
+def online_bounds(
+    kernel: gpytorch.kernels.Kernel,
+    noise: Tensor,
+    Z: Tensor,
+    X: Tensor,
+    y: Tensor,
+    old: InducingPosterior | None = None,
+    jitter_log: JitterLog | None = None,
+) -> VIPSBounds:
     """L̂ for every prefix of ``Z`` and Û for all of ``Z``
     (Pescador-Barrios et al. 2024, eqs. 8 and after 17, appendix H).
 
@@ -326,7 +403,7 @@ def online_bounds(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: 
     dtype = Z.dtype
     eye = torch.eye(M, dtype=dtype, device=Z.device)
     Lb = cholesky(kuu(kernel, Z), jitter_log)
-    Af = trisolve(Lb, dense(kernel, Z, X))                             # L_b⁻¹ K_bf
+    Af = trisolve(Lb, dense(kernel, Z, X))  # L_b⁻¹ K_bf
     D = eye + Af @ Af.mT / noise
     c = Af @ y / noise
     trace_f = diagonal(kernel, X).sum() - Af.pow(2).sum(1).cumsum(0)
@@ -338,13 +415,13 @@ def online_bounds(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: 
         Lu = old.Lu.detach()
         G, r = _whitened_summary(old)
         Kub = kuv(kernel, old.Z, Z)
-        W = trisolve(Lu, Kub)                                          # L_u⁻¹ K_ub
-        Ab = trisolve(Lb, Kub.mT)                                      # L_b⁻¹ K_ba (rows: prefixes)
-        J = G.mT @ trisolve(Lb, W.mT).mT                               # Gᵀ L_u⁻¹ K_ab L_b⁻ᵀ
+        W = trisolve(Lu, Kub)  # L_u⁻¹ K_ub
+        Ab = trisolve(Lb, Kub.mT)  # L_b⁻¹ K_ba (rows: prefixes)
+        J = G.mT @ trisolve(Lb, W.mT).mT  # Gᵀ L_u⁻¹ K_ab L_b⁻ᵀ
         D = D + J.mT @ J
         c = c + J.mT @ r
         Kaa = kuu(kernel, old.Z)
-        Ga = trisolve(Lu, trisolve(Lu, Kaa).mT)                         # L_u⁻¹ K_aa L_u⁻ᵀ
+        Ga = trisolve(Lu, trisolve(Lu, Kaa).mT)  # L_u⁻¹ K_aa L_u⁻ᵀ
         weighted_a = (G * (Ga @ G)).sum() - J.pow(2).sum(0).cumsum(0)  # tr(Λ (K_aa − Q_aa))
         trace_a = Kaa.diagonal().sum() - Ab.pow(2).sum(1).cumsum(0)
         const = const + old.LW.detach().diagonal().log().sum() - 0.5 * old.beta.detach().pow(2).sum()
@@ -359,20 +436,31 @@ def online_bounds(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: 
     ch = Af @ y / s
     upper = -0.5 * n * (LOG2PI + noise.log()) - 0.5 * (y @ y) / s - logdet[-1]
     if old is not None:
-        H = trisolve(Lu, G, transpose=True)                             # L_u⁻ᵀ G
+        H = trisolve(Lu, G, transpose=True)  # L_u⁻ᵀ G
         Lt = cholesky(torch.eye(H.shape[1], dtype=dtype) + t * H.mT @ H, jitter_log)
         Jt, rt = trisolve(Lt, J), trisolve(Lt, r)
         Dh = Dh + Jt.mT @ Jt
         ch = ch + Jt.mT @ rt
-        upper = upper + 0.5 * (r @ r - rt @ rt) + old.LW.detach().diagonal().log().sum() \
+        upper = (
+            upper
+            + 0.5 * (r @ r - rt @ rt)
+            + old.LW.detach().diagonal().log().sum()
             - 0.5 * old.beta.detach().pow(2).sum()
+        )
     vh = trisolve(cholesky(0.5 * (Dh + Dh.mT), jitter_log), ch)
     upper = upper + 0.5 * (vh @ vh)
     return VIPSBounds(lower=lower, upper=upper, trace_f=trace_f, trace_a=trace_a)
 
 
-def online_upper_bound(kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor,
-                       old: InducingPosterior | None = None, jitter_log: JitterLog | None = None) -> Tensor:
+def online_upper_bound(
+    kernel: gpytorch.kernels.Kernel,
+    noise: Tensor,
+    Z: Tensor,
+    X: Tensor,
+    y: Tensor,
+    old: InducingPosterior | None = None,
+    jitter_log: JitterLog | None = None,
+) -> Tensor:
     """The online upper bound Û(M) of Pescador-Barrios et al. (2024) on the batch (X, y) with inducing inputs Z
     (M = len(Z))."""
     return online_bounds(kernel, noise, Z, X, y, old, jitter_log).upper

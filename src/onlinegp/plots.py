@@ -5,8 +5,9 @@ Everything renders with matplotlib's Agg backend to files and closes its figures
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import matplotlib
 
@@ -15,8 +16,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def _image(ax, values: np.ndarray, extent: Sequence[float], title: str, cmap: str = "terrain",
-           vmin: float | None = None, vmax: float | None = None, colorbar: bool = True):
+def _image(
+    ax,
+    values: np.ndarray,
+    extent: Sequence[float],
+    title: str,
+    cmap: str = "terrain",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    colorbar: bool = True,
+):
     im = ax.imshow(values, origin="lower", extent=extent, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest")
     ax.set_title(title)
     ax.set_xlabel("x (m)")
@@ -42,9 +51,18 @@ def plot_field(field: Any, path: str | Path, title: str | None = None, dpi: int 
     return path
 
 
-def plot_map(values: np.ndarray, extent: Sequence[float], path: str | Path, title: str, cmap: str = "terrain",
-             vmin: float | None = None, vmax: float | None = None, points: np.ndarray | None = None,
-             path_xy: np.ndarray | None = None, dpi: int = 100) -> Path:
+def plot_map(
+    values: np.ndarray,
+    extent: Sequence[float],
+    path: str | Path,
+    title: str,
+    cmap: str = "terrain",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    points: np.ndarray | None = None,
+    path_xy: np.ndarray | None = None,
+    dpi: int = 100,
+) -> Path:
     """One map (e.g. a predicted mean on a grid), optionally with a path and points on top."""
     path = Path(path)
     fig, ax = plt.subplots(figsize=(5, 4.2))
@@ -63,21 +81,27 @@ def plot_map(values: np.ndarray, extent: Sequence[float], path: str | Path, titl
     return path
 
 
-def plot_metric_curves(rows: Sequence[dict], path: str | Path, keys: Sequence[str] = ("smse", "msll", "rmse", "nlpd",
-                       "update_time", "prediction_time"), x_key: str = "num_samples", dpi: int = 100) -> Path:
+def plot_metric_curves(
+    rows: Sequence[dict],
+    path: str | Path,
+    keys: Sequence[str] = ("smse", "msll", "rmse", "nlpd", "update_time", "prediction_time"),
+    x_key: str = "num_samples",
+    dpi: int = 100,
+) -> Path:
     """Metric curves against ``x_key`` (one panel per key)."""
     path = Path(path)
     keys = [k for k in keys if rows and k in rows[0]]
     cols = 3
-    fig, axes = plt.subplots((len(keys) + cols - 1) // cols, cols, figsize=(4 * cols, 3.2 * ((len(keys) + cols - 1) // cols)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        (len(keys) + cols - 1) // cols, cols, figsize=(4 * cols, 3.2 * ((len(keys) + cols - 1) // cols)), squeeze=False
+    )
     x = [r[x_key] for r in rows]
     for ax, k in zip(axes.flat, keys):
         ax.plot(x, [r[k] for r in rows], "-", lw=1.2)
         ax.set_title(k)
         ax.set_xlabel(x_key.replace("_", " "))
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(keys):]:
+    for ax in list(axes.flat)[len(keys) :]:
         ax.set_axis_off()
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
@@ -85,8 +109,9 @@ def plot_metric_curves(rows: Sequence[dict], path: str | Path, keys: Sequence[st
     return path
 
 
-def animate_maps(frames: Sequence[dict], truth: np.ndarray, extent: Sequence[float], path: str | Path,
-                 fps: int = 8, dpi: int = 70) -> Path:
+def animate_maps(
+    frames: Sequence[dict], truth: np.ndarray, extent: Sequence[float], path: str | Path, fps: int = 8, dpi: int = 70
+) -> Path:
     """GIF of a map being built: per frame, ``mean`` and ``std`` grids, the ``path`` so far and a ``title``."""
     from matplotlib.animation import PillowWriter
 
@@ -113,15 +138,17 @@ def animate_maps(frames: Sequence[dict], truth: np.ndarray, extent: Sequence[flo
     return path
 
 
-def plot_sweep_curves(panels: dict[tuple[str, str], dict[str, dict]], path: str | Path, title: str = "",
-                      dpi: int = 100) -> Path:
+def plot_sweep_curves(
+    panels: dict[tuple[str, str], dict[str, dict]], path: str | Path, title: str = "", dpi: int = 100
+) -> Path:
     """Metric curves of a sweep (Chen et al. 2024, Figs. 5, 8, 9): ``panels[(metric, env)] = {method: curve}`` with
     ``curve = {"samples", "mean", "std"}`` arrays; rows are metrics, columns environments, a ±std band per line."""
     path = Path(path)
     metrics = list(dict.fromkeys(k for k, _ in panels))
     envs = list(dict.fromkeys(e for _, e in panels))
-    fig, axes = plt.subplots(len(metrics), len(envs), figsize=(3.6 * len(envs) + 1.6, 2.8 * len(metrics)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(metrics), len(envs), figsize=(3.6 * len(envs) + 1.6, 2.8 * len(metrics)), squeeze=False
+    )
     methods = list(dict.fromkeys(m for lines in panels.values() for m in lines))
     colours = {m: plt.cm.tab10(i % 10) for i, m in enumerate(methods)}
     for i, metric in enumerate(metrics):
@@ -144,9 +171,12 @@ def plot_sweep_curves(panels: dict[tuple[str, str], dict[str, dict]], path: str 
     return path
 
 
-def plot_lengthscale_grid(truths: dict[str, tuple[np.ndarray, Sequence[float]]],
-                          maps: dict[tuple[str, str], tuple[np.ndarray, np.ndarray | None]], path: str | Path,
-                          dpi: int = 90) -> Path:
+def plot_lengthscale_grid(
+    truths: dict[str, tuple[np.ndarray, Sequence[float]]],
+    maps: dict[tuple[str, str], tuple[np.ndarray, np.ndarray | None]],
+    path: str | Path,
+    dpi: int = 90,
+) -> Path:
     """Chen et al. 2024, Fig. 7: a column per environment, the ground truth on top, then each method's learnt
     length-scale map (one colour scale per environment) with its inducing inputs as black dots.
 
@@ -155,8 +185,9 @@ def plot_lengthscale_grid(truths: dict[str, tuple[np.ndarray, Sequence[float]]],
     path = Path(path)
     envs = list(truths)
     methods = list(dict.fromkeys(m for m, _ in maps))
-    fig, axes = plt.subplots(1 + len(methods), len(envs), figsize=(3.2 * len(envs), 2.9 * (1 + len(methods))),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1 + len(methods), len(envs), figsize=(3.2 * len(envs), 2.9 * (1 + len(methods))), squeeze=False
+    )
     for j, env in enumerate(envs):
         truth, extent = truths[env]
         _image(axes[0, j], truth, extent, env)
@@ -194,8 +225,15 @@ def plot_toy_ensembles(panels: dict[str, dict[str, np.ndarray]], path: str | Pat
             c = plt.cm.tab10(k % 10)
             m = np.ma.masked_where(p["model"] != j, p["mean"])
             ax.plot(p["x"], m, "-", color=c, lw=1.6)
-            ax.fill_between(p["x"], p["mean"] - 2 * p["std"], p["mean"] + 2 * p["std"], where=p["model"] == j,
-                            color=c, alpha=0.2, lw=0)
+            ax.fill_between(
+                p["x"],
+                p["mean"] - 2 * p["std"],
+                p["mean"] + 2 * p["std"],
+                where=p["model"] == j,
+                color=c,
+                alpha=0.2,
+                lw=0,
+            )
         total = int(p["num_models"]) if "num_models" in p else len(models)
         ax.set_title(f"{label}: {total} model(s), {len(models)} of them predicting here (colours)", fontsize=9)
         ax.grid(alpha=0.3)
@@ -225,8 +263,9 @@ def plot_models_tradeoff(rows: Sequence[dict], path: str | Path, title: str = ""
     return _finish(fig, path, title, dpi)
 
 
-def plot_rmse_curves(rows: Sequence[dict], path: str | Path, labels: dict[str, str] | None = None,
-                     dpi: int = 100) -> Path:
+def plot_rmse_curves(
+    rows: Sequence[dict], path: str | Path, labels: dict[str, str] | None = None, dpi: int = 100
+) -> Path:
     """Kepler et al. 2021, Fig. 3: test RMSE as training batches arrive, a panel per dataset and a line per method
     (rows hold ``dataset, method`` and ``curve``, a list of ``{num_data, rmse}``)."""
     path = Path(path)
@@ -236,9 +275,14 @@ def plot_rmse_curves(rows: Sequence[dict], path: str | Path, labels: dict[str, s
     for ax, d in zip(axes[0], datasets):
         for r in rows:
             if r["dataset"] == d and r["curve"]:
-                ax.plot([c["num_data"] for c in r["curve"]], [c["rmse"] for c in r["curve"]], "o-", ms=3,
-                        color=plt.cm.tab10(methods.index(r["method"])),
-                        label=(labels or {}).get(r["method"], r["method"]))
+                ax.plot(
+                    [c["num_data"] for c in r["curve"]],
+                    [c["rmse"] for c in r["curve"]],
+                    "o-",
+                    ms=3,
+                    color=plt.cm.tab10(methods.index(r["method"])),
+                    label=(labels or {}).get(r["method"], r["method"]),
+                )
         ax.set_title(d, fontsize=9)
         ax.set_xlabel("training samples")
         ax.set_ylabel("RMSE")
@@ -251,9 +295,17 @@ def plot_rmse_curves(rows: Sequence[dict], path: str | Path, labels: dict[str, s
     return path
 
 
-def plot_panel_curves(rows: Sequence[dict], path: str | Path, y_keys: Sequence[str], x_key: str = "num_data",
-                      panel_key: str = "dataset", line_key: str = "model", log_keys: Sequence[str] = (),
-                      title: str = "", dpi: int = 100) -> Path:
+def plot_panel_curves(
+    rows: Sequence[dict],
+    path: str | Path,
+    y_keys: Sequence[str],
+    x_key: str = "num_data",
+    panel_key: str = "dataset",
+    line_key: str = "model",
+    log_keys: Sequence[str] = (),
+    title: str = "",
+    dpi: int = 100,
+) -> Path:
     """Curves of each ``y_key`` (a row of panels each) against ``x_key``: a column per ``panel_key`` value and a
     line per ``line_key`` value; rows are flat dicts (one point each). Keys in ``log_keys`` get a log axis."""
     path = Path(path)
@@ -264,8 +316,11 @@ def plot_panel_curves(rows: Sequence[dict], path: str | Path, y_keys: Sequence[s
         for i, k in enumerate(y_keys):
             ax = axes[i, j]
             for name in lines:
-                pts = [(r[x_key], r[k]) for r in rows if r[panel_key] == p and r[line_key] == name
-                       and r.get(k) is not None and np.isfinite(r[k])]
+                pts = [
+                    (r[x_key], r[k])
+                    for r in rows
+                    if r[panel_key] == p and r[line_key] == name and r.get(k) is not None and np.isfinite(r[k])
+                ]
                 if pts:
                     x, y = zip(*pts)
                     ax.plot(x, y, "-", lw=1.2, color=plt.cm.tab10(lines.index(name) % 10), label=str(name))
@@ -278,8 +333,9 @@ def plot_panel_curves(rows: Sequence[dict], path: str | Path, y_keys: Sequence[s
     return _finish(fig, path, title, dpi)
 
 
-def plot_uncertain_maps(frames: Sequence[dict], extent: Sequence[float], path: str | Path, cmap: str = "viridis",
-                        dpi: int = 100) -> Path:
+def plot_uncertain_maps(
+    frames: Sequence[dict], extent: Sequence[float], path: str | Path, cmap: str = "viridis", dpi: int = 100
+) -> Path:
     """Predicted field maps with the marginal variance as opacity (Pescador-Barrios et al. 2024, Figs. 4, 7-9): one
     panel per frame holding ``mean`` and ``var`` grids, the ``path`` travelled so far (dotted), the latest batch ``new``
     and a ``title``. Opacity is 1 − var / max var over all frames; one colour scale for all panels."""
@@ -308,8 +364,14 @@ def plot_uncertain_maps(frames: Sequence[dict], extent: Sequence[float], path: s
     return path
 
 
-def plot_lines(series: dict[str, tuple[Sequence[float], Sequence[float]]], path: str | Path, xlabel: str = "",
-               ylabel: str = "", title: str = "", dpi: int = 100) -> Path:
+def plot_lines(
+    series: dict[str, tuple[Sequence[float], Sequence[float]]],
+    path: str | Path,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    dpi: int = 100,
+) -> Path:
     """One line per label from ``series[label] = (x, y)`` (e.g. model size per batch)."""
     path = Path(path)
     fig, ax = plt.subplots(figsize=(5, 3.4))

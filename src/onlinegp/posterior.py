@@ -61,8 +61,15 @@ class InducingPosterior:
     beta: Tensor
 
     @classmethod
-    def from_terms(cls, kernel: gpytorch.kernels.Kernel, Z: Tensor, a: Tensor, B: Tensor,
-                   jitter_log: JitterLog | None = None, Lu: Tensor | None = None) -> "InducingPosterior":
+    def from_terms(
+        cls,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor,
+        a: Tensor,
+        B: Tensor,
+        jitter_log: JitterLog | None = None,
+        Lu: Tensor | None = None,
+    ) -> "InducingPosterior":
         """Posterior from precision-weighted terms (``a``: (M,), ``B``: (M, M)). Pass ``Lu`` to reuse a root of K_uu."""
         if Lu is None:
             Lu = cholesky(kuu(kernel, Z), jitter_log)
@@ -153,8 +160,13 @@ class Predictor:
         self._quadratic = None
 
     @classmethod
-    def from_q(cls, kernel: gpytorch.kernels.Kernel, q: VariationalQ, jitter_log: JitterLog | None = None,
-               Lu: Tensor | None = None) -> "Predictor":
+    def from_q(
+        cls,
+        kernel: gpytorch.kernels.Kernel,
+        q: VariationalQ,
+        jitter_log: JitterLog | None = None,
+        Lu: Tensor | None = None,
+    ) -> "Predictor":
         if Lu is None:
             Lu = cholesky(kuu(kernel, q.Z), jitter_log)
         return cls(Z=q.Z, Lu=Lu, g=trisolve(Lu, q.mean), G=trisolve(Lu, q.root))
@@ -169,8 +181,9 @@ class Predictor:
             self._quadratic = (E[:, -1], 0.5 * (Q + Q.mT))
         return self._quadratic
 
-    def predict(self, kernel: gpytorch.kernels.Kernel, xs: Tensor, full_cov: bool = False
-                ) -> tuple[Tensor, Tensor, Tensor | None]:
+    def predict(
+        self, kernel: gpytorch.kernels.Kernel, xs: Tensor, full_cov: bool = False
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
         """Mean, marginal variance of f, and (if asked) the full covariance of f at ``xs``."""
         Kux = dense(kernel, self.Z, xs)
         quadratic = None if full_cov else self.quadratic()
@@ -185,8 +198,13 @@ class Predictor:
         cov = dense(kernel, xs) - w.mT @ w + v.mT @ v
         return mean, cov.diagonal().clone(), cov
 
-    def sample(self, kernel: gpytorch.kernels.Kernel, xs: Tensor, num_samples: int = 1,
-               generator: torch.Generator | None = None) -> Tensor:
+    def sample(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        xs: Tensor,
+        num_samples: int = 1,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
         """Joint posterior samples of f at ``xs`` (num_samples × N)."""
         mean, _, cov = self.predict(kernel, xs, full_cov=True)
         L = cholesky(cov)
@@ -200,7 +218,7 @@ def projection(kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu
     Columns of inducing inputs kept from Z_old are exact unit vectors (not a jittered solve), so terms of kept
     points are carried over without round-off; only genuinely new columns need the solve.
     """
-    same = (Z_new.unsqueeze(1) == Z_old.unsqueeze(0)).all(-1)        # M' x M
+    same = (Z_new.unsqueeze(1) == Z_old.unsqueeze(0)).all(-1)  # M' x M
     kept = same.any(1)
     P = torch.zeros(Z_old.shape[0], Z_new.shape[0], dtype=Z_old.dtype, device=Z_old.device)
     rows, cols = same.nonzero(as_tuple=True)
@@ -214,16 +232,17 @@ def projection(kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu
     return P
 
 
-def project_terms(kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu_old: Tensor, a: Tensor,
-                  B: Tensor) -> tuple[Tensor, Tensor]:
+def project_terms(
+    kernel: gpytorch.kernels.Kernel, Z_old: Tensor, Z_new: Tensor, Lu_old: Tensor, a: Tensor, B: Tensor
+) -> tuple[Tensor, Tensor]:
     """(Pᵀa, PᵀBP) with P = :func:`projection` (Chen et al. 2024, Eqs. 18-21), without forming P.
 
     Kept inducing inputs select entries of ``a`` and ``B`` (exactly what their unit columns of P do); only the
     genuinely new inputs need solves and products, so the cost is O(M² M_new) instead of the O(M³) of PᵀBP.
     """
-    same = (Z_new.unsqueeze(1) == Z_old.unsqueeze(0)).all(-1)        # M' x M
+    same = (Z_new.unsqueeze(1) == Z_old.unsqueeze(0)).all(-1)  # M' x M
     kept = same.any(1)
-    src = same.to(torch.uint8).argmax(1)                               # first matching old input
+    src = same.to(torch.uint8).argmax(1)  # first matching old input
     ik, inew = kept.nonzero(as_tuple=True)[0], (~kept).nonzero(as_tuple=True)[0]
     sk = src[ik]
     a_new = torch.empty(Z_new.shape[0], dtype=a.dtype, device=a.device)

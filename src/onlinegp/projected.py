@@ -24,8 +24,9 @@ def kernel_theta(kernel: gpytorch.kernels.Kernel) -> Tensor:
     return torch.cat([p.detach().reshape(-1) for p in kernel.parameters()])
 
 
-def batch_terms(kernel: gpytorch.kernels.Kernel, Z: Tensor, X: Tensor, y: Tensor,
-                weight: Tensor | float = 1.0) -> tuple[Tensor, Tensor]:
+def batch_terms(
+    kernel: gpytorch.kernels.Kernel, Z: Tensor, X: Tensor, y: Tensor, weight: Tensor | float = 1.0
+) -> tuple[Tensor, Tensor]:
     """(weight · K_zX y, weight · K_zX K_Xz) of one batch."""
     Kzx = dense(kernel, Z, X)
     return weight * (Kzx @ y), weight * (Kzx @ Kzx.mT)
@@ -58,8 +59,9 @@ class ProjectedTerms:
         return 1.0 if self.noise_weighted else 1.0 / noise
 
     @torch.no_grad()
-    def posterior(self, kernel: gpytorch.kernels.Kernel, noise: Tensor,
-                  jitter_log: JitterLog | None = None) -> InducingPosterior:
+    def posterior(
+        self, kernel: gpytorch.kernels.Kernel, noise: Tensor, jitter_log: JitterLog | None = None
+    ) -> InducingPosterior:
         """The optimal q(u) the terms define (Chen et al. 2024, Eqs. 7-8), in root form."""
         prec = self.precision_weight(noise)
         return InducingPosterior.from_terms(kernel, self.Z, prec * self.a, prec * self.B, jitter_log, Lu=self.Lu)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,15 +47,20 @@ class Survey:
     def __post_init__(self) -> None:
         n = self.x.shape[0]
         if self.x.ndim != 2 or self.y.shape != (n,):
-            raise ValueError(f"a survey needs x of shape (N, D) and y of shape (N,), got {self.x.shape} and "
-                             f"{self.y.shape}")
+            raise ValueError(
+                f"a survey needs x of shape (N, D) and y of shape (N,), got {self.x.shape} and {self.y.shape}"
+            )
         ends = self.batch_end
         if ends.ndim != 1 or len(ends) == 0 or ends[0] < 1 or (np.diff(ends) <= 0).any() or ends[-1] > n:
-            raise ValueError("batch_end must be increasing sample counts between 1 and the number of samples "
-                             f"({n}); got {ends[:5]}{'...' if len(ends) > 5 else ''}")
+            raise ValueError(
+                "batch_end must be increasing sample counts between 1 and the number of samples "
+                f"({n}); got {ends[:5]}{'...' if len(ends) > 5 else ''}"
+            )
         if self.eval_x.ndim != 2 or self.eval_x.shape[1] != self.x.shape[1] or self.eval_y.shape != (len(self.eval_x),):
-            raise ValueError(f"eval_x must be (P, {self.x.shape[1]}) and eval_y (P,), got {self.eval_x.shape} and "
-                             f"{self.eval_y.shape}")
+            raise ValueError(
+                f"eval_x must be (P, {self.x.shape[1]}) and eval_y (P,), got {self.eval_x.shape} and "
+                f"{self.eval_y.shape}"
+            )
         if not (np.isfinite(self.x).all() and np.isfinite(self.y).all()):
             raise ValueError("the survey's x or y holds NaN or inf; drop those rows first")
 
@@ -65,12 +71,25 @@ class Survey:
 
     def save(self, path: str | Path) -> None:
         """Write the survey as ``.npz`` (readable by :func:`load_survey` and ``onlinegp replay``)."""
-        np.savez_compressed(path, x=self.x, y=self.y, batch_end=self.batch_end, eval_x=self.eval_x,
-                            eval_y=self.eval_y, meta=json.dumps(self.meta), **self.recorded)
+        np.savez_compressed(
+            path,
+            x=self.x,
+            y=self.y,
+            batch_end=self.batch_end,
+            eval_x=self.eval_x,
+            eval_y=self.eval_y,
+            meta=json.dumps(self.meta),
+            **self.recorded,
+        )
 
 
-def load_survey(path: str | Path, eval_path: str | Path | None = None, period: float | None = None,
-                holdout: float = 0.0, seed: int = 0) -> Survey:
+def load_survey(
+    path: str | Path,
+    eval_path: str | Path | None = None,
+    period: float | None = None,
+    holdout: float = 0.0,
+    seed: int = 0,
+) -> Survey:
     """Read a survey log (``.npz`` or ``.csv``, see the module docstring)."""
     path = Path(path)
     if not path.is_file():
@@ -80,8 +99,9 @@ def load_survey(path: str | Path, eval_path: str | Path | None = None, period: f
             arrays = {k: data[k] for k in data.files}
         missing = [k for k in ("x", "y", "batch_end") if k not in arrays]
         if missing:
-            raise ValueError(f"{path.name} lacks {', '.join(missing)}: a survey .npz holds x, y, batch_end "
-                             "(and eval_x, eval_y)")
+            raise ValueError(
+                f"{path.name} lacks {', '.join(missing)}: a survey .npz holds x, y, batch_end (and eval_x, eval_y)"
+            )
         x, y, ends = arrays["x"].astype(np.float64), arrays["y"].astype(np.float64), arrays["batch_end"].astype(int)
         recorded = {k: arrays[k].astype(np.float64) for k in RECORDED if k in arrays}
         meta = json.loads(str(arrays["meta"])) if "meta" in arrays else {}
@@ -97,8 +117,10 @@ def load_survey(path: str | Path, eval_path: str | Path | None = None, period: f
     if truth is None and holdout > 0:
         x, y, ends, truth = _hold_out(x, y, ends, holdout, seed)
     if truth is None:
-        raise ValueError(f"{path.name} has no ground truth: pass an .npz with eval_x and eval_y, or hold out a "
-                         "fraction of the samples (holdout=0.1)")
+        raise ValueError(
+            f"{path.name} has no ground truth: pass an .npz with eval_x and eval_y, or hold out a "
+            "fraction of the samples (holdout=0.1)"
+        )
     return Survey(x, y, ends, np.asarray(truth[0], np.float64), np.asarray(truth[1], np.float64), recorded, meta)
 
 
@@ -106,8 +128,10 @@ def _read_csv(path: Path, period: float | None) -> tuple[np.ndarray, np.ndarray,
     table = np.genfromtxt(path, delimiter=",", names=True, dtype=np.float64)
     names = list(table.dtype.names or ())
     if "y" not in names or not ({"batch", "time"} & set(names)):
-        raise ValueError(f"{path.name}: the CSV header needs input columns, a 'y' column and a 'batch' (or 'time') "
-                         f"column; found {names}")
+        raise ValueError(
+            f"{path.name}: the CSV header needs input columns, a 'y' column and a 'batch' (or 'time') "
+            f"column; found {names}"
+        )
     inputs = [n for n in names if n not in ("y", "batch", "time")]
     x = np.stack([table[n] for n in inputs], axis=1)
     if "batch" in names:
@@ -122,8 +146,9 @@ def _read_csv(path: Path, period: float | None) -> tuple[np.ndarray, np.ndarray,
     return x, table["y"], np.append(ends, len(key)).astype(int)
 
 
-def _hold_out(x: np.ndarray, y: np.ndarray, ends: np.ndarray, fraction: float,
-              seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+def _hold_out(
+    x: np.ndarray, y: np.ndarray, ends: np.ndarray, fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Move a random ``fraction`` of the samples out of the stream into the evaluation set."""
     test = np.random.default_rng(seed).random(len(y)) < fraction
     kept_before = np.concatenate([[0], np.cumsum(~test)])
@@ -141,10 +166,17 @@ def replay(survey: Survey, model: OnlineGP, on_row: Callable[[dict], None] | Non
         t_update, c_update = time.perf_counter() - t0, time.process_time() - c0
         pred = model.predict(torch.from_numpy(survey.eval_x))
         seen = survey.y[: batch.stop]
-        m = metrics.all_metrics(survey.eval_y, pred.mean.numpy(), pred.var_y.numpy(), float(seen.mean()),
-                                float(seen.std()))
-        row = {"epoch": epoch, "num_samples": batch.stop, "num_inducing": report.num_inducing, **m,
-               "update_time": t_update, "update_cpu_time": c_update}
+        m = metrics.all_metrics(
+            survey.eval_y, pred.mean.numpy(), pred.var_y.numpy(), float(seen.mean()), float(seen.std())
+        )
+        row = {
+            "epoch": epoch,
+            "num_samples": batch.stop,
+            "num_inducing": report.num_inducing,
+            **m,
+            "update_time": t_update,
+            "update_cpu_time": c_update,
+        }
         for key in RECORDED:
             if key in survey.recorded:
                 row[f"recorded_{key}"] = float(survey.recorded[key][epoch])
@@ -167,29 +199,50 @@ def build_replay_model(name: str, survey: Survey, seed: int, options: dict) -> O
 def summary(rows: list[dict]) -> dict:
     """Final and mission-averaged SMSE/MSLL and the median update time of one replay."""
     smse, msll = np.array([r["smse"] for r in rows]), np.array([r["msll"] for r in rows])
-    return {"final_smse": float(smse[-1]), "final_msll": float(msll[-1]), "mean_smse": float(smse.mean()),
-            "mean_msll": float(msll.mean()), "median_update_s": float(np.median([r["update_time"] for r in rows]))}
+    return {
+        "final_smse": float(smse[-1]),
+        "final_msll": float(msll[-1]),
+        "mean_smse": float(smse.mean()),
+        "mean_msll": float(msll.mean()),
+        "median_update_s": float(np.median([r["update_time"] for r in rows])),
+    }
 
 
 def comparison_table(results: dict[str, list[dict]], survey: Survey) -> str:
     """A Markdown table of each model's summary, with the recorder's own figures when the log holds them."""
-    lines = ["| model | final SMSE | final MSLL | averaged SMSE | averaged MSLL | median update (s) |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| model | final SMSE | final MSLL | averaged SMSE | averaged MSLL | median update (s) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     rows = {name: summary(r) for name, r in results.items()}
     if {"smse", "msll"} <= set(survey.recorded):
         rec = survey.recorded
-        rows["recorded"] = {"final_smse": rec["smse"][-1], "final_msll": rec["msll"][-1],
-                            "mean_smse": rec["smse"].mean(), "mean_msll": rec["msll"].mean(),
-                            "median_update_s": float(np.median(rec["update_s"])) if "update_s" in rec else np.nan}
+        rows["recorded"] = {
+            "final_smse": rec["smse"][-1],
+            "final_msll": rec["msll"][-1],
+            "mean_smse": rec["smse"].mean(),
+            "mean_msll": rec["msll"].mean(),
+            "median_update_s": float(np.median(rec["update_s"])) if "update_s" in rec else np.nan,
+        }
     for name, s in rows.items():
-        lines.append(f"| {name} | {s['final_smse']:.4f} | {s['final_msll']:.3f} | {s['mean_smse']:.4f} | "
-                     f"{s['mean_msll']:.3f} | {s['median_update_s']:.3f} |")
+        lines.append(
+            f"| {name} | {s['final_smse']:.4f} | {s['final_msll']:.3f} | {s['mean_smse']:.4f} | "
+            f"{s['mean_msll']:.3f} | {s['median_update_s']:.3f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def run_replay(log: str | Path, model_names: list[str], out: str | Path, options: dict | None = None,
-               seed: int | None = None, eval_path: str | Path | None = None, period: float | None = None,
-               holdout: float = 0.0, on_row: Callable[[str, dict], None] | None = None) -> dict[str, list[dict]]:
+def run_replay(
+    log: str | Path,
+    model_names: list[str],
+    out: str | Path,
+    options: dict | None = None,
+    seed: int | None = None,
+    eval_path: str | Path | None = None,
+    period: float | None = None,
+    holdout: float = 0.0,
+    on_row: Callable[[str, dict], None] | None = None,
+) -> dict[str, list[dict]]:
     """Replay ``log`` through each named model (the recorded model and options when ``model_names`` is empty) and
     write ``<model>/metrics.csv``, ``comparison.md``, ``summary.json`` and ``replay.png`` to ``out``."""
     survey = load_survey(log, eval_path, period, holdout, seed or 0)
@@ -206,14 +259,25 @@ def run_replay(log: str | Path, model_names: list[str], out: str | Path, options
         (out / name).mkdir(parents=True, exist_ok=True)
         write_csv(out / name / "metrics.csv", results[name])
     table = comparison_table(results, survey)
-    atomic_write(out / "comparison.md", f"Replay of `{Path(log).name}` ({len(survey.y)} samples, "
-                 f"{len(survey.batch_end)} updates, seed {seed})\n\n{table}")
+    atomic_write(
+        out / "comparison.md",
+        f"Replay of `{Path(log).name}` ({len(survey.y)} samples, "
+        f"{len(survey.batch_end)} updates, seed {seed})\n\n{table}",
+    )
     atomic_write(out / "summary.json", json.dumps({n: summary(r) for n, r in results.items()}, indent=1))
     curves = [{"survey": Path(log).stem, "model": n, **r} for n, rows in results.items() for r in rows]
     if {"smse", "msll"} <= set(survey.recorded):
-        curves += [{"survey": Path(log).stem, "model": "recorded", "num_samples": int(e), "smse": float(s),
-                    "msll": float(m)} for e, s, m in zip(survey.batch_end, survey.recorded["smse"],
-                                                          survey.recorded["msll"])]
-    plots.plot_panel_curves(curves, out / "replay.png", ("smse", "msll"), x_key="num_samples", panel_key="survey",
-                            line_key="model", title=f"replay of {Path(log).name}")
+        curves += [
+            {"survey": Path(log).stem, "model": "recorded", "num_samples": int(e), "smse": float(s), "msll": float(m)}
+            for e, s, m in zip(survey.batch_end, survey.recorded["smse"], survey.recorded["msll"])
+        ]
+    plots.plot_panel_curves(
+        curves,
+        out / "replay.png",
+        ("smse", "msll"),
+        x_key="num_samples",
+        panel_key="survey",
+        line_key="model",
+        title=f"replay of {Path(log).name}",
+    )
     return results

@@ -14,8 +14,13 @@ from torch import Tensor, nn
 class Scaler(nn.Module):
     """Affine maps ``x -> (x - center) / half_range`` and ``y -> (y - mean) / std``."""
 
-    def __init__(self, input_dim: int, x_bounds: Tensor | None = None, y_stats: tuple[float, float] | None = None,
-                 dtype: torch.dtype = torch.float64):
+    def __init__(
+        self,
+        input_dim: int,
+        x_bounds: Tensor | None = None,
+        y_stats: tuple[float, float] | None = None,
+        dtype: torch.dtype = torch.float64,
+    ):
         super().__init__()
         self.register_buffer("x_center", torch.zeros(input_dim, dtype=dtype))
         self.register_buffer("x_half_range", torch.ones(input_dim, dtype=dtype))

@@ -90,6 +90,7 @@ class native_thread_work(_Setting[int]):
     @classmethod
     def default(cls) -> int:
         from .kernels.native import THREAD_WORK
+
         return THREAD_WORK
 
     @classmethod
@@ -106,6 +107,7 @@ class quadratic_max_cond(_Setting[float]):
     @classmethod
     def default(cls) -> float:
         from .posterior import QUADRATIC_MAX_COND
+
         return QUADRATIC_MAX_COND
 
     @classmethod
@@ -120,6 +122,7 @@ class max_jitter(_Setting[float]):
     @classmethod
     def default(cls) -> float:
         from .linalg import MAX_JITTER
+
         return MAX_JITTER
 
     @classmethod

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -59,8 +60,15 @@ def lbfgs_exact_gp(model: "OnlineGP", X: np.ndarray, y: np.ndarray, max_iter: in
     xs = model.scaler.x(torch.as_tensor(X, dtype=model.dtype))
     ys = model.scaler.y(torch.as_tensor(y, dtype=model.dtype))
     params = list(model.kernel.parameters()) + list(model.likelihood.parameters())
-    opt = torch.optim.LBFGS(params, lr=1.0, max_iter=max_iter, history_size=20, tolerance_grad=1e-6,
-                            tolerance_change=1e-10, line_search_fn="strong_wolfe")
+    opt = torch.optim.LBFGS(
+        params,
+        lr=1.0,
+        max_iter=max_iter,
+        history_size=20,
+        tolerance_grad=1e-6,
+        tolerance_change=1e-10,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure() -> torch.Tensor:
         opt.zero_grad(set_to_none=False)
@@ -80,8 +88,12 @@ def standardised_scores(test: Dataset, mean: np.ndarray, var_y: np.ndarray, y_st
     return {"rmse": rmse(test.y, mean) / y_std, "nlpd": nlpd(test.y, mean, var_y) - math.log(y_std)}
 
 
-def run_stream(config: StreamConfig, out: str | Path | None = None, quiet: bool = True,
-               on_batch: Callable[[dict, OnlineGP, np.ndarray], None] | None = None) -> list[dict]:
+def run_stream(
+    config: StreamConfig,
+    out: str | Path | None = None,
+    quiet: bool = True,
+    on_batch: Callable[[dict, OnlineGP, np.ndarray], None] | None = None,
+) -> list[dict]:
     """Run one streaming experiment; returns the per-batch rows (and writes them to ``out`` if given).
 
     Model 'exact' is refitted from scratch on all data seen so far with L-BFGS, only at ``eval_batches``
@@ -123,9 +135,13 @@ def run_stream(config: StreamConfig, out: str | Path | None = None, quiet: bool 
             row.update(num_inducing=seen, update_time=time.perf_counter() - t0)
         else:
             report = model.update(train.X[idx], train.y[idx])
-            row.update(num_inducing=report.num_inducing, update_time=report.total_time, jitter=report.jitter,
-                       objective=report.objective,
-                       **{k: v for k, v in report.extra.items() if isinstance(v, (int, float))})
+            row.update(
+                num_inducing=report.num_inducing,
+                update_time=report.total_time,
+                jitter=report.jitter,
+                objective=report.objective,
+                **{k: v for k, v in report.extra.items() if isinstance(v, (int, float))},
+            )
             if b not in evals:
                 rows.append(row)
                 continue
@@ -151,5 +167,6 @@ def write_run(out: Path, config: StreamConfig, rows: list[dict]) -> None:
     write_csv(out / "metrics.csv", rows)
     scored = [r for r in rows if "rmse" in r]
     if scored:
-        plot_metric_curves(scored, out / "metrics.png", keys=("num_inducing", "rmse", "nlpd", "update_time"),
-                           x_key="num_data")
+        plot_metric_curves(
+            scored, out / "metrics.png", keys=("num_inducing", "rmse", "nlpd", "update_time"), x_key="num_data"
+        )

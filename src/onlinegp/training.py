@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
 
 
-def hyperparameter_optimizer(kernel: nn.Module, likelihood: nn.Module, lr: float = 1e-2,
-                             lr_attention: float = 1e-3) -> torch.optim.Adam:
+def hyperparameter_optimizer(
+    kernel: nn.Module, likelihood: nn.Module, lr: float = 1e-2, lr_attention: float = 1e-3
+) -> torch.optim.Adam:
     """Adam over kernel and noise parameters; an Attentive Kernel's network gets its own rate (Chen et al. 2024,
     §V-A)."""
     attention = [p for n, p in kernel.named_parameters() if ".attention." in f".{n}"]
@@ -20,8 +21,13 @@ def hyperparameter_optimizer(kernel: nn.Module, likelihood: nn.Module, lr: float
     return torch.optim.Adam(groups)
 
 
-def gradient_steps(optimizers: Sequence[torch.optim.Optimizer], objective: Callable[[], Tensor], num_steps: int,
-                   scale: float = 1.0, stepped: Sequence[torch.optim.Optimizer] | None = None) -> float | None:
+def gradient_steps(
+    optimizers: Sequence[torch.optim.Optimizer],
+    objective: Callable[[], Tensor],
+    num_steps: int,
+    scale: float = 1.0,
+    stepped: Sequence[torch.optim.Optimizer] | None = None,
+) -> float | None:
     """``num_steps`` steps maximising ``objective()``: clear the gradients of every optimiser, back-propagate
     ``-objective() / scale``, step the optimisers in ``stepped`` (default: all). Returns the last objective value
     (None when ``num_steps`` is 0)."""

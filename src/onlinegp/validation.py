@@ -20,7 +20,9 @@ def as_tensor_2d(x: Any, name: str, dtype: torch.dtype, width: int | None, keep_
         try:
             arr = np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must be numeric (a tensor, array or nested list of numbers), got {type(x).__name__}") from err
+            raise ValueError(
+                f"{name} must be numeric (a tensor, array or nested list of numbers), got {type(x).__name__}"
+            ) from err
         t = torch.from_numpy(arr)
     if not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)):
         raise ValueError(f"{name} must hold real numbers, got dtype {t.dtype}")
@@ -30,8 +32,10 @@ def as_tensor_2d(x: Any, name: str, dtype: torch.dtype, width: int | None, keep_
     if t.dim() != 2:
         raise ValueError(f"{name} must be 2-D with shape (N, D), got shape {tuple(t.shape)}")
     if width is not None and t.shape[1] != width:
-        raise ValueError(f"{name} has {t.shape[1]} columns but the model has input_dim={width} (set by its "
-                         "constructor or first batch); pass inputs of that width or build a new model")
+        raise ValueError(
+            f"{name} has {t.shape[1]} columns but the model has input_dim={width} (set by its "
+            "constructor or first batch); pass inputs of that width or build a new model"
+        )
     if t.shape[0] == 0:
         raise ValueError(f"{name} is empty: pass at least one row")
     if not bool(torch.isfinite(t).all()):

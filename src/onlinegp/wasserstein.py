@@ -37,8 +37,10 @@ def w2_squared(mean1: Tensor, cov1: Tensor, mean2: Tensor, cov2: Tensor) -> Tens
     ``mean*``: (..., N); ``cov*``: (..., N, N), symmetric positive semi-definite.
     """
     if mean1.shape != mean2.shape or cov1.shape != cov2.shape or cov1.shape[-2:] != (mean1.shape[-1],) * 2:
-        raise ValueError(f"w2_squared needs means (..., N) and covariances (..., N, N) of equal shapes, got "
-                         f"{tuple(mean1.shape)}, {tuple(cov1.shape)}, {tuple(mean2.shape)}, {tuple(cov2.shape)}")
+        raise ValueError(
+            f"w2_squared needs means (..., N) and covariances (..., N, N) of equal shapes, got "
+            f"{tuple(mean1.shape)}, {tuple(cov1.shape)}, {tuple(mean2.shape)}, {tuple(cov2.shape)}"
+        )
     trace = cov1.diagonal(dim1=-2, dim2=-1).sum(-1) + cov2.diagonal(dim1=-2, dim2=-1).sum(-1)
     value = (mean1 - mean2).pow(2).sum(-1) + trace - 2.0 * bures_trace(cov1, cov2)
     return value.clamp_min(0.0)

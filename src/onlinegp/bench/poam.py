@@ -18,9 +18,10 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +33,10 @@ from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, ru
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
 ABLATION_METHODS = ("poam", "z-opt", "z-rand", "z-kmeans", "var-opt", "var-ssgp", "online-elbo")
 ROBUSTNESS_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
-ROBUSTNESS_SETTINGS = {"random-init": {"init": "random", "planner": "max-entropy"},
-                       "random-planner": {"init": "random", "planner": "random"}}
+ROBUSTNESS_SETTINGS = {
+    "random-init": {"init": "random", "planner": "max-entropy"},
+    "random-planner": {"init": "random", "planner": "random"},
+}
 PAPER_SETTINGS = {"num_inducing": 500, "num_steps": 10, "kernel": "ak", "budget": 5000}
 SUMMARY_KEYS = ("smse", "msll", "update_time")
 HEADERS = {"smse": "Averaged SMSE ↓", "msll": "Averaged MSLL ↓", "update_time": "Averaged update time (s) ↓"}
@@ -94,14 +97,14 @@ class Experiment:
                 for method in self.methods:
                     for seed in self.seeds:
                         try:
-                            config = MissionConfig(**{**self.mission, **overrides, "env": env, "model": method,
-                                                      "seed": int(seed)})
+                            config = MissionConfig(
+                                **{**self.mission, **overrides, "env": env, "model": method, "seed": int(seed)}
+                            )
                         except TypeError as err:
                             raise ValueError(f"unknown mission option: {err}") from err
                         config.validate()
                         parts = [setting] if setting else []
-                        specs.append(RunSpec("/".join([*parts, _slug(env), method, f"seed-{seed}"]),
-                                             config.to_dict()))
+                        specs.append(RunSpec("/".join([*parts, _slug(env), method, f"seed-{seed}"]), config.to_dict()))
         return specs
 
 
@@ -153,9 +156,17 @@ def collect(root: Path, specs: Sequence[RunSpec]) -> list[RunRecord]:
         parts = spec.run_id.split("/")
         setting = parts[0] if len(parts) == 4 else ""  # <setting>/<env>/<method>/seed-<k> or <env>/<method>/seed-<k>
         c = spec.config
-        records.append(RunRecord(setting, _slug(c["env"]), c["model"], int(c["seed"]), run_dir,
-                                 read_metrics_csv(run_dir / "metrics.csv"),
-                                 json.loads((run_dir / MARKER).read_text()).get("code")))
+        records.append(
+            RunRecord(
+                setting,
+                _slug(c["env"]),
+                c["model"],
+                int(c["seed"]),
+                run_dir,
+                read_metrics_csv(run_dir / "metrics.csv"),
+                json.loads((run_dir / MARKER).read_text()).get("code"),
+            )
+        )
     return records
 
 
@@ -173,21 +184,30 @@ def summarise(records: Sequence[RunRecord], keys: Sequence[str] = SUMMARY_KEYS) 
         row: dict[str, Any] = {"setting": setting, "env": env, "method": method, "seeds": len(runs)}
         for key in keys:
             per_run = np.array([r.averaged(key) for r in runs])
-            row.update({f"{key}_mean": float(per_run.mean()), f"{key}_std": float(per_run.std()),
-                        f"{key}_min": float(per_run.min()), f"{key}_max": float(per_run.max())})
+            row.update(
+                {
+                    f"{key}_mean": float(per_run.mean()),
+                    f"{key}_std": float(per_run.std()),
+                    f"{key}_min": float(per_run.min()),
+                    f"{key}_max": float(per_run.max()),
+                }
+            )
         table.append(row)
     return table
 
 
 def _cell(row: dict, key: str, bold: bool) -> str:
     mean = f"{row[f'{key}_mean']:.3g}"
-    text = (f"{'**' + mean + '**' if bold else mean} ± {row[f'{key}_std']:.2g} "
-            f"<sub>{row[f'{key}_min']:.3g}</sub><sup>{row[f'{key}_max']:.3g}</sup>")
+    text = (
+        f"{'**' + mean + '**' if bold else mean} ± {row[f'{key}_std']:.2g} "
+        f"<sub>{row[f'{key}_min']:.3g}</sub><sup>{row[f'{key}_max']:.3g}</sup>"
+    )
     return text
 
 
-def write_summary(table: Sequence[dict], out: Path, name: str, title: str, caption: str,
-                  keys: Sequence[str] = SUMMARY_KEYS) -> dict[str, Path]:
+def write_summary(
+    table: Sequence[dict], out: Path, name: str, title: str, caption: str, keys: Sequence[str] = SUMMARY_KEYS
+) -> dict[str, Path]:
     """``<name>.csv`` (every statistic) and ``<name>.md`` (Table I's layout; the best mean per environment in bold)."""
     out.mkdir(parents=True, exist_ok=True)
     csv_path, md_path = out / f"{name}.csv", out / f"{name}.md"
@@ -199,8 +219,10 @@ def write_summary(table: Sequence[dict], out: Path, name: str, title: str, capti
         rows = [r for r in table if r["setting"] == setting]
         if setting:
             lines += [f"## {setting}", ""]
-        lines += ["| Environment | Method | Seeds | " + " | ".join(HEADERS.get(k, k) for k in keys) + " |",
-                  "|---|---|---|" + "---|" * len(keys)]
+        lines += [
+            "| Environment | Method | Seeds | " + " | ".join(HEADERS.get(k, k) for k in keys) + " |",
+            "|---|---|---|" + "---|" * len(keys),
+        ]
         for env in dict.fromkeys(r["env"] for r in rows):
             env_rows = [r for r in rows if r["env"] == env]
             best = {k: min(r[f"{k}_mean"] for r in env_rows) for k in keys}
@@ -214,11 +236,33 @@ def write_summary(table: Sequence[dict], out: Path, name: str, title: str, capti
 
 def write_per_run(records: Sequence[RunRecord], path: Path, keys: Sequence[str] = SUMMARY_KEYS) -> Path:
     """One row per finished run with its epoch-averaged metrics and final SMSE/MSLL (the table's raw numbers)."""
-    columns = ["setting", "env", "method", "seed", *[f"averaged_{k}" for k in keys], "final_smse", "final_msll",
-               "num_samples", "epochs", "run_dir"]
-    rows = [[r.setting, r.env, r.method, r.seed, *[r.averaged(k) for k in keys], r.columns["smse"][-1],
-             r.columns["msll"][-1], int(r.columns["num_samples"][-1]), len(r.columns["smse"]), str(r.run_dir)]
-            for r in records]
+    columns = [
+        "setting",
+        "env",
+        "method",
+        "seed",
+        *[f"averaged_{k}" for k in keys],
+        "final_smse",
+        "final_msll",
+        "num_samples",
+        "epochs",
+        "run_dir",
+    ]
+    rows = [
+        [
+            r.setting,
+            r.env,
+            r.method,
+            r.seed,
+            *[r.averaged(k) for k in keys],
+            r.columns["smse"][-1],
+            r.columns["msll"][-1],
+            int(r.columns["num_samples"][-1]),
+            len(r.columns["smse"]),
+            str(r.run_dir),
+        ]
+        for r in records
+    ]
     return write_csv(path, [dict(zip(columns, row)) for row in rows], columns)
 
 
@@ -246,15 +290,19 @@ def curve_figures(records: Sequence[RunRecord], out: Path, keys: Sequence[str], 
     files = {}
     per_key = {k: curves(records, k) for k in keys}
     for setting in dict.fromkeys(r.setting for r in records):
-        panels = {(key, env): {label(m): c for (s, e, m), c in per_key[key].items() if s == setting and e == env}
-                  for key in keys for env in dict.fromkeys(r.env for r in records if r.setting == setting)}
+        panels = {
+            (key, env): {label(m): c for (s, e, m), c in per_key[key].items() if s == setting and e == env}
+            for key in keys
+            for env in dict.fromkeys(r.env for r in records if r.setting == setting)
+        }
         name = f"{prefix}{'-' + setting if setting else ''}"
         files[name] = plot_sweep_curves(panels, out / f"{name}.png", title=f"{name} (mean ± std over seeds)")
     return files
 
 
-def lengthscale_figure(records: Sequence[RunRecord], specs: Sequence[RunSpec], root: Path, path: Path,
-                       resolution: int = 60) -> Path | None:
+def lengthscale_figure(
+    records: Sequence[RunRecord], specs: Sequence[RunSpec], root: Path, path: Path, resolution: int = 60
+) -> Path | None:
     """Fig. 7: ground truth per environment and each method's learnt length-scale map with its inducing inputs,
     from the final model of the lowest seed. Methods without a length-scale (non-AK kernels) are left out."""
     from ..plots import plot_lengthscale_grid
@@ -276,8 +324,10 @@ def lengthscale_figure(records: Sequence[RunRecord], specs: Sequence[RunSpec], r
         if ls is None:
             continue
         Z = getattr(model, "inducing_inputs", None)
-        maps[(label(method), env)] = (ls.reshape(resolution, resolution),
-                                      None if Z is None else np.asarray(Z.detach(), dtype=np.float64))
+        maps[(label(method), env)] = (
+            ls.reshape(resolution, resolution),
+            None if Z is None else np.asarray(Z.detach(), dtype=np.float64),
+        )
     if not maps:
         return None
     return plot_lengthscale_grid(truths, maps, path)
@@ -294,15 +344,22 @@ class Report:
     def describe(self) -> str:
         s = self.sweep
         counts = {k: len(s.by_status(k)) for k in ("done", "skipped", "failed")}
-        lines = [f"{len(s.runs)} runs under {s.root}: {counts['done']} run now, {counts['skipped']} already "
-                 f"finished, {counts['failed']} failed"]
+        lines = [
+            f"{len(s.runs)} runs under {s.root}: {counts['done']} run now, {counts['skipped']} already "
+            f"finished, {counts['failed']} failed"
+        ]
         lines += [f"  FAILED {r.run_id}: {r.error} (traceback: {r.run_dir / 'error.txt'})" for r in s.failed]
         lines += [f"{k}: {v}" for k, v in self.files.items()]
         return "\n".join(lines)
 
 
-def run_experiment(exp: Experiment, out: str | Path, options: RunnerOptions | None = None,
-                   curve_keys: Sequence[str] = SUMMARY_KEYS, lengthscales: bool = False) -> Report:
+def run_experiment(
+    exp: Experiment,
+    out: str | Path,
+    options: RunnerOptions | None = None,
+    curve_keys: Sequence[str] = SUMMARY_KEYS,
+    lengthscales: bool = False,
+) -> Report:
     """Run (or resume) every mission of ``exp`` and write the summary table, curves and figures to ``out``."""
     out = Path(out)
     specs = exp.specs()
@@ -310,12 +367,15 @@ def run_experiment(exp: Experiment, out: str | Path, options: RunnerOptions | No
     records = collect(out, specs)
     files: dict[str, Path] = {}
     if records:
-        caption = (f"Missions: budget {exp.mission.get('budget')} samples, M = {exp.mission.get('num_inducing')}, "
-                   f"{exp.mission.get('num_steps')} gradient steps per epoch, kernel {exp.mission.get('kernel')}; "
-                   f"seeds {','.join(map(str, exp.seeds))}. Each run's metrics are averaged over all its evaluations "
-                   "(pilot survey and every decision epoch); cells show mean ± std over seeds with "
-                   "<sub>min</sub><sup>max</sup>; the best mean per environment is bold. Code: "
-                   + "; ".join(sorted({str(r.code) for r in records})) + ".")
+        caption = (
+            f"Missions: budget {exp.mission.get('budget')} samples, M = {exp.mission.get('num_inducing')}, "
+            f"{exp.mission.get('num_steps')} gradient steps per epoch, kernel {exp.mission.get('kernel')}; "
+            f"seeds {','.join(map(str, exp.seeds))}. Each run's metrics are averaged over all its evaluations "
+            "(pilot survey and every decision epoch); cells show mean ± std over seeds with "
+            "<sub>min</sub><sup>max</sup>; the best mean per environment is bold. Code: "
+            + "; ".join(sorted({str(r.code) for r in records}))
+            + "."
+        )
         files.update(write_summary(summarise(records), out, "summary", exp.title, caption))
         files["per_run_csv"] = write_per_run(records, out / "runs.csv")
         files.update(curve_figures(records, out, curve_keys, exp.name))
@@ -328,41 +388,85 @@ def run_experiment(exp: Experiment, out: str | Path, options: RunnerOptions | No
 
 
 def _mission_settings(budget: int, num_inducing: int, num_steps: int, **extra: Any) -> dict:
-    return {**PAPER_SETTINGS, "budget": int(budget), "num_inducing": int(num_inducing), "num_steps": int(num_steps),
-            **extra}
+    return {
+        **PAPER_SETTINGS,
+        "budget": int(budget),
+        "num_inducing": int(num_inducing),
+        "num_steps": int(num_steps),
+        **extra,
+    }
 
 
-def table1(envs: str | Sequence[str] = tuple(ENVIRONMENTS), methods: str | Sequence[str] = TABLE1_METHODS,
-           seeds: str | Sequence[int] = "0-9", budget: int = 5000, num_inducing: int = 500, num_steps: int = 10,
-           out: str | Path = "runs/poam-table1", options: RunnerOptions | None = None, **mission: Any) -> Report:
+def table1(
+    envs: str | Sequence[str] = tuple(ENVIRONMENTS),
+    methods: str | Sequence[str] = TABLE1_METHODS,
+    seeds: str | Sequence[int] = "0-9",
+    budget: int = 5000,
+    num_inducing: int = 500,
+    num_steps: int = 10,
+    out: str | Path = "runs/poam-table1",
+    options: RunnerOptions | None = None,
+    **mission: Any,
+) -> Report:
     """Table I, Fig. 5 and Fig. 7 (bundled environments; ``mission`` overrides any other MissionConfig field)."""
-    exp = Experiment("poam-table1", "Table I (Chen et al. 2024): benchmarking",
-                     parse_names(envs, "environment"), parse_names(methods, "method"),
-                     parse_seeds(seeds), _mission_settings(budget, num_inducing, num_steps, **mission))
+    exp = Experiment(
+        "poam-table1",
+        "Table I (Chen et al. 2024): benchmarking",
+        parse_names(envs, "environment"),
+        parse_names(methods, "method"),
+        parse_seeds(seeds),
+        _mission_settings(budget, num_inducing, num_steps, **mission),
+    )
     return run_experiment(exp, out, options, lengthscales=True)
 
 
-def ablation(envs: str | Sequence[str] = (DEFAULT_ENV,), methods: str | Sequence[str] = ABLATION_METHODS,
-             seeds: str | Sequence[int] = "0-9", budget: int = 5000, num_inducing: int = 500, num_steps: int = 10,
-             out: str | Path = "runs/poam-ablation", options: RunnerOptions | None = None, **mission: Any) -> Report:
+def ablation(
+    envs: str | Sequence[str] = (DEFAULT_ENV,),
+    methods: str | Sequence[str] = ABLATION_METHODS,
+    seeds: str | Sequence[int] = "0-9",
+    budget: int = 5000,
+    num_inducing: int = 500,
+    num_steps: int = 10,
+    out: str | Path = "runs/poam-ablation",
+    options: RunnerOptions | None = None,
+    **mission: Any,
+) -> Report:
     """The ablation study (§V-C, Fig. 8) in Env1 by default."""
-    exp = Experiment("poam-ablation", "Ablation study (Chen et al. 2024, §V-C, Fig. 8)",
-                     parse_names(envs, "environment"), parse_names(methods, "method"),
-                     parse_seeds(seeds), _mission_settings(budget, num_inducing, num_steps, **mission))
+    exp = Experiment(
+        "poam-ablation",
+        "Ablation study (Chen et al. 2024, §V-C, Fig. 8)",
+        parse_names(envs, "environment"),
+        parse_names(methods, "method"),
+        parse_seeds(seeds),
+        _mission_settings(budget, num_inducing, num_steps, **mission),
+    )
     return run_experiment(exp, out, options)
 
 
-def robustness(envs: str | Sequence[str] = tuple(ENVIRONMENTS), methods: str | Sequence[str] = ROBUSTNESS_METHODS,
-               seeds: str | Sequence[int] = "0-9", budget: int = 5000, num_inducing: int = 500, num_steps: int = 10,
-               settings: str | Sequence[str] = tuple(ROBUSTNESS_SETTINGS), out: str | Path = "runs/poam-robustness",
-               options: RunnerOptions | None = None, **mission: Any) -> Report:
+def robustness(
+    envs: str | Sequence[str] = tuple(ENVIRONMENTS),
+    methods: str | Sequence[str] = ROBUSTNESS_METHODS,
+    seeds: str | Sequence[int] = "0-9",
+    budget: int = 5000,
+    num_inducing: int = 500,
+    num_steps: int = 10,
+    settings: str | Sequence[str] = tuple(ROBUSTNESS_SETTINGS),
+    out: str | Path = "runs/poam-robustness",
+    options: RunnerOptions | None = None,
+    **mission: Any,
+) -> Report:
     """Appendix B (Fig. 9): random initialisation, and random initialisation with the random planner."""
     chosen = parse_names(settings, "setting")
     unknown = [s for s in chosen if s not in ROBUSTNESS_SETTINGS]
     if unknown:
         raise ValueError(f"unknown robustness setting(s) {unknown}; choose from {', '.join(ROBUSTNESS_SETTINGS)}")
-    exp = Experiment("poam-robustness", "Robustness (Chen et al. 2024, appendix B, Fig. 9)",
-                     parse_names(envs, "environment"), parse_names(methods, "method"),
-                     parse_seeds(seeds), _mission_settings(budget, num_inducing, num_steps, **mission),
-                     {s: ROBUSTNESS_SETTINGS[s] for s in chosen})
+    exp = Experiment(
+        "poam-robustness",
+        "Robustness (Chen et al. 2024, appendix B, Fig. 9)",
+        parse_names(envs, "environment"),
+        parse_names(methods, "method"),
+        parse_seeds(seeds),
+        _mission_settings(budget, num_inducing, num_steps, **mission),
+        {s: ROBUSTNESS_SETTINGS[s] for s in chosen},
+    )
     return run_experiment(exp, out, options, curve_keys=("smse", "msll"))

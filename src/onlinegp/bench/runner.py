@@ -27,13 +27,14 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from ..io import atomic_write
 
@@ -122,8 +123,10 @@ def _canonical(config: dict, run_id: str) -> str:
     try:
         return json.dumps(config, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"the config of run {run_id!r} is not JSON-serialisable ({err}); use plain numbers, "
-                         "strings, lists and dicts") from err
+        raise ValueError(
+            f"the config of run {run_id!r} is not JSON-serialisable ({err}); use plain numbers, "
+            "strings, lists and dicts"
+        ) from err
 
 
 def is_finished(run_dir: str | Path, spec: RunSpec | None = None) -> bool:
@@ -141,10 +144,20 @@ def is_finished(run_dir: str | Path, spec: RunSpec | None = None) -> bool:
 
 def _mark_done(run_dir: Path, spec: RunSpec, outcome: dict) -> None:
     (run_dir / ERROR_FILE).unlink(missing_ok=True)
-    atomic_write(run_dir / MARKER, json.dumps({"run_id": spec.run_id, "config_hash": spec.config_hash,
-                                               "seconds": outcome["seconds"], "value": outcome["value"],
-                                               "code": outcome.get("code"),
-                                               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=1))
+    atomic_write(
+        run_dir / MARKER,
+        json.dumps(
+            {
+                "run_id": spec.run_id,
+                "config_hash": spec.config_hash,
+                "seconds": outcome["seconds"],
+                "value": outcome["value"],
+                "code": outcome.get("code"),
+                "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            },
+            indent=1,
+        ),
+    )
 
 
 def _mark_failed(run_dir: Path, error: str) -> None:
@@ -161,8 +174,10 @@ def _check_specs(specs: Sequence[RunSpec]) -> None:
         rid = spec.run_id
         parts = Path(rid).parts
         if not rid or Path(rid).is_absolute() or ".." in parts or rid != Path(rid).as_posix():
-            raise ValueError(f"run id {rid!r} must be a non-empty relative path without '..' (it names the run's "
-                             "directory under the sweep root)")
+            raise ValueError(
+                f"run id {rid!r} must be a non-empty relative path without '..' (it names the run's "
+                "directory under the sweep root)"
+            )
         if rid in seen:
             raise ValueError(f"run id {rid!r} appears twice in the sweep; run ids must be unique")
         seen.add(rid)
@@ -179,8 +194,13 @@ def code_version() -> str:
 
     src = Path(__file__).resolve().parents[2]
     try:
-        git = lambda *a: subprocess.run(["git", "-C", str(src), *a], capture_output=True, text=True,  # noqa: E731
-                                        timeout=20, check=True).stdout.strip()
+        git = lambda *a: subprocess.run(
+            ["git", "-C", str(src), *a],
+            capture_output=True,
+            text=True,  # noqa: E731
+            timeout=20,
+            check=True,
+        ).stdout.strip()
         commit = git("rev-parse", "--short", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
     except (OSError, subprocess.SubprocessError):
@@ -219,8 +239,11 @@ def _execute_packed(fn: JobFn, config: dict, threads: int | None) -> dict:
     with tempfile.TemporaryDirectory(prefix="onlinegp-run-") as scratch:
         outcome = _execute(fn, config, scratch)
         root = Path(scratch)
-        outcome["files"] = {p.relative_to(root).as_posix(): p.read_bytes()
-                            for p in sorted(root.rglob("*")) if p.is_file() and p.name not in (MARKER, ERROR_FILE)}
+        outcome["files"] = {
+            p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name not in (MARKER, ERROR_FILE)
+        }
     return outcome
 
 
@@ -249,16 +272,20 @@ class _Progress:
         if not self.quiet:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), transient=False)
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                transient=False,
+            )
             self._progress.__enter__()
             self._task = self._progress.add_task(self._text(), total=self.total, completed=self.skipped)
         return self
 
     def _text(self) -> str:
         skipped = f", {self.skipped} skipped" if self.skipped else ""
-        return (f"{self.title}: {self.done} done, {self.running} running, "
-                f"[red]{self.failed} failed[/red]{skipped}")
+        return f"{self.title}: {self.done} done, {self.running} running, [red]{self.failed} failed[/red]{skipped}"
 
     def update(self, running: int, finished: RunResult | None = None) -> None:
         self.running = running
@@ -266,8 +293,9 @@ class _Progress:
             self.done += finished.status == "done"
             self.failed += finished.status == "failed"
         if self._progress is not None:
-            self._progress.update(self._task, description=self._text(),
-                                  completed=self.skipped + self.done + self.failed)
+            self._progress.update(
+                self._task, description=self._text(), completed=self.skipped + self.done + self.failed
+            )
             if finished is not None and finished.status == "failed":
                 self._progress.console.print(f"[red]failed[/red] {finished.run_id}: {finished.error}")
 
@@ -285,8 +313,9 @@ def _record(spec: RunSpec, run_dir: Path, outcome: dict) -> RunResult:
     return RunResult(spec.run_id, run_dir, "failed", outcome["seconds"], error=_last_line(outcome["error"]))
 
 
-def _run_inprocess(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions,
-                   bar: _Progress) -> Iterator[RunResult]:
+def _run_inprocess(
+    fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, bar: _Progress
+) -> Iterator[RunResult]:
     torch = sys.modules.get("torch") if opts.threads is not None else None
     before = torch.get_num_threads() if torch is not None else None
     try:
@@ -303,11 +332,13 @@ def _run_inprocess(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptio
             torch.set_num_threads(before)
 
 
-def _run_processes(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions,
-                   bar: _Progress) -> Iterator[RunResult]:
+def _run_processes(
+    fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, bar: _Progress
+) -> Iterator[RunResult]:
     threads = opts.threads or max(1, (os.cpu_count() or 1) // opts.workers)
-    with ProcessPoolExecutor(max_workers=opts.workers, mp_context=get_context("spawn"),
-                             initializer=_set_threads, initargs=(threads,)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=opts.workers, mp_context=get_context("spawn"), initializer=_set_threads, initargs=(threads,)
+    ) as pool:
         pending = {pool.submit(_execute, fn, spec.config, str(root / spec.run_id)): spec for spec in todo}
         bar.update(running=min(opts.workers, len(pending)))
         while pending:
@@ -317,9 +348,13 @@ def _run_processes(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptio
                 try:
                     outcome = future.result()
                 except BrokenProcessPool as err:
-                    outcome = {"ok": False, "seconds": 0.0, "value": None,
-                               "error": f"worker process died abruptly (killed or crashed: {err}); "
-                                        "rerun the sweep to retry this run"}
+                    outcome = {
+                        "ok": False,
+                        "seconds": 0.0,
+                        "value": None,
+                        "error": f"worker process died abruptly (killed or crashed: {err}); "
+                        "rerun the sweep to retry this run",
+                    }
                 result = _record(spec, root / spec.run_id, outcome)
                 bar.update(running=min(opts.workers, len(pending)), finished=result)
                 yield result
@@ -329,8 +364,9 @@ def _import_ray():
     try:
         import ray
     except ImportError as err:
-        raise ValueError("--backend ray needs Ray: pip install 'onlinegp[ray]' (or use the default --backend local)"
-                         ) from err
+        raise ValueError(
+            "--backend ray needs Ray: pip install 'onlinegp[ray]' (or use the default --backend local)"
+        ) from err
     return ray
 
 
@@ -338,16 +374,21 @@ def _run_ray(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, ba
     ray = _import_ray()
     started = not ray.is_initialized()
     if started:
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": not opts.quiet,
-                                  "logging_level": "warning"}
+        kwargs: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": not opts.quiet,
+            "logging_level": "warning",
+        }
         if opts.address is None:
             kwargs["num_cpus"] = opts.workers * opts.cpus_per_run
         try:
             ray.init(address=opts.address, **kwargs)
         except (OSError, RuntimeError) as err:  # no cluster at the address, or it did not answer
-            raise ValueError(f"cannot start or reach Ray{f' at {opts.address!r}' if opts.address else ''}: {err}. "
-                             "Start a cluster with `ray start --head` (then --address auto), or drop --address to "
-                             "start a local instance") from err
+            raise ValueError(
+                f"cannot start or reach Ray{f' at {opts.address!r}' if opts.address else ''}: {err}. "
+                "Start a cluster with `ray start --head` (then --address auto), or drop --address to "
+                "start a local instance"
+            ) from err
     try:
         slots = max(1, int(ray.cluster_resources().get("CPU", 1) // opts.cpus_per_run))
         task = ray.remote(num_cpus=opts.cpus_per_run, max_retries=0)(_execute_packed)
@@ -362,8 +403,13 @@ def _run_ray(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, ba
                 try:
                     outcome = ray.get(ref)
                 except Exception as err:  # the task's worker died or Ray lost it: report, do not stop the sweep
-                    outcome = {"ok": False, "seconds": 0.0, "value": None, "files": {},
-                               "error": f"Ray task failed: {type(err).__name__}: {err}"}
+                    outcome = {
+                        "ok": False,
+                        "seconds": 0.0,
+                        "value": None,
+                        "files": {},
+                        "error": f"Ray task failed: {type(err).__name__}: {err}",
+                    }
                 run_dir.mkdir(parents=True, exist_ok=True)
                 _unpack(run_dir, outcome.pop("files"))
                 result = _record(spec, run_dir, outcome)
@@ -374,8 +420,9 @@ def _run_ray(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, ba
             ray.shutdown()
 
 
-def run_sweep(specs: Sequence[RunSpec], fn: JobFn, root: str | Path, options: RunnerOptions | None = None,
-              title: str = "runs") -> SweepResult:
+def run_sweep(
+    specs: Sequence[RunSpec], fn: JobFn, root: str | Path, options: RunnerOptions | None = None, title: str = "runs"
+) -> SweepResult:
     """Execute every unfinished spec with ``fn(config, root / run_id)``; see the module docstring."""
     opts = options or RunnerOptions()
     specs = list(specs)
@@ -389,8 +436,9 @@ def run_sweep(specs: Sequence[RunSpec], fn: JobFn, root: str | Path, options: Ru
     for spec in specs:
         if is_finished(root / spec.run_id, spec):
             marker = json.loads((root / spec.run_id / MARKER).read_text())
-            results[spec.run_id] = RunResult(spec.run_id, root / spec.run_id, "skipped", marker.get("seconds", 0.0),
-                                             marker.get("value"))
+            results[spec.run_id] = RunResult(
+                spec.run_id, root / spec.run_id, "skipped", marker.get("seconds", 0.0), marker.get("value")
+            )
         else:
             todo.append(spec)
     if opts.backend == "ray":

@@ -16,8 +16,9 @@ Variance (η = 2.2), M per batch and the final maps. Kernel: constant + Matérn-
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import gpytorch
 import numpy as np
@@ -42,9 +43,17 @@ def table1_job(config: dict, run_dir: Path) -> dict:
     return {k: rows[-1][k] for k in ("num_data", "num_inducing", "rmse", "nlpd")}
 
 
-def table1_specs(datasets: Sequence[str], methods: Sequence[str], splits: int, max_size: int | None,
-                 batches: int | None, exact_max: int, num_steps: int | None, ard: bool = False,
-                 lengthscale: float = 1.0) -> list[RunSpec]:
+def table1_specs(
+    datasets: Sequence[str],
+    methods: Sequence[str],
+    splits: int,
+    max_size: int | None,
+    batches: int | None,
+    exact_max: int,
+    num_steps: int | None,
+    ard: bool = False,
+    lengthscale: float = 1.0,
+) -> list[RunSpec]:
     specs = []
     for name in datasets:
         n = len(load_dataset(name)) if max_size is None else min(max_size, len(load_dataset(name)))
@@ -57,8 +66,15 @@ def table1_specs(datasets: Sequence[str], methods: Sequence[str], splits: int, m
             if num_steps is not None and method != "exact":
                 options["num_steps"] = num_steps
             for split in range(splits):
-                config = StreamConfig(dataset=name, model=METHODS[method], batches=batches, order="sorted", seed=split,
-                                      max_size=max_size, options=options)
+                config = StreamConfig(
+                    dataset=name,
+                    model=METHODS[method],
+                    batches=batches,
+                    order="sorted",
+                    seed=split,
+                    max_size=max_size,
+                    options=options,
+                )
                 if method == "exact":
                     k = batches or load_dataset(name).default_batches
                     config.eval_batches = sorted({1, max(k // 2, 1), k})
@@ -103,8 +119,9 @@ def write_table1(root: Path, summary: dict, methods: Sequence[str]) -> str:
     the Markdown."""
     from ..plots import plot_sweep_curves
 
-    header = ["Dataset"] + [f"{LABELS[m]} {k}" for m in methods for k in (("RMSE", "NLPD") if m == "exact"
-                                                                           else ("M", "RMSE", "NLPD"))]
+    header = ["Dataset"] + [
+        f"{LABELS[m]} {k}" for m in methods for k in (("RMSE", "NLPD") if m == "exact" else ("M", "RMSE", "NLPD"))
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     csv_rows = []
     for name, by_method in summary.items():
@@ -115,12 +132,21 @@ def write_table1(root: Path, summary: dict, methods: Sequence[str]) -> str:
             for k in keys:
                 cells.append("–" if last is None else _fmt(*last[k], integer=k == "num_inducing"))
                 if last is not None:
-                    csv_rows.append({"dataset": name, "method": m, "metric": k, "mean": last[k][0], "std": last[k][1],
-                                     "splits": by_method[m]["splits"]})
+                    csv_rows.append(
+                        {
+                            "dataset": name,
+                            "method": m,
+                            "metric": k,
+                            "mean": last[k][0],
+                            "std": last[k][1],
+                            "splits": by_method[m]["splits"],
+                        }
+                    )
         lines.append("| " + " | ".join(cells) + " |")
     table = "\n".join(lines) + "\n"
-    (root / "table.md").write_text("Mean (std) over splits at the last batch; RMSE and NLPD in standardised "
-                                   "target units.\n\n" + table)
+    (root / "table.md").write_text(
+        "Mean (std) over splits at the last batch; RMSE and NLPD in standardised target units.\n\n" + table
+    )
     write_csv(root / "table.csv", csv_rows, ["dataset", "method", "metric", "mean", "std", "splits"])
     (root / "results.json").write_text(json.dumps(summary, indent=1))
     panels: dict[tuple[str, str], dict[str, dict]] = {}
@@ -130,19 +156,33 @@ def write_table1(root: Path, summary: dict, methods: Sequence[str]) -> str:
                 if m == "exact" and key == "num_inducing":
                     continue
                 c = res["curve"]
-                panels.setdefault((label, name), {})[LABELS[m]] = {"samples": c["N"], "mean": c[key]["mean"],
-                                                                   "std": c[key]["std"]}
+                panels.setdefault((label, name), {})[LABELS[m]] = {
+                    "samples": c["N"],
+                    "mean": c[key]["mean"],
+                    "std": c[key]["std"],
+                }
     if panels:
-        plot_sweep_curves(panels, root / "curves.png",
-                          title="Pescador-Barrios et al. 2024, Figs. 3/6: M, RMSE, NLPD against N")
+        plot_sweep_curves(
+            panels, root / "curves.png", title="Pescador-Barrios et al. 2024, Figs. 3/6: M, RMSE, NLPD against N"
+        )
     return table
 
 
-def run_table1(out: str | Path, datasets: Sequence[str] = TABLE1_DATASETS, methods: Sequence[str] = tuple(METHODS),
-               splits: int = 5, max_size: int | None = None, batches: int | None = None, exact_max: int = 6000,
-               num_steps: int | None = None, ard: bool = False, lengthscale: float = 1.0, workers: int = 1,
-               quiet: bool = False,
-               log: Callable[[str], Any] = print) -> str:
+def run_table1(
+    out: str | Path,
+    datasets: Sequence[str] = TABLE1_DATASETS,
+    methods: Sequence[str] = tuple(METHODS),
+    splits: int = 5,
+    max_size: int | None = None,
+    batches: int | None = None,
+    exact_max: int = 6000,
+    num_steps: int | None = None,
+    ard: bool = False,
+    lengthscale: float = 1.0,
+    workers: int = 1,
+    quiet: bool = False,
+    log: Callable[[str], Any] = print,
+) -> str:
     """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6). ``max_size`` subsamples each dataset first so it runs
     in minutes; the exact GP is skipped above ``exact_max`` training points; ``num_steps`` caps L-BFGS iterations per
     batch; ``ard`` gives every input its own length-scale and ``lengthscale`` is its initial value (the paper: one
@@ -150,8 +190,9 @@ def run_table1(out: str | Path, datasets: Sequence[str] = TABLE1_DATASETS, metho
     L-BFGS stays where every point is independent and predicts the mean)."""
     root = Path(out)
     specs = table1_specs(datasets, methods, splits, max_size, batches, exact_max, num_steps, ard, lengthscale)
-    result = run_sweep(specs, table1_job, root, RunnerOptions(workers=workers, quiet=quiet, threads=1),
-                       title="vips-table1")
+    result = run_sweep(
+        specs, table1_job, root, RunnerOptions(workers=workers, quiet=quiet, threads=1), title="vips-table1"
+    )
     for failed in result.failed:
         log(f"run {failed.run_id} failed: {failed.error}")
     table = write_table1(root, summarise_table1(root, specs), methods)
@@ -175,9 +216,17 @@ def _maps(model, extent: Sequence[float], size: int) -> dict:
     return {"mean": pred.mean.numpy().reshape(size, size), "var": pred.var_f.numpy().reshape(size, size)}
 
 
-def run_magnetic(out: str | Path, thin: int = 10, batches: int = 20, eta: float = 2.2, delta: float = 0.05,
-                 num_steps: int | None = None, grid: int = 60, quiet: bool = False,
-                 log: Callable[[str], Any] = print) -> dict:
+def run_magnetic(
+    out: str | Path,
+    thin: int = 10,
+    batches: int = 20,
+    eta: float = 2.2,
+    delta: float = 0.05,
+    num_steps: int | None = None,
+    grid: int = 60,
+    quiet: bool = False,
+    log: Callable[[str], Any] = print,
+) -> dict:
     """Pescador-Barrios et al. 2024, §5.4: the two magnetic-field experiments. ``thin`` keeps every ``thin``-th reading
     (random subset of that size, in time order) so the runs fit a laptop; M per batch goes to ``sizes.csv``. ``eta`` is
     in μT² (as the paper's 2.2) and is divided by the variance of the field strength for the scaled model."""
@@ -192,21 +241,40 @@ def run_magnetic(out: str | Path, thin: int = 10, batches: int = 20, eta: float 
         common["num_steps"] = num_steps
     results: dict[str, Any] = {}
 
-    def experiment(tag: str, trajectories: list[int], model: str, options: dict, n_batches: int | str,
-                   snapshot: Callable[[int, int], bool]) -> list[dict]:
+    def experiment(
+        tag: str,
+        trajectories: list[int],
+        model: str,
+        options: dict,
+        n_batches: int | str,
+        snapshot: Callable[[int, int], bool],
+    ) -> list[dict]:
         n = len(load_dataset("magnetic", trajectories=trajectories))
-        config = StreamConfig("magnetic", model, batches=n_batches if n_batches != "groups" else None, order="time",
-                              max_size=n // thin, test_fraction=0.1, scaling="minmax",
-                              options={**common, "kernel": magnetic_kernel(), **options},
-                              dataset_options={"trajectories": trajectories})
+        config = StreamConfig(
+            "magnetic",
+            model,
+            batches=n_batches if n_batches != "groups" else None,
+            order="time",
+            max_size=n // thin,
+            test_fraction=0.1,
+            scaling="minmax",
+            options={**common, "kernel": magnetic_kernel(), **options},
+            dataset_options={"trajectories": trajectories},
+        )
         frames: list[dict] = []
         paths: list[np.ndarray] = []
 
         def keep(row: dict, m: Any, batch_x: np.ndarray) -> None:
             paths.append(batch_x)
             if snapshot(row["batch"], n_batches if isinstance(n_batches, int) else len(trajectories)):
-                frames.append({**_maps(m, extent, grid), "path": np.concatenate(paths), "new": batch_x,
-                               "title": f"{tag}: after batch {row['batch']} (M = {row['num_inducing']})"})
+                frames.append(
+                    {
+                        **_maps(m, extent, grid),
+                        "path": np.concatenate(paths),
+                        "new": batch_x,
+                        "title": f"{tag}: after batch {row['batch']} (M = {row['num_inducing']})",
+                    }
+                )
 
         rows = run_stream(config, out=root / tag, quiet=quiet, on_batch=keep)
         plot_uncertain_maps(frames, extent, root / f"{tag}-maps.png")
@@ -218,17 +286,27 @@ def run_magnetic(out: str | Path, thin: int = 10, batches: int = 20, eta: float 
     rows = experiment("paths-vips", [1, 2, 4, 5], "vips", {"delta": delta}, "groups", lambda b, k: True)
     results["paths"] = [{k: r[k] for k in ("batch", "num_data", "num_inducing", "rmse", "nlpd")} for r in rows]
     sizes: dict[str, tuple[list[int], list[int]]] = {}
-    for label, model, options in (("VIPS", "vips", {"delta": delta}),
-                                  ("Cond. Variance", "conditional-variance", {"eta": eta_scaled})):
+    for label, model, options in (
+        ("VIPS", "vips", {"delta": delta}),
+        ("Cond. Variance", "conditional-variance", {"eta": eta_scaled}),
+    ):
         tag = "trajectory3-" + ("vips" if model == "vips" else "cv")
         rows = experiment(tag, [3], model, options, batches, lambda b, k: b in (1, k // 4, k // 2, 3 * k // 4, k))
         sizes[label] = ([r["batch"] for r in rows], [r["num_inducing"] for r in rows])
-        results[tag] = [{k: r[k] for k in ("batch", "num_data", "num_inducing", "rmse", "nlpd", "update_time")}
-                        for r in rows]
-    plot_lines(sizes, root / "trajectory3-sizes.png", xlabel="batch", ylabel="inducing points M",
-               title="trajectory 3 in batches: model size")
-    write_csv(root / "sizes.csv", [{"method": label, "batch": bi, "num_inducing": mi}
-                                   for label, (b, m) in sizes.items() for bi, mi in zip(b, m)])
+        results[tag] = [
+            {k: r[k] for k in ("batch", "num_data", "num_inducing", "rmse", "nlpd", "update_time")} for r in rows
+        ]
+    plot_lines(
+        sizes,
+        root / "trajectory3-sizes.png",
+        xlabel="batch",
+        ylabel="inducing points M",
+        title="trajectory 3 in batches: model size",
+    )
+    write_csv(
+        root / "sizes.csv",
+        [{"method": label, "batch": bi, "num_inducing": mi} for label, (b, m) in sizes.items() for bi, mi in zip(b, m)],
+    )
     (root / "results.json").write_text(json.dumps(results, indent=1))
     if not quiet:
         for label, (_, m) in sizes.items():

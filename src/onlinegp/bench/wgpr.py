@@ -28,8 +28,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -53,22 +54,45 @@ TOY_REGIMES = ((0.0, 150.0, 20.0, 0.5), (150.0, 300.0, 5.0, 2.0))  # (from, to, 
 
 #: per-dataset thresholds: WGPR's ε, SOLAR's (w_gen, ℓ_s), LGPR's w_gen, and the Fig. 2 sweep grids
 SETTINGS: dict[str, dict[str, Any]] = {
-    "toy": {"wgpr": {"epsilon": 1.0}, "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.1},
-            "lgpr": {"w_gen": 0.3}, "eps_grid": (0.0, 0.3, 1.0, 3.0, math.inf), "wgen_grid": (0.1, 0.5, 0.9, 0.99)},
-    "kin40k": {"wgpr": {"epsilon": 25.0}, "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.3},
-               "lgpr": {"w_gen": 0.3}, "eps_grid": (0.0, 15.0, 25.0, 35.0, math.inf),
-               "wgen_grid": (0.1, 0.5, 0.9, 0.99)},
-    "pumadyn32nm": {"wgpr": {"epsilon": 1.0}, "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.5},
-                    "lgpr": {"w_gen": 0.3}, "eps_grid": (0.0, 1.0, math.inf), "wgen_grid": (0.1, 0.5, 0.9, 0.99)},
-    "bathymetry": {"wgpr": {"epsilon": 5.0}, "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.2},
-                   "lgpr": {"w_gen": 0.3}, "eps_grid": (0.0, 2.0, 5.0, 10.0, math.inf),
-                   "wgen_grid": (0.1, 0.5, 0.9, 0.99)},
+    "toy": {
+        "wgpr": {"epsilon": 1.0},
+        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.1},
+        "lgpr": {"w_gen": 0.3},
+        "eps_grid": (0.0, 0.3, 1.0, 3.0, math.inf),
+        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
+    },
+    "kin40k": {
+        "wgpr": {"epsilon": 25.0},
+        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.3},
+        "lgpr": {"w_gen": 0.3},
+        "eps_grid": (0.0, 15.0, 25.0, 35.0, math.inf),
+        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
+    },
+    "pumadyn32nm": {
+        "wgpr": {"epsilon": 1.0},
+        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.5},
+        "lgpr": {"w_gen": 0.3},
+        "eps_grid": (0.0, 1.0, math.inf),
+        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
+    },
+    "bathymetry": {
+        "wgpr": {"epsilon": 5.0},
+        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.2},
+        "lgpr": {"w_gen": 0.3},
+        "eps_grid": (0.0, 2.0, 5.0, 10.0, math.inf),
+        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
+    },
 }
 
 
 # ---------------------------------------------------------------------- streams
-def two_regime_toy(n_train: int = 3000, n_test: int = 1000, noise_std: float = 0.25, seed: int = 0,
-                   regimes: Sequence[tuple[float, float, float, float]] = TOY_REGIMES) -> tuple[Dataset, Dataset]:
+def two_regime_toy(
+    n_train: int = 3000,
+    n_test: int = 1000,
+    noise_std: float = 0.25,
+    seed: int = 0,
+    regimes: Sequence[tuple[float, float, float, float]] = TOY_REGIMES,
+) -> tuple[Dataset, Dataset]:
     """Kepler et al. 2021, Fig. 1: inputs uniform on the regimes' span, f drawn from an independent zero-mean RBF GP in
     each regime (its own length-scale and signal std), y = f + N(0, noise_std²). Training rows sorted by x; the test
     set carries the latent values in ``meta['f']``.
@@ -88,8 +112,12 @@ def two_regime_toy(n_train: int = 3000, n_test: int = 1000, noise_std: float = 0
         f[m] = CubicSpline(g.numpy(), fg.numpy())(x[m])
     y = f + noise_std * rng.standard_normal(x.shape[0])
     order = np.argsort(x[:n_train], kind="stable")
-    meta = {"source": "Kepler et al. 2021, Fig. 1", "regimes": [list(r) for r in regimes], "noise_std": noise_std,
-            "seed": seed}
+    meta = {
+        "source": "Kepler et al. 2021, Fig. 1",
+        "regimes": [list(r) for r in regimes],
+        "noise_std": noise_std,
+        "seed": seed,
+    }
     train = Dataset(x[:n_train][order, None], y[:n_train][order], "toy", default_order="given", meta=meta)
     test = Dataset(x[n_train:, None], y[n_train:], "toy-test", meta={**meta, "f": f[n_train:]})
     return train, test
@@ -108,8 +136,14 @@ def lawnmower_path(extent: Sequence[float], num_lanes: int, num_samples: int) ->
     return way[k] * (1 - t) + way[k + 1] * t
 
 
-def bathymetry_stream(num_samples: int = 5000, field: str = "coast", noise_std: float = 1.0, num_lanes: int = 10,
-                      grid: int = 50, seed: int = 0) -> tuple[Dataset, Dataset]:
+def bathymetry_stream(
+    num_samples: int = 5000,
+    field: str = "coast",
+    noise_std: float = 1.0,
+    num_lanes: int = 10,
+    grid: int = 50,
+    seed: int = 0,
+) -> tuple[Dataset, Dataset]:
     """A survey of a bundled topobathy field along a lawnmower path (the stand-in for the lake
     survey of Kepler et al. 2021)."""
     from ..rig.fields import bundled
@@ -120,8 +154,10 @@ def bathymetry_stream(num_samples: int = 5000, field: str = "coast", noise_std: 
     y = truth(xy) + noise_std * np.random.default_rng(seed).standard_normal(num_samples)
     grid_xy = truth.grid(grid, TASK_EXTENT)
     meta = {"source": f"onlinegp.rig.fields '{field}' along a {num_lanes}-lane lawnmower", "noise_std": noise_std}
-    return (Dataset(xy, y, "bathymetry", default_order="given", meta=meta),
-            Dataset(grid_xy, truth(grid_xy), "bathymetry-grid", meta=meta))
+    return (
+        Dataset(xy, y, "bathymetry", default_order="given", meta=meta),
+        Dataset(grid_xy, truth(grid_xy), "bathymetry-grid", meta=meta),
+    )
 
 
 def load_stream(name: str, max_points: int, max_test: int, seed: int = 0) -> tuple[Dataset, Dataset]:
@@ -136,8 +172,15 @@ def load_stream(name: str, max_points: int, max_test: int, seed: int = 0) -> tup
 
 
 # ---------------------------------------------------------------------- one run
-def build(method: str, input_dim: int, params: dict, x_bounds: np.ndarray, y_stats: tuple[float, float],
-          seed: int, member_steps: int | None):
+def build(
+    method: str,
+    input_dim: int,
+    params: dict,
+    x_bounds: np.ndarray,
+    y_stats: tuple[float, float],
+    seed: int,
+    member_steps: int | None,
+):
     """A model of the benchmark: the sparse ones with M = 50 and OSGPR (L-BFGS on θ) members. Every kernel starts
     at length-scale 0.3·√D in scaled inputs (0.3, the library default, is too short for 8 or 32 dimensions: the
     first batch is then explained as noise)."""
@@ -158,8 +201,15 @@ def run_job(config: dict, run_dir: Path) -> dict:
     train, test = load_stream(config["dataset"], config["max_points"], config["max_test"], config["seed"])
     x_bounds = np.stack([train.X.min(0), train.X.max(0)])
     y_stats = (float(train.y.mean()), float(train.y.std()))
-    model = build(config["method"], train.input_dim, config["params"], x_bounds, y_stats, config["seed"],
-                  config.get("member_steps"))
+    model = build(
+        config["method"],
+        train.input_dim,
+        config["params"],
+        x_bounds,
+        y_stats,
+        config["seed"],
+        config.get("member_steps"),
+    )
     n_batches = math.ceil(len(train) / config["batch_size"])
     batches = np.array_split(np.arange(len(train)), n_batches)
     checkpoints = set(np.unique(np.linspace(0, n_batches - 1, min(10, n_batches)).round().astype(int)).tolist())
@@ -178,26 +228,47 @@ def run_job(config: dict, run_dir: Path) -> dict:
         if b in checkpoints:
             curve.append({"num_data": int(idx[-1] + 1), "rmse": rmse(test.y, model.predict(test.X).mean)})
     pred = model.predict(test.X)
-    out = {"dataset": config["dataset"], "method": config["method"], "params": config["params"],
-           "num_models": int(getattr(model, "num_models", 1)), "rmse": rmse(test.y, pred.mean),
-           "train_time": train_time, "pretrain_time": pretrain, "rate": len(train) / train_time,
-           "num_train": len(train), "num_test": len(test), "num_batches": n_batches, "failed_updates": failed,
-           "curve": curve}
+    out = {
+        "dataset": config["dataset"],
+        "method": config["method"],
+        "params": config["params"],
+        "num_models": int(getattr(model, "num_models", 1)),
+        "rmse": rmse(test.y, pred.mean),
+        "train_time": train_time,
+        "pretrain_time": pretrain,
+        "rate": len(train) / train_time,
+        "num_train": len(train),
+        "num_test": len(test),
+        "num_batches": n_batches,
+        "failed_updates": failed,
+        "curve": curve,
+    }
     if "f" in test.meta:
         out["rmse_f"] = rmse(test.meta["f"], pred.mean)
     if config["dataset"] == "toy":
         xg = np.linspace(train.X.min(), train.X.max(), 600)[:, None]
         p = model.predict(xg)
         who = model.model_index(xg).numpy() if hasattr(model, "model_index") else np.zeros(len(xg), dtype=int)
-        np.savez(run_dir / "toy_predictions.npz", x=xg[:, 0], mean=p.mean.numpy(), std=p.std_y.numpy(), model=who,
-                 train_x=train.X[:, 0], train_y=train.y, num_models=out["num_models"])
+        np.savez(
+            run_dir / "toy_predictions.npz",
+            x=xg[:, 0],
+            mean=p.mean.numpy(),
+            std=p.std_y.numpy(),
+            model=who,
+            train_x=train.X[:, 0],
+            train_y=train.y,
+            num_models=out["num_models"],
+        )
     (run_dir / "result.json").write_text(json.dumps(out, indent=1))
     return out
 
 
 # ---------------------------------------------------------------------- the experiment
 def _param_id(params: dict) -> str:
-    return "-".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in sorted(params.items())) or "default"
+    return (
+        "-".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in sorted(params.items()))
+        or "default"
+    )
 
 
 def specs_for(datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[str], base: dict) -> list[RunSpec]:
@@ -222,8 +293,11 @@ def specs_for(datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[s
 
 def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequence[str], out: Path) -> dict[str, str]:
     """Tables II (training time, s) and III (RMSE) as Markdown and CSV; '-' where a run failed."""
-    table_runs = {(r["dataset"], r["method"]): r for r in results
-                  if r["params"] == dict(SETTINGS[r["dataset"]].get(r["method"], {}))}
+    table_runs = {
+        (r["dataset"], r["method"]): r
+        for r in results
+        if r["params"] == dict(SETTINGS[r["dataset"]].get(r["method"], {}))
+    }
     texts = {}
     for key, title, fmt in (("train_time", "Training time (s)", "{:.2f}"), ("rmse", "RMSE", "{:.3f}")):
         rows = []
@@ -244,9 +318,17 @@ def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequ
     return texts
 
 
-def run(out: str | Path = "runs/wgpr", datasets: str | Sequence[str] = DATASETS, methods: str | Sequence[str] = METHODS,
-        sweep: str | Sequence[str] = ("kin40k",), max_points: int = 5000, max_test: int = 2000, seed: int = 0,
-        member_steps: int | None = None, options: RunnerOptions | None = None) -> dict[str, Any]:
+def run(
+    out: str | Path = "runs/wgpr",
+    datasets: str | Sequence[str] = DATASETS,
+    methods: str | Sequence[str] = METHODS,
+    sweep: str | Sequence[str] = ("kin40k",),
+    max_points: int = 5000,
+    max_test: int = 2000,
+    seed: int = 0,
+    member_steps: int | None = None,
+    options: RunnerOptions | None = None,
+) -> dict[str, Any]:
     """Run the whole experiment into ``out``; returns the tables' Markdown and the paths written."""
     from ..plots import plot_models_tradeoff, plot_rmse_curves, plot_toy_ensembles
 
@@ -262,17 +344,48 @@ def run(out: str | Path = "runs/wgpr", datasets: str | Sequence[str] = DATASETS,
         raise ValueError(f"max_points must be at least one batch ({BATCH_SIZE}) and max_test positive")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    base = {"max_points": int(max_points), "max_test": int(max_test), "seed": int(seed), "batch_size": BATCH_SIZE,
-            "member_steps": member_steps}
+    base = {
+        "max_points": int(max_points),
+        "max_test": int(max_test),
+        "seed": int(seed),
+        "batch_size": BATCH_SIZE,
+        "member_steps": member_steps,
+    }
     specs = specs_for(datasets, methods, sweep, base)
-    (out / "config.json").write_text(json.dumps({"datasets": datasets, "methods": methods, "sweep": sweep, **base,
-                                                 "num_inducing": NUM_INDUCING, "settings": SETTINGS}, indent=1,
-                                                default=str))
+    (out / "config.json").write_text(
+        json.dumps(
+            {
+                "datasets": datasets,
+                "methods": methods,
+                "sweep": sweep,
+                **base,
+                "num_inducing": NUM_INDUCING,
+                "settings": SETTINGS,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     sweep_result = run_sweep(specs, run_job, out / "runs", options, title="wgpr")
     results = [r.value for r in sweep_result.runs if r.status in ("done", "skipped") and r.value]
-    write_csv(out / "runs.csv", results, ["dataset", "method", "params", "num_models", "rmse", "rmse_f",
-                                          "train_time", "pretrain_time", "rate", "num_train", "num_batches",
-                                          "failed_updates"])
+    write_csv(
+        out / "runs.csv",
+        results,
+        [
+            "dataset",
+            "method",
+            "params",
+            "num_models",
+            "rmse",
+            "rmse_f",
+            "train_time",
+            "pretrain_time",
+            "rate",
+            "num_train",
+            "num_batches",
+            "failed_updates",
+        ],
+    )
     texts = write_tables(results, datasets, methods, out)
     figures = {}
     sweep_rows = [r for r in results if r["dataset"] in sweep and r["method"] in ("wgpr", "solar-gp")]
@@ -281,8 +394,11 @@ def run(out: str | Path = "runs/wgpr", datasets: str | Sequence[str] = DATASETS,
         rows = [r for r in sweep_rows if r["dataset"] == d]
         if rows:
             figures[f"sweep_{d}"] = plot_models_tradeoff(rows, out / f"sweep_{d}.png", title=d)
-    toy_dirs = {LABELS[m]: out / "runs" / "toy" / m / _param_id(dict(SETTINGS["toy"].get(m, {})))
-                for m in ("wgpr", "solar-gp") if "toy" in datasets and m in methods}
+    toy_dirs = {
+        LABELS[m]: out / "runs" / "toy" / m / _param_id(dict(SETTINGS["toy"].get(m, {})))
+        for m in ("wgpr", "solar-gp")
+        if "toy" in datasets and m in methods
+    }
     toy_dirs = {k: v / "toy_predictions.npz" for k, v in toy_dirs.items() if (v / "toy_predictions.npz").exists()}
     if toy_dirs:
         figures["toy"] = plot_toy_ensembles({k: dict(np.load(v)) for k, v in toy_dirs.items()}, out / "toy.png")

@@ -23,8 +23,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -69,15 +70,35 @@ def _set_steps(model: Any, steps: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- UCI regression
-def run_uci(out: str | Path, datasets: Sequence[str] = UCI_SETS, models: Sequence[str] = UCI_MODELS,
-            max_points: int = 500, max_test: int = 1000, eval_every: int = 50, pretrain_fraction: float = 0.05,
-            pretrain_steps: int = 100, exact_max: int = 1500, seed: int = 0, quiet: bool = False,
-            log: Callable[[str], None] = print) -> list[dict]:
+def run_uci(
+    out: str | Path,
+    datasets: Sequence[str] = UCI_SETS,
+    models: Sequence[str] = UCI_MODELS,
+    max_points: int = 500,
+    max_test: int = 1000,
+    eval_every: int = 50,
+    pretrain_fraction: float = 0.05,
+    pretrain_steps: int = 100,
+    exact_max: int = 1500,
+    seed: int = 0,
+    quiet: bool = False,
+    log: Callable[[str], None] = print,
+) -> list[dict]:
     """Online regression (Stanton et al. 2021, §5.1); returns one row per evaluation (dataset, model, num_data, ...)."""
     out = Path(out)
-    config = {"experiment": "wiski-uci", "datasets": list(datasets), "models": list(models), "max_points": max_points,
-              "max_test": max_test, "eval_every": eval_every, "pretrain_fraction": pretrain_fraction,
-              "pretrain_steps": pretrain_steps, "exact_max": exact_max, "seed": seed, "options": STREAM_OPTIONS}
+    config = {
+        "experiment": "wiski-uci",
+        "datasets": list(datasets),
+        "models": list(models),
+        "max_points": max_points,
+        "max_test": max_test,
+        "eval_every": eval_every,
+        "pretrain_fraction": pretrain_fraction,
+        "pretrain_steps": pretrain_steps,
+        "exact_max": exact_max,
+        "seed": seed,
+        "options": STREAM_OPTIONS,
+    }
     rows: list[dict] = []
     for name in datasets:
         ds = load_dataset(name)
@@ -103,9 +124,17 @@ def run_uci(out: str | Path, datasets: Sequence[str] = UCI_SETS, models: Sequenc
 
             def evaluate(n_seen: int, update_time: float) -> None:
                 pred = gp.predict(Xt)
-                ys, ms, vs = (yt - y_mean) / y_std, (pred.mean - y_mean) / y_std, pred.var_y / y_std ** 2
-                rows.append({"dataset": name, "model": model_name, "num_data": n_seen, "nll": nlpd(ys, ms, vs),
-                             "rmse": rmse(ys, ms), "update_time": update_time})
+                ys, ms, vs = (yt - y_mean) / y_std, (pred.mean - y_mean) / y_std, pred.var_y / y_std**2
+                rows.append(
+                    {
+                        "dataset": name,
+                        "model": model_name,
+                        "num_data": n_seen,
+                        "nll": nlpd(ys, ms, vs),
+                        "rmse": rmse(ys, ms),
+                        "update_time": update_time,
+                    }
+                )
 
             _set_steps(gp, pretrain_steps)
             t0 = time.perf_counter()
@@ -116,39 +145,70 @@ def run_uci(out: str | Path, datasets: Sequence[str] = UCI_SETS, models: Sequenc
             bar = _progress(n_stream, quiet, f"{name}/{model_name}")
             for i in range(n0, n0 + n_stream):
                 t0 = time.perf_counter()
-                gp.update(X[i:i + 1], y[i:i + 1])
+                gp.update(X[i : i + 1], y[i : i + 1])
                 times.append(time.perf_counter() - t0)
                 bar.update(1)
                 if (i + 1 - n0) % eval_every == 0 or i + 1 == n0 + n_stream:
                     evaluate(i + 1, float(np.median(times[-eval_every:])))
             bar.close()
             last = rows[-1]
-            log(f"[wiski-uci] {name:10s} {model_name:6s} n={last['num_data']:6d} nll={last['nll']:.3f} "
-                f"rmse={last['rmse']:.3f} median update {1e3 * float(np.median(times)):.1f} ms")
+            log(
+                f"[wiski-uci] {name:10s} {model_name:6s} n={last['num_data']:6d} nll={last['nll']:.3f} "
+                f"rmse={last['rmse']:.3f} median update {1e3 * float(np.median(times)):.1f} ms"
+            )
     _write(out, "metrics", rows, config)
     if rows:
-        plot_panel_curves(rows, out / "uci.png", ("nll", "rmse", "update_time"), log_keys=("update_time",),
-                          title="WISKI online regression (Stanton et al. 2021, Fig. 3)")
+        plot_panel_curves(
+            rows,
+            out / "uci.png",
+            ("nll", "rmse", "update_time"),
+            log_keys=("update_time",),
+            title="WISKI online regression (Stanton et al. 2021, Fig. 3)",
+        )
     return rows
 
 
 # ---------------------------------------------------------------------------------------------- classification
-def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps: int = 100, hindsight_steps: int = 200,
-               eval_every: int = 20, max_test: int = 2000, grid_size: int = 16, lr: float = 5e-3, seed: int = 0,
-               max_points: int | None = None, quiet: bool = False, log: Callable[[str], None] = print) -> list[dict]:
+def run_banana(
+    out: str | Path,
+    pretrain_fraction: float = 0.05,
+    pretrain_steps: int = 100,
+    hindsight_steps: int = 200,
+    eval_every: int = 20,
+    max_test: int = 2000,
+    grid_size: int = 16,
+    lr: float = 5e-3,
+    seed: int = 0,
+    max_points: int | None = None,
+    quiet: bool = False,
+    log: Callable[[str], None] = print,
+) -> list[dict]:
     """Online Dirichlet classification on banana (Stanton et al. 2021, §5.2); one row per evaluation."""
     out = Path(out)
-    config = {"experiment": "wiski-banana", "pretrain_fraction": pretrain_fraction, "pretrain_steps": pretrain_steps,
-              "hindsight_steps": hindsight_steps, "eval_every": eval_every, "max_test": max_test,
-              "grid_size": grid_size, "lr": lr, "seed": seed, "max_points": max_points}
+    config = {
+        "experiment": "wiski-banana",
+        "pretrain_fraction": pretrain_fraction,
+        "pretrain_steps": pretrain_steps,
+        "hindsight_steps": hindsight_steps,
+        "eval_every": eval_every,
+        "max_test": max_test,
+        "grid_size": grid_size,
+        "lr": lr,
+        "seed": seed,
+        "max_points": max_points,
+    }
     train, test = load_dataset("banana", split="train"), load_dataset("banana", split="test").subsample(max_test, seed)
     X, labels = train.tensors()
     order = torch.as_tensor(np.random.default_rng(seed).permutation(len(train)))
     X, labels = X[order], labels[order].long()
     Xt, lt = test.tensors()
     lt = lt.long()
-    bounds = torch.stack([torch.as_tensor(np.minimum(train.X.min(0), test.X.min(0))),
-                          torch.as_tensor(np.maximum(train.X.max(0), test.X.max(0)))])
+    bounds = torch.stack(
+        [
+            torch.as_tensor(np.minimum(train.X.min(0), test.X.min(0))),
+            torch.as_tensor(np.maximum(train.X.max(0), test.X.max(0))),
+        ]
+    )
     n0 = max(2, int(math.ceil(pretrain_fraction * len(train))))
     end = len(train) if max_points is None else min(len(train), n0 + int(max_points))
     rows: list[dict] = []
@@ -157,8 +217,16 @@ def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps:
         proba = clf.predict_proba(Xt)
         acc = float((clf.predict(Xt) == lt).double().mean())
         nll = float(-proba.gather(1, lt[:, None]).clamp_min(1e-12).log().mean())
-        rows.append({"dataset": "banana", "model": model, "num_data": n_seen, "accuracy": acc, "nll": nll,
-                     "update_time": update_time})
+        rows.append(
+            {
+                "dataset": "banana",
+                "model": model,
+                "num_data": n_seen,
+                "accuracy": acc,
+                "nll": nll,
+                "update_time": update_time,
+            }
+        )
 
     def classifier(steps: int) -> WISKIClassifier:
         clf = WISKIClassifier(2, 2, grid_size=grid_size, lr=lr, x_bounds=bounds, seed=seed)
@@ -178,7 +246,7 @@ def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps:
     bar = _progress(end - n0, quiet, "banana/wiski")
     for i in range(n0, end):
         t0 = time.perf_counter()
-        clf.update(X[i:i + 1], labels[i:i + 1])
+        clf.update(X[i : i + 1], labels[i : i + 1])
         times.append(time.perf_counter() - t0)
         bar.update(1)
         if (i + 1 - n0) % eval_every == 0 or i + 1 == end:
@@ -186,19 +254,39 @@ def run_banana(out: str | Path, pretrain_fraction: float = 0.05, pretrain_steps:
     bar.close()
     rows.append({**rows[0], "num_data": end})  # the hindsight level at the end of the x-axis, for the plot
     rows[0] = {**rows[0], "num_data": n0}
-    log(f"[wiski-banana] online accuracy {rows[-2]['accuracy']:.3f} nll {rows[-2]['nll']:.3f}; hindsight accuracy "
-        f"{rows[-1]['accuracy']:.3f} nll {rows[-1]['nll']:.3f}; median update {1e3 * float(np.median(times)):.1f} ms")
+    log(
+        f"[wiski-banana] online accuracy {rows[-2]['accuracy']:.3f} nll {rows[-2]['nll']:.3f}; hindsight accuracy "
+        f"{rows[-1]['accuracy']:.3f} nll {rows[-1]['nll']:.3f}; median update {1e3 * float(np.median(times)):.1f} ms"
+    )
     _write(out, "metrics", rows, config)
-    plot_panel_curves(rows, out / "banana.png", ("accuracy", "nll"),
-                      title="WISKI Dirichlet classification (Stanton et al. 2021, Fig. 4)")
+    plot_panel_curves(
+        rows,
+        out / "banana.png",
+        ("accuracy", "nll"),
+        title="WISKI Dirichlet classification (Stanton et al. 2021, Fig. 4)",
+    )
     return rows
 
 
 # ---------------------------------------------------------------------------------------------- Bayesian optimisation
-def run_bo(out: str | Path, functions: Sequence[str] = ("levy", "ackley"), models: Sequence[str] = ("wiski", "exact"),
-           iterations: int = 20, q: int = 3, n_init: int = 5, seeds: Sequence[int] = (0,), init_steps: int = 50,
-           steps: int = 5, grid_size: int = 8, beta: float = 2.0, num_restarts: int = 4, raw_samples: int = 64,
-           mc_samples: int = 128, quiet: bool = False, log: Callable[[str], None] = print) -> list[dict]:
+def run_bo(
+    out: str | Path,
+    functions: Sequence[str] = ("levy", "ackley"),
+    models: Sequence[str] = ("wiski", "exact"),
+    iterations: int = 20,
+    q: int = 3,
+    n_init: int = 5,
+    seeds: Sequence[int] = (0,),
+    init_steps: int = 50,
+    steps: int = 5,
+    grid_size: int = 8,
+    beta: float = 2.0,
+    num_restarts: int = 4,
+    raw_samples: int = 64,
+    mc_samples: int = 128,
+    quiet: bool = False,
+    log: Callable[[str], None] = print,
+) -> list[dict]:
     """Batch UCB (Stanton et al. 2021, §5.3); one row per iteration (function, model, seed, iteration, best, times)."""
     from botorch import test_functions
     from botorch.acquisition import qUpperConfidenceBound
@@ -208,10 +296,22 @@ def run_bo(out: str | Path, functions: Sequence[str] = ("levy", "ackley"), model
     from ..botorch import OnlineGPModel
 
     out = Path(out)
-    config = {"experiment": "wiski-bo", "functions": list(functions), "models": list(models), "iterations": iterations,
-              "q": q, "n_init": n_init, "seeds": list(seeds), "init_steps": init_steps, "steps": steps,
-              "grid_size": grid_size, "beta": beta, "num_restarts": num_restarts, "raw_samples": raw_samples,
-              "mc_samples": mc_samples}
+    config = {
+        "experiment": "wiski-bo",
+        "functions": list(functions),
+        "models": list(models),
+        "iterations": iterations,
+        "q": q,
+        "n_init": n_init,
+        "seeds": list(seeds),
+        "init_steps": init_steps,
+        "steps": steps,
+        "grid_size": grid_size,
+        "beta": beta,
+        "num_restarts": num_restarts,
+        "raw_samples": raw_samples,
+        "mc_samples": mc_samples,
+    }
     rows: list[dict] = []
     bar = _progress(len(functions) * len(models) * len(seeds) * iterations, quiet, "wiski-bo")
     for fname in functions:
@@ -235,26 +335,52 @@ def run_bo(out: str | Path, functions: Sequence[str] = ("levy", "ackley"), model
                 torch.manual_seed(int(seed) + 1)
                 for it in range(1, iterations + 1):
                     t0 = time.perf_counter()
-                    acqf = qUpperConfidenceBound(OnlineGPModel(gp), beta=beta,
-                                                 sampler=SobolQMCNormalSampler(torch.Size([mc_samples]), seed=it))
-                    cand, _ = optimize_acqf(acqf, bounds=bounds, q=q, num_restarts=num_restarts,
-                                            raw_samples=raw_samples, options={"maxiter": 100})
+                    acqf = qUpperConfidenceBound(
+                        OnlineGPModel(gp), beta=beta, sampler=SobolQMCNormalSampler(torch.Size([mc_samples]), seed=it)
+                    )
+                    cand, _ = optimize_acqf(
+                        acqf,
+                        bounds=bounds,
+                        q=q,
+                        num_restarts=num_restarts,
+                        raw_samples=raw_samples,
+                        options={"maxiter": 100},
+                    )
                     t1 = time.perf_counter()
                     gp.update(cand, f(cand))
                     t2 = time.perf_counter()
                     X_all = torch.cat([X_all, cand])
                     best = float(f(X_all, noise=False).max())  # noise-free, negated: maximised
-                    rows.append({"function": fname, "model": model_name, "seed": int(seed),
-                                 "run": f"{model_name}/seed{seed}", "iteration": it,
-                                 "num_data": X_all.shape[0], "best": best, "acquisition_time": t1 - t0,
-                                 "update_time": t2 - t1, "time": t2 - t0})
+                    rows.append(
+                        {
+                            "function": fname,
+                            "model": model_name,
+                            "seed": int(seed),
+                            "run": f"{model_name}/seed{seed}",
+                            "iteration": it,
+                            "num_data": X_all.shape[0],
+                            "best": best,
+                            "acquisition_time": t1 - t0,
+                            "update_time": t2 - t1,
+                            "time": t2 - t0,
+                        }
+                    )
                     bar.update(1)
                 last = rows[-1]
-                log(f"[wiski-bo] {fname:6s} {model_name:6s} seed {seed}: best {last['best']:.3f} after "
-                    f"{last['num_data']} evaluations, mean {np.mean([r['time'] for r in rows[-iterations:]]):.2f} s/iter")
+                log(
+                    f"[wiski-bo] {fname:6s} {model_name:6s} seed {seed}: best {last['best']:.3f} after "
+                    f"{last['num_data']} evaluations, mean {np.mean([r['time'] for r in rows[-iterations:]]):.2f} s/iter"
+                )
     bar.close()
     _write(out, "metrics", rows, config)
     if rows:
-        plot_panel_curves(rows, out / "bo.png", ("best", "time"), x_key="iteration", panel_key="function", line_key="run",
-                          title="Batch UCB (q = 3) on noisy 3-D test functions (Stanton et al. 2021, §5.3)")
+        plot_panel_curves(
+            rows,
+            out / "bo.png",
+            ("best", "time"),
+            x_key="iteration",
+            panel_key="function",
+            line_key="run",
+            title="Batch UCB (q = 3) on noisy 3-D test functions (Stanton et al. 2021, §5.3)",
+        )
     return rows

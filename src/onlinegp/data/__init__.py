@@ -11,5 +11,18 @@ Pescador-Barrios et al. 2024.
 from .dataset import ORDERS, Dataset, batch_indices, order_indices, split_batches, stream, train_test_split
 from .sources import LOADERS, UCI, list_datasets, load_dataset, synthetic, synthetic_function
 
-__all__ = ["Dataset", "ORDERS", "UCI", "LOADERS", "batch_indices", "list_datasets", "load_dataset", "order_indices",
-           "split_batches", "stream", "synthetic", "synthetic_function", "train_test_split"]
+__all__ = [
+    "Dataset",
+    "ORDERS",
+    "UCI",
+    "LOADERS",
+    "batch_indices",
+    "list_datasets",
+    "load_dataset",
+    "order_indices",
+    "split_batches",
+    "stream",
+    "synthetic",
+    "synthetic_function",
+    "train_test_split",
+]

@@ -8,8 +8,9 @@ input dimension (an expanding domain), random, or by time; then split into conti
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,7 +42,9 @@ class Dataset:
         if self.X.ndim == 1:
             self.X = self.X[:, None]
         if self.X.ndim != 2 or self.X.shape[0] != self.y.shape[0]:
-            raise ValueError(f"dataset {self.name!r}: X must be (N, D) and y (N,), got {self.X.shape} and {self.y.shape}")
+            raise ValueError(
+                f"dataset {self.name!r}: X must be (N, D) and y (N,), got {self.X.shape} and {self.y.shape}"
+            )
         for attr in ("time", "groups"):
             v = getattr(self, attr)
             if v is not None and len(v) != len(self.y):
@@ -57,9 +60,15 @@ class Dataset:
     def subset(self, idx: np.ndarray, name: str | None = None) -> "Dataset":
         """The rows ``idx`` (in that order), keeping time, groups and metadata."""
         idx = np.asarray(idx)
-        return replace(self, X=self.X[idx], y=self.y[idx], name=name or self.name,
-                       time=None if self.time is None else self.time[idx],
-                       groups=None if self.groups is None else self.groups[idx], meta=dict(self.meta))
+        return replace(
+            self,
+            X=self.X[idx],
+            y=self.y[idx],
+            name=name or self.name,
+            time=None if self.time is None else self.time[idx],
+            groups=None if self.groups is None else self.groups[idx],
+            meta=dict(self.meta),
+        )
 
     def subsample(self, n: int, seed: int = 0) -> "Dataset":
         """At most ``n`` rows drawn without replacement (kept in their original order)."""
@@ -121,8 +130,9 @@ def group_batches(ds: Dataset, idx: np.ndarray) -> list[np.ndarray]:
     return [idx[g == label] for label in g[np.sort(first)]]
 
 
-def batch_indices(ds: Dataset, order: str | None = None, batches: int | str | None = None,
-                  seed: int = 0) -> list[np.ndarray]:
+def batch_indices(
+    ds: Dataset, order: str | None = None, batches: int | str | None = None, seed: int = 0
+) -> list[np.ndarray]:
     """Row indices of each batch of a stream (defaults: the dataset's own order and batch count)."""
     order = ds.default_order if order is None else order
     batches = ds.default_batches if batches is None else batches
@@ -134,8 +144,9 @@ def batch_indices(ds: Dataset, order: str | None = None, batches: int | str | No
     return split_batches(idx, batches)
 
 
-def stream(ds: Dataset, order: str | None = None, batches: int | str | None = None,
-           seed: int = 0) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def stream(
+    ds: Dataset, order: str | None = None, batches: int | str | None = None, seed: int = 0
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield ``(X_batch, y_batch)`` in stream order (see :func:`batch_indices`)."""
     for b in batch_indices(ds, order, batches, seed):
         yield ds.X[b], ds.y[b]

@@ -9,8 +9,9 @@ CSV file (no header, last column the target) also works.
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -22,10 +23,14 @@ HERE = Path(__file__).resolve().parent
 UCI = ("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm", "protein")
 #: Pescador-Barrios et al. 2024, appendix F.3: 20 batches below this many points, 50 above
 LARGE = 12_000
-MAGNETIC_CITATION = ("Solin, Kok, Wahlström, Schön, Särkkä: Modeling and interpolation of the ambient magnetic "
-                     "field by Gaussian processes. IEEE Transactions on Robotics 34(4), 2018.")
-UCI_CITATION = ("Dua & Graff, UCI Machine Learning Repository (https://archive.ics.uci.edu), as prepared by the "
-                "MIT-licensed uci_datasets collection (https://github.com/treforevans/uci_datasets).")
+MAGNETIC_CITATION = (
+    "Solin, Kok, Wahlström, Schön, Särkkä: Modeling and interpolation of the ambient magnetic "
+    "field by Gaussian processes. IEEE Transactions on Robotics 34(4), 2018."
+)
+UCI_CITATION = (
+    "Dua & Graff, UCI Machine Learning Repository (https://archive.ics.uci.edu), as prepared by the "
+    "MIT-licensed uci_datasets collection (https://github.com/treforevans/uci_datasets)."
+)
 
 
 def _read(path: Path, delimiter: str | None = ",") -> np.ndarray:
@@ -38,8 +43,14 @@ def uci(name: str) -> Dataset:
     """A UCI regression set: every column but the last is an input, the last is the target."""
     data = _read(HERE / "uci" / f"{name}.csv.gz")
     n = data.shape[0]
-    return Dataset(data[:, :-1], data[:, -1], name, default_order="sorted", default_batches=20 if n < LARGE else 50,
-                   meta={"source": "uci", "citation": UCI_CITATION})
+    return Dataset(
+        data[:, :-1],
+        data[:, -1],
+        name,
+        default_order="sorted",
+        default_batches=20 if n < LARGE else 50,
+        meta={"source": "uci", "citation": UCI_CITATION},
+    )
 
 
 def magnetic(trajectories: Iterable[int] = (1, 2, 3, 4, 5)) -> Dataset:
@@ -63,10 +74,21 @@ def magnetic(trajectories: Iterable[int] = (1, 2, 3, 4, 5)) -> Dataset:
         t.append(time - time[0] + offset)
         offset = t[-1][-1] + 1.0
         g.append(np.full(len(time), int(k)))
-    name = "magnetic" if tuple(trajectories) == (1, 2, 3, 4, 5) else "magnetic-" + "".join(str(int(k)) for k in trajectories)
-    return Dataset(np.concatenate(X), np.concatenate(y), name, time=np.concatenate(t), groups=np.concatenate(g),
-                   default_order="time", default_batches="groups",
-                   meta={"source": "magnetic", "citation": MAGNETIC_CITATION, "units": {"x": "m", "y": "uT"}})
+    name = (
+        "magnetic"
+        if tuple(trajectories) == (1, 2, 3, 4, 5)
+        else "magnetic-" + "".join(str(int(k)) for k in trajectories)
+    )
+    return Dataset(
+        np.concatenate(X),
+        np.concatenate(y),
+        name,
+        time=np.concatenate(t),
+        groups=np.concatenate(g),
+        default_order="time",
+        default_batches="groups",
+        meta={"source": "magnetic", "citation": MAGNETIC_CITATION, "units": {"x": "m", "y": "uT"}},
+    )
 
 
 def toy_regression() -> Dataset:
@@ -81,8 +103,14 @@ def banana(split: str = "train") -> Dataset:
         raise ValueError(f"banana split must be 'train' or 'test', got {split!r}")
     x = _read(HERE / "toy" / f"banana_{split}_x.txt.gz")
     y = (_read(HERE / "toy" / f"banana_{split}_y.txt.gz", None)[:, 0] > 0).astype(np.float64)
-    return Dataset(x, y, f"banana-{split}", default_order="random", default_batches=10,
-                   meta={"source": "toy", "task": "classification"})
+    return Dataset(
+        x,
+        y,
+        f"banana-{split}",
+        default_order="random",
+        default_batches=10,
+        meta={"source": "toy", "task": "classification"},
+    )
 
 
 def synthetic_function(x: np.ndarray) -> np.ndarray:
@@ -115,12 +143,20 @@ def synthetic(which: int, seed: int = 0, noise_std: float = 0.3) -> Dataset:
         x = np.concatenate(parts)
         groups = np.concatenate([np.full(len(p), b) for b, p in enumerate(parts)])
     else:
-        raise ValueError("synthetic datasets are numbered 1, 2, 3 (Pescador-Barrios et al. 2024, appendix F.1), "
-                         f"got {which}")
+        raise ValueError(
+            f"synthetic datasets are numbered 1, 2, 3 (Pescador-Barrios et al. 2024, appendix F.1), got {which}"
+        )
     y = synthetic_function(x) + noise_std * rng.standard_normal(len(x))
-    return Dataset(x[:, None], y, f"synthetic{which}", time=np.arange(len(x), dtype=np.float64), groups=groups,
-                   default_order="given", default_batches="groups",
-                   meta={"source": "synthetic", "seed": seed, "noise_std": noise_std})
+    return Dataset(
+        x[:, None],
+        y,
+        f"synthetic{which}",
+        time=np.arange(len(x), dtype=np.float64),
+        groups=groups,
+        default_order="given",
+        default_batches="groups",
+        meta={"source": "synthetic", "seed": seed, "noise_std": noise_std},
+    )
 
 
 def csv_file(path: str | Path) -> Dataset:
@@ -130,8 +166,13 @@ def csv_file(path: str | Path) -> Dataset:
     if data.shape[1] < 2:
         raise ValueError(f"{path} needs at least two columns (inputs, then the target)")
     n = data.shape[0]
-    return Dataset(data[:, :-1], data[:, -1], path.name.split(".")[0], default_batches=20 if n < LARGE else 50,
-                   meta={"source": str(path)})
+    return Dataset(
+        data[:, :-1],
+        data[:, -1],
+        path.name.split(".")[0],
+        default_batches=20 if n < LARGE else 50,
+        meta={"source": str(path)},
+    )
 
 
 LOADERS: dict[str, Callable[..., Dataset]] = {

@@ -43,7 +43,7 @@ class CrossCovariance:
     ``dense(kernel, Z)`` and ``dense(kernel, Z, X)`` to round-off, gradients included.
     """
 
-    def __init__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor, cache_limit: int = 2 ** 23):
+    def __init__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor, cache_limit: int = 2**23):
         self.kernel, self.Z = kernel, Z
         base = kernel.base_kernel if isinstance(kernel, gpytorch.kernels.ScaleKernel) else kernel
         self.ak = base if isinstance(base, AttentiveKernel) and kernel.active_dims is None else None
@@ -71,8 +71,9 @@ class CrossCovariance:
         return Kzz, Kzx
 
 
-def make_kernel(name: str | gpytorch.kernels.Kernel, input_dim: int, dtype: torch.dtype = torch.float64,
-                **options) -> gpytorch.kernels.Kernel:
+def make_kernel(
+    name: str | gpytorch.kernels.Kernel, input_dim: int, dtype: torch.dtype = torch.float64, **options
+) -> gpytorch.kernels.Kernel:
     """Build a scaled kernel by name: 'ak' (Attentive), 'rbf', 'matern12', 'matern32', 'matern52'.
 
     A gpytorch ``Kernel`` instance is returned as is (moved to ``dtype``). For the stationary kernels,

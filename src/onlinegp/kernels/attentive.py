@@ -27,15 +27,24 @@ class AttentiveKernel(Kernel):
 
     has_lengthscale = False
 
-    def __init__(self, input_dim: int, num_lengthscales: int = 10, lengthscale_bounds: tuple[float, float] = (0.05, 0.5),
-                 hidden: int = 10, **kwargs):
+    def __init__(
+        self,
+        input_dim: int,
+        num_lengthscales: int = 10,
+        lengthscale_bounds: tuple[float, float] = (0.05, 0.5),
+        hidden: int = 10,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.input_dim = input_dim
         self.register_buffer("lengthscales", torch.linspace(*lengthscale_bounds, num_lengthscales))
         self.attention = nn.Sequential(
-            nn.Linear(input_dim, hidden), nn.Tanh(),
-            nn.Linear(hidden, hidden), nn.Tanh(),
-            nn.Linear(hidden, num_lengthscales), nn.Softmax(dim=-1),
+            nn.Linear(input_dim, hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, hidden),
+            nn.Tanh(),
+            nn.Linear(hidden, num_lengthscales),
+            nn.Softmax(dim=-1),
         )
 
     def weights(self, x: Tensor) -> Tensor:
@@ -92,7 +101,7 @@ def sqdist(x1: Tensor, x2: Tensor) -> Tensor:
 
 
 #: largest number of base-kernel values the forward keeps for the backward (else they are recomputed)
-KEEP_LIMIT = 2 ** 22
+KEEP_LIMIT = 2**22
 
 
 class _NativeAttentive(torch.autograd.Function):

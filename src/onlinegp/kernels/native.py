@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import torch
@@ -95,13 +95,14 @@ def library() -> ctypes.CDLL | None:
     return _build() if settings.native_kernel.value() else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _build() -> ctypes.CDLL | None:
     compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or ""]
     if not compiler[0]:
         return None
-    key = hashlib.sha256("\0".join([SOURCE.read_text(), *FLAGS, *NATIVE_ARCH, *compiler, _cpu_signature()])
-                         .encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        "\0".join([SOURCE.read_text(), *FLAGS, *NATIVE_ARCH, *compiler, _cpu_signature()]).encode()
+    ).hexdigest()[:16]
     target = cache_dir() / f"attentive_mixture-{key}.so"
     error = None
     for attempt in range(2):  # a cached library that will not load (damaged) is rebuilt once
@@ -116,19 +117,23 @@ def _build() -> ctypes.CDLL | None:
             return _load(target)
         except (OSError, AttributeError) as exc:
             error = f"{target}: {exc}"
-    warnings.warn(f"onlinegp could not build or load its native Attentive Kernel ({' '.join(compiler)}: "
-                  f"{error[:500]}); using the slower PyTorch path. Set ONLINEGP_NATIVE=0 to silence this.",
-                  stacklevel=3)
+    warnings.warn(
+        f"onlinegp could not build or load its native Attentive Kernel ({' '.join(compiler)}: "
+        f"{error[:500]}); using the slower PyTorch path. Set ONLINEGP_NATIVE=0 to silence this.",
+        stacklevel=3,
+    )
     return None
 
 
 def usable(*tensors: Tensor) -> bool:
     """Whether the native routine can evaluate these (2-D float64 CPU tensors) and is available."""
-    return (all(t.device.type == "cpu" and t.dtype == torch.float64 and t.dim() == 2 for t in tensors)
-            and library() is not None)
+    return (
+        all(t.device.type == "cpu" and t.dtype == torch.float64 and t.dim() == 2 for t in tensors)
+        and library() is not None
+    )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pool(pid: int, workers: int) -> ThreadPoolExecutor:
     """A thread pool per process (a forked child inherits the parent's pool object but not its threads)."""
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="onlinegp-ak")
@@ -166,8 +171,10 @@ def _operands(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, *more: Tensor):
     (the C routine trusts them)."""
     (n1, M), n2 = w1.shape, w2.shape[0]
     if w2.shape[1] != M or coef.shape != (M,) or any(t.shape != (n1, n2) for t in (sq, *more)):
-        raise ValueError(f"native Attentive Kernel: shapes disagree (w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}, "
-                         f"sq {tuple(sq.shape)}, coefficients {tuple(coef.shape)})")
+        raise ValueError(
+            f"native Attentive Kernel: shapes disagree (w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}, "
+            f"sq {tuple(sq.shape)}, coefficients {tuple(coef.shape)})"
+        )
     return (n1, n2, M), (w1.contiguous(), w2.mT.contiguous(), sq.contiguous(), coef.contiguous())
 
 
@@ -178,8 +185,10 @@ def sq_distances(x1: Tensor, x2: Tensor) -> Tensor:
         raise ValueError(f"native squared distances: {tuple(x1.shape)} and {tuple(x2.shape)} differ in dimension")
     a, bT = x1.contiguous(), x2.mT.contiguous()
     out = torch.empty(n1, n2, dtype=torch.float64)
-    _run(_row_ranges(n1, n2, 10 * D, False),
-         lambda r0, r1, _: lib.sq_distances(n1, n2, D, _p(a), _p(bT), _p(out), r0, r1))
+    _run(
+        _row_ranges(n1, n2, 10 * D, False),
+        lambda r0, r1, _: lib.sq_distances(n1, n2, D, _p(a), _p(bT), _p(out), r0, r1),
+    )
     return out
 
 
@@ -187,27 +196,36 @@ def attentive(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, symmetric: bool)
     """k = (w1 w2ᵀ) ⊙ Σ_m (w1_m w2_mᵀ) ⊙ exp(c_m sq) (symmetric: w1 is w2 and sq is symmetric)."""
     lib, ((n1, n2, M), (a, bT, sq, coef)) = library(), _operands(w1, w2, sq, coef)
     out = torch.empty(n1, n2, dtype=torch.float64)
-    _run(_row_ranges(n1, n2, M, symmetric),
-         lambda r0, r1, _: lib.ak_forward(n1, n2, M, _p(a), _p(bT), _p(sq), _p(coef), _p(out), r0, r1, symmetric))
+    _run(
+        _row_ranges(n1, n2, M, symmetric),
+        lambda r0, r1, _: lib.ak_forward(n1, n2, M, _p(a), _p(bT), _p(sq), _p(coef), _p(out), r0, r1, symmetric),
+    )
     if symmetric:
         lib.mirror_upper(n1, _p(out))
     return out
 
 
-def attentive_backward(w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, grad: Tensor, symmetric: bool,
-                       need_sq: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
+def attentive_backward(
+    w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, grad: Tensor, symmetric: bool, need_sq: bool
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """Gradients (w.r.t. w1, w2, sq) of ⟨grad, k⟩. symmetric: w1 is w2 and one gradient w.r.t. w is returned
     (the second is None); the distance gradient is computed only when ``need_sq``."""
     if symmetric and need_sq:
-        raise ValueError("native Attentive Kernel: the symmetric form reads one triangle of sq, so it has no sq gradient")
+        raise ValueError(
+            "native Attentive Kernel: the symmetric form reads one triangle of sq, so it has no sq gradient"
+        )
     lib, ((n1, n2, M), (a, bT, sq, coef)) = library(), _operands(w1, w2, sq, coef, grad)
     G = (grad + grad.mT) if symmetric else grad.contiguous()
     ga = torch.empty(n1, M, dtype=torch.float64)
     gsq = torch.empty(n1, n2, dtype=torch.float64) if need_sq else None
     ranges = _row_ranges(n1, n2, M, symmetric)
     gbT = torch.zeros(max(len(ranges), 1), M, n2, dtype=torch.float64)  # one accumulator per thread
-    _run(ranges, lambda r0, r1, part: lib.ak_backward(n1, n2, M, _p(a), _p(bT), _p(sq), _p(coef), _p(G), _p(ga),
-                                                      _p(gbT[part]), _p(gsq), r0, r1, symmetric))
+    _run(
+        ranges,
+        lambda r0, r1, part: lib.ak_backward(
+            n1, n2, M, _p(a), _p(bT), _p(sq), _p(coef), _p(G), _p(ga), _p(gbT[part]), _p(gsq), r0, r1, symmetric
+        ),
+    )
     gb = gbT.sum(0).mT
     if symmetric:
         return ga.add_(gb), None, gsq

@@ -9,10 +9,34 @@ from .poam import FULL, PAM, POAM
 from .poam_ablations import OnlineELBO, VarSSGP
 from .registry import MODELS, ModelEntry, make_model, register
 from .solar import LGPR, SOLARGP
-from .vips import VIPS, ConditionalVarianceGP, OIPSGP
+from .vips import OIPSGP, VIPS, ConditionalVarianceGP
 from .wgpr import WGPR
 from .wiski import WISKI, WISKIClassifier
 
-__all__ = ["POAM", "PAM", "FULL", "OVC", "OVCpp", "VarSSGP", "OnlineELBO", "OSGPR", "SSGP", "SSGPpp", "OSVGP",
-           "VIPS", "ConditionalVarianceGP", "OIPSGP", "WISKI", "WISKIClassifier", "ExactGP", "WGPR", "SOLARGP", "LGPR",
-           "LocalEnsemble", "MODELS", "ModelEntry", "make_model", "register"]
+__all__ = [
+    "POAM",
+    "PAM",
+    "FULL",
+    "OVC",
+    "OVCpp",
+    "VarSSGP",
+    "OnlineELBO",
+    "OSGPR",
+    "SSGP",
+    "SSGPpp",
+    "OSVGP",
+    "VIPS",
+    "ConditionalVarianceGP",
+    "OIPSGP",
+    "WISKI",
+    "WISKIClassifier",
+    "ExactGP",
+    "WGPR",
+    "SOLARGP",
+    "LGPR",
+    "LocalEnsemble",
+    "MODELS",
+    "ModelEntry",
+    "make_model",
+    "register",
+]

@@ -34,9 +34,18 @@ class LocalEnsemble(OnlineGP):
 
     _dynamic = ("centroids",)
 
-    def __init__(self, input_dim: int | None = None, *, member: Any = "osgpr", num_inducing: int = 50,
-                 member_options: dict | None = None, x_bounds: Any = None, y_stats: tuple[float, float] | None = None,
-                 seed: int = 0, dtype: torch.dtype = torch.float64):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        member: Any = "osgpr",
+        num_inducing: int = 50,
+        member_options: dict | None = None,
+        x_bounds: Any = None,
+        y_stats: tuple[float, float] | None = None,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float64,
+    ):
         super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, y_stats=y_stats)
         if not (isinstance(num_inducing, int) and num_inducing >= 1):
             raise ValueError(f"num_inducing must be a positive integer, got {num_inducing!r}")
@@ -54,8 +63,14 @@ class LocalEnsemble(OnlineGP):
     def _build_member(self, seed: int) -> OnlineGP:
         """A member with identity scaling, so its units are the ensemble's scaled units."""
         identity = torch.stack([-torch.ones(self.input_dim), torch.ones(self.input_dim)]).to(self.dtype)
-        options = dict(num_inducing=self.num_inducing_per_member, x_bounds=identity, y_stats=(0.0, 1.0), seed=seed,
-                       dtype=self.dtype, **self.member_options)
+        options = dict(
+            num_inducing=self.num_inducing_per_member,
+            x_bounds=identity,
+            y_stats=(0.0, 1.0),
+            seed=seed,
+            dtype=self.dtype,
+            **self.member_options,
+        )
         if callable(self.member):
             return self.member(self.input_dim, **options)
         return make_model(self.member, self.input_dim, **options)

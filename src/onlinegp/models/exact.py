@@ -28,10 +28,21 @@ class ExactGP(OnlineGP):
 
     _dynamic = ("L", "alpha")
 
-    def __init__(self, input_dim: int | None = None, *, kernel: Any = "rbf", num_steps: int = 10, lr: float = 1e-2,
-                 noise: float = 0.1, max_data: int = 20_000, x_bounds: Any = None,
-                 y_stats: tuple[float, float] | None = None, seed: int = 0, dtype: torch.dtype = torch.float64,
-                 kernel_options: dict | None = None):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        kernel: Any = "rbf",
+        num_steps: int = 10,
+        lr: float = 1e-2,
+        noise: float = 0.1,
+        max_data: int = 20_000,
+        x_bounds: Any = None,
+        y_stats: tuple[float, float] | None = None,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float64,
+        kernel_options: dict | None = None,
+    ):
         super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
         self._kernel_spec, self._kernel_options, self.lr = kernel, dict(kernel_options or {}), lr
         self.num_steps, self.max_data = int(num_steps), int(max_data)
@@ -41,18 +52,26 @@ class ExactGP(OnlineGP):
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
         self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
-        self.optimizer = torch.optim.Adam(list(self.kernel.parameters()) + list(self.likelihood.parameters()), lr=self.lr)
+        self.optimizer = torch.optim.Adam(
+            list(self.kernel.parameters()) + list(self.likelihood.parameters()), lr=self.lr
+        )
         self.data = GrowingBuffer(input_dim, self.dtype)
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         if self.data.n + xs.shape[0] > self.max_data:
-            raise ValueError(f"ExactGP would hold {self.data.n + xs.shape[0]} points, above max_data={self.max_data}; "
-                             "use a sparse online model (POAM, OSGPR) or raise max_data")
+            raise ValueError(
+                f"ExactGP would hold {self.data.n + xs.shape[0]} points, above max_data={self.max_data}; "
+                "use a sparse online model (POAM, OSGPR) or raise max_data"
+            )
         self.data.append(xs, ys)
         X, y = self.data.data
         with timer("hyperparameters"):
-            value = gradient_steps([self.optimizer], lambda: exact_mll(self.kernel, self.noise, X, y, self.jitter),
-                                   self.num_steps, scale=X.shape[0])
+            value = gradient_steps(
+                [self.optimizer],
+                lambda: exact_mll(self.kernel, self.noise, X, y, self.jitter),
+                self.num_steps,
+                scale=X.shape[0],
+            )
         with timer("factorise"), torch.no_grad():
             K = dense(self.kernel, X) + self.noise * torch.eye(X.shape[0], dtype=X.dtype)
             self.L = cholesky(K, self.jitter)
@@ -67,4 +86,3 @@ class ExactGP(OnlineGP):
             cov = dense(self.kernel, xs) - w.mT @ w
             return mean, cov.diagonal().clone(), cov
         return mean, diagonal(self.kernel, xs) - w.pow(2).sum(0), None
-

@@ -59,11 +59,25 @@ class OSGPR(OnlineGP):
 
     _dynamic = ("summary", "predictor")
 
-    def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "rbf",
-                 inducing: str | Selector = "pivoted", optimizer: str = "lbfgs", num_steps: int | None = None, optimize_inducing: bool = False,
-                 lr: float = 1e-2, lr_attention: float = 1e-3, noise: float = 0.1, x_bounds: Any = None,
-                 y_stats: tuple[float, float] | None = None, seed: int = 0, dtype: torch.dtype = torch.float64,
-                 kernel_options: dict | None = None):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        num_inducing: int = 500,
+        kernel: Any = "rbf",
+        inducing: str | Selector = "pivoted",
+        optimizer: str = "lbfgs",
+        num_steps: int | None = None,
+        optimize_inducing: bool = False,
+        lr: float = 1e-2,
+        lr_attention: float = 1e-3,
+        noise: float = 0.1,
+        x_bounds: Any = None,
+        y_stats: tuple[float, float] | None = None,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float64,
+        kernel_options: dict | None = None,
+    ):
         super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
         if optimizer not in ("lbfgs", "adam"):
             raise ValueError(f"optimizer must be 'lbfgs' (SSGP) or 'adam' (SSGP++), got {optimizer!r}")
@@ -106,8 +120,9 @@ class OSGPR(OnlineGP):
             gradient_steps([self.optimizer, *extra], bound, self.num_steps, scale=n)
             evaluations = self.num_steps
         else:
-            evaluations = self._lbfgs(self._hyperparameters() + ([Zp] if self.optimize_inducing else []),
-                                      lambda: -bound() / n)
+            evaluations = self._lbfgs(
+                self._hyperparameters() + ([Zp] if self.optimize_inducing else []), lambda: -bound() / n
+            )
         return Zp.detach().clone(), evaluations
 
     def _lbfgs(self, params: list[torch.nn.Parameter], loss) -> int:
@@ -131,8 +146,15 @@ class OSGPR(OnlineGP):
                 best[0], best[1] = float(value.detach()), [p.detach().clone() for p in params]
             return value
 
-        lbfgs = torch.optim.LBFGS(params, lr=1.0, max_iter=self.num_steps, history_size=20,
-                                  tolerance_grad=1e-6, tolerance_change=1e-10, line_search_fn="strong_wolfe")
+        lbfgs = torch.optim.LBFGS(
+            params,
+            lr=1.0,
+            max_iter=self.num_steps,
+            history_size=20,
+            tolerance_grad=1e-6,
+            tolerance_change=1e-10,
+            line_search_fn="strong_wolfe",
+        )
         lbfgs.step(closure)
         with torch.no_grad():
             for p, b in zip(params, best[1]):
@@ -156,24 +178,55 @@ class OSGPR(OnlineGP):
         return self.predictor.predict(self.kernel, xs, full_cov)
 
 
-
 @register("ssgp", "SSGP: streaming sparse GP, resampled Z, Z and θ by L-BFGS on the online bound (Bui et al. 2017)")
 class SSGP(OSGPR):
     """SSGP as configured in Chen et al. 2024 (Table III): resampled Z, then Z and θ by L-BFGS on the online bound."""
 
-    def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "ak",
-                 inducing: str | Selector = "resample", optimizer: str = "lbfgs", optimize_inducing: bool = True,
-                 **kwargs: Any):
-        super().__init__(input_dim, num_inducing=num_inducing, kernel=kernel, inducing=inducing, optimizer=optimizer,
-                         optimize_inducing=optimize_inducing, **kwargs)
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        num_inducing: int = 500,
+        kernel: Any = "ak",
+        inducing: str | Selector = "resample",
+        optimizer: str = "lbfgs",
+        optimize_inducing: bool = True,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            input_dim,
+            num_inducing=num_inducing,
+            kernel=kernel,
+            inducing=inducing,
+            optimizer=optimizer,
+            optimize_inducing=optimize_inducing,
+            **kwargs,
+        )
 
 
-@register("ssgp++", "SSGP++: streaming sparse GP, pivoted-Cholesky Z, Adam on the online bound (Chen et al. 2024, app. A4)")
+@register(
+    "ssgp++", "SSGP++: streaming sparse GP, pivoted-Cholesky Z, Adam on the online bound (Chen et al. 2024, app. A4)"
+)
 class SSGPpp(OSGPR):
     """SSGP++ (Chen et al. 2024, appendix A4): pivoted-Cholesky Z without gradient steps, T Adam steps on θ."""
 
-    def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "ak",
-                 inducing: str | Selector = "pivoted", optimizer: str = "adam", num_steps: int | None = 10,
-                 **kwargs: Any):
-        super().__init__(input_dim, num_inducing=num_inducing, kernel=kernel, inducing=inducing, optimizer=optimizer,
-                         num_steps=num_steps, **kwargs)
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        num_inducing: int = 500,
+        kernel: Any = "ak",
+        inducing: str | Selector = "pivoted",
+        optimizer: str = "adam",
+        num_steps: int | None = 10,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            input_dim,
+            num_inducing=num_inducing,
+            kernel=kernel,
+            inducing=inducing,
+            optimizer=optimizer,
+            num_steps=num_steps,
+            **kwargs,
+        )

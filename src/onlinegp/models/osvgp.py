@@ -28,7 +28,9 @@ from ..training import gradient_steps
 from .registry import register
 
 
-@register("osvgp", "O-SVGP: uncollapsed streaming SVGP, β-tempered KL terms, mini-batch Adam (Stanton et al. 2021, app. B)")
+@register(
+    "osvgp", "O-SVGP: uncollapsed streaming SVGP, β-tempered KL terms, mini-batch Adam (Stanton et al. 2021, app. B)"
+)
 class OSVGP(OnlineGP):
     """Streaming SVGP on the β-tempered online ELBO, mini-batch Adam (the O-SVGP baseline of Stanton et al. 2021).
 
@@ -47,14 +49,32 @@ class OSVGP(OnlineGP):
 
     _dynamic = ("q", "L_prior", "predictor")
 
-    def __init__(self, input_dim: int | None = None, *, num_inducing: int = 256, kernel: Any = "rbf",
-                 inducing: str | Selector = "pivoted", beta: float = 1e-3, num_steps: int = 1, batch_size: int = 256, lr: float = 5e-3, lr_hyper: float = 5e-3,
-                 learn_hyperparameters: bool = True, optimize_inducing: bool = True, noise: float = 0.1,
-                 x_bounds: Any = None, y_stats: tuple[float, float] | None = None, seed: int = 0,
-                 dtype: torch.dtype = torch.float64, kernel_options: dict | None = None):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        num_inducing: int = 256,
+        kernel: Any = "rbf",
+        inducing: str | Selector = "pivoted",
+        beta: float = 1e-3,
+        num_steps: int = 1,
+        batch_size: int = 256,
+        lr: float = 5e-3,
+        lr_hyper: float = 5e-3,
+        learn_hyperparameters: bool = True,
+        optimize_inducing: bool = True,
+        noise: float = 0.1,
+        x_bounds: Any = None,
+        y_stats: tuple[float, float] | None = None,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float64,
+        kernel_options: dict | None = None,
+    ):
         super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
         if not beta > 0 or num_steps < 0 or batch_size < 1:
-            raise ValueError(f"need beta > 0, num_steps >= 0 and batch_size >= 1, got {beta}, {num_steps}, {batch_size}")
+            raise ValueError(
+                f"need beta > 0, num_steps >= 0 and batch_size >= 1, got {beta}, {num_steps}, {batch_size}"
+            )
         self._kernel_spec, self._kernel_options, self.lr_hyper = kernel, dict(kernel_options or {}), lr_hyper
         self.selector = make_selector(inducing, num_inducing)
         self.beta, self.num_steps, self.batch_size, self.lr = float(beta), int(num_steps), int(batch_size), lr
@@ -66,8 +86,9 @@ class OSVGP(OnlineGP):
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
         self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
-        self.optimizer = torch.optim.Adam(list(self.kernel.parameters()) + list(self.likelihood.parameters()),
-                                          lr=self.lr_hyper)
+        self.optimizer = torch.optim.Adam(
+            list(self.kernel.parameters()) + list(self.likelihood.parameters()), lr=self.lr_hyper
+        )
 
     @property
     def Z(self) -> Tensor | None:
@@ -93,14 +114,32 @@ class OSVGP(OnlineGP):
             n = xs.shape[0]
 
             def elbo() -> Tensor:
-                idx = torch.randperm(n, generator=self.generator)[: self.batch_size] if n > self.batch_size \
+                idx = (
+                    torch.randperm(n, generator=self.generator)[: self.batch_size]
+                    if n > self.batch_size
                     else torch.arange(n)
-                return online_svgp_elbo(self.kernel, self.noise, self._q(Z, mean, root), xs[idx], ys[idx], n, old,
-                                        L_old, self.beta, self.jitter)
+                )
+                return online_svgp_elbo(
+                    self.kernel,
+                    self.noise,
+                    self._q(Z, mean, root),
+                    xs[idx],
+                    ys[idx],
+                    n,
+                    old,
+                    L_old,
+                    self.beta,
+                    self.jitter,
+                )
 
             optimizers = [variational, self.optimizer]
-            value = gradient_steps(optimizers, elbo, self.num_steps, scale=n,
-                                   stepped=optimizers if self.learn_hyperparameters else [variational])
+            value = gradient_steps(
+                optimizers,
+                elbo,
+                self.num_steps,
+                scale=n,
+                stepped=optimizers if self.learn_hyperparameters else [variational],
+            )
         with timer("predictor"), torch.no_grad():
             self.q = self._q(Z, mean, root).detach()
             self.L_prior = cholesky(kuu(self.kernel, self.q.Z), self.jitter)
@@ -114,4 +153,3 @@ class OSVGP(OnlineGP):
 
     def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         return self.predictor.predict(self.kernel, xs, full_cov)
-

@@ -39,8 +39,12 @@ from .registry import register
 @register("poam", "POAM: pivoted-Cholesky Z, projected terms, analytic q(u), Adam M-step (Chen et al. 2024)")
 @register("z-rand", "POAM ablation: random Z", inducing="random")
 @register("z-kmeans", "POAM ablation: k-means Z", inducing="kmeans")
-@register("z-opt", "POAM ablation: random Z from the first batch, then moved by gradient only",
-          inducing="random-first", optimize_inducing=True)
+@register(
+    "z-opt",
+    "POAM ablation: random Z from the first batch, then moved by gradient only",
+    inducing="random-first",
+    optimize_inducing=True,
+)
 @register("var-opt", "POAM ablation: q(u) by gradient", variational="gradient")
 class POAM(OnlineGP):
     """Online sparse GP with analytic variational E-step and stochastic M-step (POAM, Chen et al. 2024).
@@ -69,16 +73,36 @@ class POAM(OnlineGP):
 
     _dynamic = ("Z", "projected", "q", "predictor")
 
-    def __init__(self, input_dim: int | None = None, *, num_inducing: int = 500, kernel: Any = "ak",
-                 inducing: str | Selector = "pivoted",
-                 num_steps: int = 10, batch_size: int = 256, lr: float = 1e-2, lr_attention: float = 1e-3,
-                 terms: str = "online", inducing_from: str = "online", optimize_inducing: bool = False,
-                 variational: str = "analytic", noise_weighted: bool = False, noise: float = 0.1,
-                 sketch: int | None = 64, x_bounds: Any = None, y_stats: tuple[float, float] | None = None,
-                 seed: int = 0, dtype: torch.dtype = torch.float64, kernel_options: dict | None = None):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        num_inducing: int = 500,
+        kernel: Any = "ak",
+        inducing: str | Selector = "pivoted",
+        num_steps: int = 10,
+        batch_size: int = 256,
+        lr: float = 1e-2,
+        lr_attention: float = 1e-3,
+        terms: str = "online",
+        inducing_from: str = "online",
+        optimize_inducing: bool = False,
+        variational: str = "analytic",
+        noise_weighted: bool = False,
+        noise: float = 0.1,
+        sketch: int | None = 64,
+        x_bounds: Any = None,
+        y_stats: tuple[float, float] | None = None,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float64,
+        kernel_options: dict | None = None,
+    ):
         super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
-        for name, value, allowed in (("terms", terms, ("online", "all")), ("inducing_from", inducing_from, ("online", "all")),
-                                     ("variational", variational, ("analytic", "gradient"))):
+        for name, value, allowed in (
+            ("terms", terms, ("online", "all")),
+            ("inducing_from", inducing_from, ("online", "all")),
+            ("variational", variational, ("analytic", "gradient")),
+        ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
         if num_steps < 0 or batch_size < 1:
@@ -165,11 +189,11 @@ class POAM(OnlineGP):
         """What the VIPS selector needs while this model absorbs ``X`` (the last rows of its data buffer): the
         batch targets, the q(u) of the terms so far, σ², and the mean and variance of all targets so far."""
         X_all, y_all = self.data.data
-        if X_all.shape[0] < X.shape[0] or not torch.equal(X_all[-X.shape[0]:], X):
+        if X_all.shape[0] < X.shape[0] or not torch.equal(X_all[-X.shape[0] :], X):
             raise ValueError("vips_context is only available while the model absorbs the batch X")
         old = None if self.projected is None else self.projected.posterior(self.kernel, self.noise.detach())
         var = float(y_all.var()) if y_all.numel() > 1 else 1.0
-        return y_all[-X.shape[0]:], old, self.noise.detach(), (float(y_all.mean()), var if var > 0 else 1.0)
+        return y_all[-X.shape[0] :], old, self.noise.detach(), (float(y_all.mean()), var if var > 0 else 1.0)
 
     # ------------------------------------------------------------------ M-step
     def _m_step(self) -> float | None:
@@ -190,8 +214,11 @@ class POAM(OnlineGP):
         cross = CrossCovariance(self.kernel, Z)  # Z-only kernel work done once for the T steps
 
         def elbo() -> Tensor:
-            idx = torch.randint(n, (min(self.batch_size, n),), generator=self.generator) if n > self.batch_size \
+            idx = (
+                torch.randint(n, (min(self.batch_size, n),), generator=self.generator)
+                if n > self.batch_size
                 else torch.arange(n)
+            )
             if self.variational == "gradient":
                 L = root.tril()
                 q = VariationalQ(Z, mean, L, 2 * L.diagonal().abs().clamp_min(1e-12).log().sum())
@@ -201,8 +228,18 @@ class POAM(OnlineGP):
                     q = VariationalQ(q.Z, q.mean, sketch_root(q.root, self.sketch, self.generator), q.logdet)
             xb = X_all[idx]
             Kuu, Kub = cross(xb)
-            return svgp_elbo_cov(with_jitter(Kuu), Kub, diagonal(self.kernel, xb), self.noise, q.mean, q.root,
-                                 q.logdet, y_all[idx], n, self.jitter)
+            return svgp_elbo_cov(
+                with_jitter(Kuu),
+                Kub,
+                diagonal(self.kernel, xb),
+                self.noise,
+                q.mean,
+                q.root,
+                q.logdet,
+                y_all[idx],
+                n,
+                self.jitter,
+            )
 
         value = gradient_steps(optimizers, elbo, self.num_steps)
         with torch.no_grad():

@@ -23,6 +23,7 @@ from ..training import gradient_steps
 from .poam import POAM
 from .registry import register
 
+
 class _SummaryAblation(POAM):
     """POAM with one step replaced by SSGP's, keeping the summary InducingPosterior of the last E-step."""
 
@@ -32,8 +33,10 @@ class _SummaryAblation(POAM):
     def __init__(self, input_dim: int | None = None, **kwargs: Any):
         bad = sorted(set(kwargs) & set(self._fixed_options))
         if bad:
-            raise ValueError(f"{type(self).__name__} is POAM with one step replaced; it does not take "
-                             f"{', '.join(bad)} (use POAM for the other ablations)")
+            raise ValueError(
+                f"{type(self).__name__} is POAM with one step replaced; it does not take "
+                f"{', '.join(bad)} (use POAM for the other ablations)"
+            )
         super().__init__(input_dim, **kwargs)
         self.summary: InducingPosterior | None = None
 
@@ -68,6 +71,9 @@ class OnlineELBO(_SummaryAblation):
         if self.num_steps == 0:
             return None
         xs, ys = self._batch
-        return gradient_steps([self.optimizer],
-                              lambda: online_bound(self.kernel, self.noise, self.Z, xs, ys, self._previous, self.jitter),
-                              self.num_steps, scale=xs.shape[0])
+        return gradient_steps(
+            [self.optimizer],
+            lambda: online_bound(self.kernel, self.noise, self.Z, xs, ys, self._previous, self.jitter),
+            self.num_steps,
+            scale=xs.shape[0],
+        )

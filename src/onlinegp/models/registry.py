@@ -9,7 +9,8 @@ registers its classes with :func:`register` when it is imported (``onlinegp.mode
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple, TypeVar
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 from ..base import OnlineGP
 

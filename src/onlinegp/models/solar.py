@@ -19,7 +19,8 @@ that restores the moment-matched variances (it is never negative: w_j ≥ w_j² 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -35,8 +36,9 @@ from .registry import register
 LocalPrediction = tuple[Tensor, Tensor, Tensor, Tensor | None]
 
 
-def weighted_prediction(log_sim: Tensor, num_predict: int, predict_local: Callable[[int, Tensor, bool], LocalPrediction],
-                        full_cov: bool) -> LocalPrediction:
+def weighted_prediction(
+    log_sim: Tensor, num_predict: int, predict_local: Callable[[int, Tensor, bool], LocalPrediction], full_cov: bool
+) -> LocalPrediction:
     """Moment-matched weighted average of the ``num_predict`` most similar local models at each query.
 
     ``log_sim`` (N × J) holds log-similarities of the queries to the J local centres; the weights are their
@@ -71,8 +73,11 @@ class _Dominant:
         return self.log_similarity(self.scaler.x(as_tensor_2d(x, "x", self.dtype, self.input_dim))).argmax(1)
 
 
-@register("solar-gp", "SOLAR-GP-style ensemble of OSGPR members split by input distance, weighted prediction "
-                      "(Kepler et al. 2021 baseline)")
+@register(
+    "solar-gp",
+    "SOLAR-GP-style ensemble of OSGPR members split by input distance, weighted prediction "
+    "(Kepler et al. 2021 baseline)",
+)
 class SOLARGP(_Dominant, LocalEnsemble):
     """SOLAR-GP-style ensemble of online sparse GPs, split by distance in input space, weighted prediction.
 
@@ -91,8 +96,15 @@ class SOLARGP(_Dominant, LocalEnsemble):
 
     _dynamic = ("centroids", "counts")
 
-    def __init__(self, input_dim: int | None = None, *, w_gen: float = 0.5, similarity_lengthscale: float = 0.2,
-                 num_predict: int = 3, **kwargs: Any):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        w_gen: float = 0.5,
+        similarity_lengthscale: float = 0.2,
+        num_predict: int = 3,
+        **kwargs: Any,
+    ):
         super().__init__(input_dim, **kwargs)
         if not 0.0 < w_gen <= 1.0:
             raise ValueError(f"w_gen must be in (0, 1], got {w_gen!r}")
@@ -100,7 +112,11 @@ class SOLARGP(_Dominant, LocalEnsemble):
             raise ValueError(f"similarity_lengthscale must be positive, got {similarity_lengthscale!r}")
         if not (isinstance(num_predict, int) and num_predict >= 1):
             raise ValueError(f"num_predict must be a positive integer, got {num_predict!r}")
-        self.w_gen, self.similarity_lengthscale, self.num_predict = float(w_gen), float(similarity_lengthscale), num_predict
+        self.w_gen, self.similarity_lengthscale, self.num_predict = (
+            float(w_gen),
+            float(similarity_lengthscale),
+            num_predict,
+        )
         self.counts = torch.zeros(0, dtype=self.dtype)
 
     def log_similarity(self, xs: Tensor) -> Tensor:
@@ -138,8 +154,10 @@ class SOLARGP(_Dominant, LocalEnsemble):
         return Prediction(mean=mean, var_f=var_f, var_y=var_y, cov_f=cov)
 
 
-@register("lgpr", "LGPR: exact local GPs with offline global hyper-parameters, weighted prediction "
-                  "(Kepler et al. 2021 baseline)")
+@register(
+    "lgpr",
+    "LGPR: exact local GPs with offline global hyper-parameters, weighted prediction (Kepler et al. 2021 baseline)",
+)
 class LGPR(_Dominant, OnlineGP):
     """Local GP regression (Nguyen-Tuong et al. 2009): offline global hyper-parameters, exact local GPs.
 
@@ -158,10 +176,23 @@ class LGPR(_Dominant, OnlineGP):
 
     _dynamic = ("centroids", "counts", "local_X", "local_y", "local_L", "local_alpha")
 
-    def __init__(self, input_dim: int | None = None, *, w_gen: float = 0.5, max_local: int = 300, num_predict: int = 3,
-                 kernel: Any = "rbf", fit_steps: int = 100, max_fit_points: int = 1000, noise: float = 0.1,
-                 x_bounds: Any = None, y_stats: tuple[float, float] | None = None, seed: int = 0,
-                 dtype: torch.dtype = torch.float64, kernel_options: dict | None = None):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        w_gen: float = 0.5,
+        max_local: int = 300,
+        num_predict: int = 3,
+        kernel: Any = "rbf",
+        fit_steps: int = 100,
+        max_fit_points: int = 1000,
+        noise: float = 0.1,
+        x_bounds: Any = None,
+        y_stats: tuple[float, float] | None = None,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float64,
+        kernel_options: dict | None = None,
+    ):
         super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
         if not 0.0 < w_gen <= 1.0:
             raise ValueError(f"w_gen must be in (0, 1], got {w_gen!r}")
@@ -191,7 +222,9 @@ class LGPR(_Dominant, OnlineGP):
         Also fits the scaling if it is not fixed yet. Returns the final log marginal likelihood per point.
         """
         if self.num_updates > 0:
-            raise ValueError("LGPR's hyper-parameters are learnt offline: call fit_hyperparameters before the first update")
+            raise ValueError(
+                "LGPR's hyper-parameters are learnt offline: call fit_hyperparameters before the first update"
+            )
         x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
         y = as_targets(y, x.shape[0], self.dtype)
         if self.input_dim is None:
@@ -272,8 +305,8 @@ class LGPR(_Dominant, OnlineGP):
                 n, b = self.counts[k], int(rows.sum())
                 self.centroids[k] = (n * self.centroids[k] + xs[rows].sum(0)) / (n + b)
                 self.counts[k] = n + b
-                self.local_X[k] = torch.cat([self.local_X[k], xs[rows]])[-self.max_local:]
-                self.local_y[k] = torch.cat([self.local_y[k], ys[rows]])[-self.max_local:]
+                self.local_X[k] = torch.cat([self.local_X[k], xs[rows]])[-self.max_local :]
+                self.local_y[k] = torch.cat([self.local_y[k], ys[rows]])[-self.max_local :]
                 self._refactor(k)
         return {"num_models": self.num_models, "new_models": num_new}
 

@@ -15,15 +15,16 @@ import torch
 from torch import Tensor
 
 from ..base import PhaseTimer
-from ..inducing import OIPS, ConditionalVariance
-from ..inducing import VIPSSelector
+from ..inducing import OIPS, ConditionalVariance, VIPSSelector
 from ..posterior import InducingPosterior
 from .osgpr import OSGPR
 from .registry import register
 
 
-@register("vips", "VIPS: OSGPR that sizes itself by the online upper/lower bound gap, L-BFGS on θ "
-                  "(Pescador-Barrios et al. 2024)")
+@register(
+    "vips",
+    "VIPS: OSGPR that sizes itself by the online upper/lower bound gap, L-BFGS on θ (Pescador-Barrios et al. 2024)",
+)
 class VIPS(OSGPR):
     """OSGPR + VIPS inducing-point selection (Pescador-Barrios et al. 2024, Algorithm 1), θ by L-BFGS on the online
     bound.
@@ -41,13 +42,28 @@ class VIPS(OSGPR):
 
     _dynamic = OSGPR._dynamic + ("target_moments",)
 
-    def __init__(self, input_dim: int | None = None, *, delta: float = 0.05, max_new: int = 2000, kernel: Any = "rbf",
-                 optimizer: str = "lbfgs", num_steps: int | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        delta: float = 0.05,
+        max_new: int = 2000,
+        kernel: Any = "rbf",
+        optimizer: str = "lbfgs",
+        num_steps: int | None = None,
+        **kwargs: Any,
+    ):
         if "inducing" in kwargs:
             raise ValueError("VIPS chooses its own inducing inputs; use OSGPR(inducing=...) for another selector")
-        super().__init__(input_dim, kernel=kernel, inducing=VIPSSelector(delta, max_new), optimizer=optimizer,
-                         num_steps=num_steps, **kwargs)
-        self.target_moments = torch.zeros(3, dtype=self.dtype)   # count, sum, sum of squares (scaled targets)
+        super().__init__(
+            input_dim,
+            kernel=kernel,
+            inducing=VIPSSelector(delta, max_new),
+            optimizer=optimizer,
+            num_steps=num_steps,
+            **kwargs,
+        )
+        self.target_moments = torch.zeros(3, dtype=self.dtype)  # count, sum, sum of squares (scaled targets)
         self._batch_targets: Tensor | None = None
 
     def vips_context(self, X: Tensor) -> tuple[Tensor, InducingPosterior | None, Tensor, tuple[float, float]]:
@@ -60,21 +76,29 @@ class VIPS(OSGPR):
         return self._batch_targets, self.summary, self.noise.detach(), (mean, var if var > 0 else 1.0)
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
-        self.target_moments = self.target_moments + torch.stack([torch.tensor(float(ys.shape[0]), dtype=ys.dtype),
-                                                                 ys.sum(), ys.pow(2).sum()])
+        self.target_moments = self.target_moments + torch.stack(
+            [torch.tensor(float(ys.shape[0]), dtype=ys.dtype), ys.sum(), ys.pow(2).sum()]
+        )
         self._batch_targets = ys
         try:
             info = super()._update(xs, ys, timer)
         finally:
             self._batch_targets = None
         step = self.selector.last
-        info.update(num_added=step.num_added, upper_bound=step.upper, lower_bound_at_selection=step.lower,
-                    noise_log_lik=step.noise_log_lik, alpha=step.alpha)
+        info.update(
+            num_added=step.num_added,
+            upper_bound=step.upper,
+            lower_bound_at_selection=step.lower,
+            noise_log_lik=step.noise_log_lik,
+            alpha=step.alpha,
+        )
         return info
 
 
-@register("conditional-variance", "OSGPR with Conditional Variance Z: greedy until tr(K − Q) ≤ η "
-                                  "(Pescador-Barrios et al. 2024 baseline)")
+@register(
+    "conditional-variance",
+    "OSGPR with Conditional Variance Z: greedy until tr(K − Q) ≤ η (Pescador-Barrios et al. 2024 baseline)",
+)
 class ConditionalVarianceGP(OSGPR):
     """OSGPR whose inducing inputs come from Conditional Variance (greedy variance until tr(K − Q) ≤ η)."""
 

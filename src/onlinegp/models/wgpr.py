@@ -42,8 +42,11 @@ from .registry import register
 QUERY_CHUNK = 2048
 
 
-@register("wgpr", "WGPR: ensemble of OSGPR members split by the 2-Wasserstein distance, nearest-model prediction "
-                  "(Kepler et al. 2021)")
+@register(
+    "wgpr",
+    "WGPR: ensemble of OSGPR members split by the 2-Wasserstein distance, nearest-model prediction "
+    "(Kepler et al. 2021)",
+)
 class WGPR(LocalEnsemble):
     """Wasserstein-splitting ensemble of sparse GPs (Kepler et al. 2021, Algorithm 1).
 
@@ -72,8 +75,9 @@ class WGPR(LocalEnsemble):
             raise ValueError(f"num_nearest (J') must be a positive integer, got {num_nearest!r}")
         self.epsilon, self.num_nearest = float(epsilon), num_nearest
 
-    def _candidate(self, j: int, xs: Tensor, ys: Tensor, fresh_mean: Tensor, fresh_cov: Tensor,
-                   timer: PhaseTimer) -> tuple[float, OnlineGP | None]:
+    def _candidate(
+        self, j: int, xs: Tensor, ys: Tensor, fresh_mean: Tensor, fresh_cov: Tensor, timer: PhaseTimer
+    ) -> tuple[float, OnlineGP | None]:
         """Update a copy of member j and score it by Eq. 6; a numerically failed update scores +∞."""
         old = self.members[j]
         try:
@@ -84,8 +88,9 @@ class WGPR(LocalEnsemble):
                 Z = self.inducing_of(old)
                 before, after = old.predict(Z, full_cov=True), cand.predict(Z, full_cov=True)
                 at_new = cand.predict(xs, full_cov=True)
-                w = (w2_squared(before.mean, before.cov_f, after.mean, after.cov_f)
-                     + w2_squared(at_new.mean, at_new.cov_f, fresh_mean, fresh_cov))
+                w = w2_squared(before.mean, before.cov_f, after.mean, after.cov_f) + w2_squared(
+                    at_new.mean, at_new.cov_f, fresh_mean, fresh_cov
+                )
         except NUMERICAL_FAILURES:
             return math.inf, None
         w = float(w)
@@ -115,8 +120,14 @@ class WGPR(LocalEnsemble):
         else:
             self._add_member(fresh, seed, self.inducing_of(fresh).mean(0))
             chosen, split = len(self.members) - 1, True
-        return {"num_models": len(self.members), "split": split, "scores": scores, "candidates": near,
-                "chosen": chosen, "failed": failed}
+        return {
+            "num_models": len(self.members),
+            "split": split,
+            "scores": scores,
+            "candidates": near,
+            "chosen": chosen,
+            "failed": failed,
+        }
 
     # ------------------------------------------------------------------ prediction (§III-B)
     @torch.no_grad()
@@ -144,4 +155,3 @@ class WGPR(LocalEnsemble):
             if full_cov:  # different members are independent: the covariance is block-diagonal
                 cov[rows.unsqueeze(1), rows.unsqueeze(0)] = p.cov_f
         return Prediction(mean=mean, var_f=var_f, var_y=var_y, cov_f=cov)
-

@@ -39,11 +39,11 @@ import torch
 from torch import Tensor, nn
 
 from ..base import OnlineGP, PhaseTimer
-from ..validation import as_tensor_2d
 from ..kernels import make_kernel
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..posterior import kuu
 from ..training import gradient_steps
+from ..validation import as_tensor_2d
 from .registry import register
 
 LOG2PI = math.log(2 * math.pi)
@@ -90,14 +90,21 @@ class CubicGrid:
         clamped = torch.zeros(n, dtype=torch.bool)
         for k in range(self.dim):
             g, h = self.sizes[k], self.spacing[k]
-            s = (x[:, k] - self.lower) / h + 1.0          # position in grid units; interpolable in [1, g - 2]
+            s = (x[:, k] - self.lower) / h + 1.0  # position in grid units; interpolable in [1, g - 2]
             clamped |= (s < 1.0) | (s > g - 2)
             s = s.clamp(1.0, g - 2.0)
             i = s.detach().floor().long().clamp(1, g - 3)
             t = s - i
             t2, t3 = t * t, t * t * t
-            w = torch.stack([-0.5 * t3 + t2 - 0.5 * t, 1.5 * t3 - 2.5 * t2 + 1.0,
-                             -1.5 * t3 + 2.0 * t2 + 0.5 * t, 0.5 * t3 - 0.5 * t2], -1)
+            w = torch.stack(
+                [
+                    -0.5 * t3 + t2 - 0.5 * t,
+                    1.5 * t3 - 2.5 * t2 + 1.0,
+                    -1.5 * t3 + 2.0 * t2 + 0.5 * t,
+                    0.5 * t3 - 0.5 * t2,
+                ],
+                -1,
+            )
             j = i.unsqueeze(-1) + torch.arange(-1, 3)
             idx = (idx.unsqueeze(-1) + self.strides[k] * j.unsqueeze(1)).reshape(n, -1)
             val = (val.unsqueeze(-1) * w.unsqueeze(1)).reshape(n, -1)
@@ -107,8 +114,12 @@ class CubicGrid:
         """W as a sparse COO (n, m) matrix (differentiable in its values)."""
         idx, val, _ = self.weights(x)
         rows = torch.arange(x.shape[0]).unsqueeze(-1).expand_as(idx)
-        return torch.sparse_coo_tensor(torch.stack([rows.reshape(-1), idx.reshape(-1)]), val.reshape(-1),
-                                       (x.shape[0], self.size), check_invariants=False)
+        return torch.sparse_coo_tensor(
+            torch.stack([rows.reshape(-1), idx.reshape(-1)]),
+            val.reshape(-1),
+            (x.shape[0], self.size),
+            check_invariants=False,
+        )
 
     def dense(self, x: Tensor) -> Tensor:
         """The dense (n, m) interpolation matrix W (for tests and small problems)."""
@@ -116,14 +127,16 @@ class CubicGrid:
         return torch.zeros(x.shape[0], self.size, dtype=val.dtype).scatter_add(1, idx, val)
 
 
-def add_terms(WtW: Tensor, Wty: Tensor, idx: Tensor, val: Tensor, y: Tensor, prec: Tensor | None = None
-              ) -> tuple[Tensor, Tensor]:
+def add_terms(
+    WtW: Tensor, Wty: Tensor, idx: Tensor, val: Tensor, y: Tensor, prec: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """WᵀD⁻¹W + Σ_i p_i w_i w_iᵀ and WᵀD⁻¹y + Σ_i p_i y_i w_i (Eqs. 16-17), out of place, 4^d × 4^d per row."""
     pv = val if prec is None else val * prec.unsqueeze(-1)
     rows = idx.unsqueeze(-1).expand(-1, -1, idx.shape[1])
     cols = idx.unsqueeze(1).expand(-1, idx.shape[1], -1)
-    WtW = WtW.index_put((rows.reshape(-1), cols.reshape(-1)), (pv.unsqueeze(-1) * val.unsqueeze(1)).reshape(-1),
-                        accumulate=True)
+    WtW = WtW.index_put(
+        (rows.reshape(-1), cols.reshape(-1)), (pv.unsqueeze(-1) * val.unsqueeze(1)).reshape(-1), accumulate=True
+    )
     Wty = Wty.index_add(0, idx.reshape(-1), (pv * y.unsqueeze(-1)).reshape(-1))
     return WtW, Wty
 
@@ -137,8 +150,17 @@ class SKIPosterior:
     alpha: Tensor | None
 
     @classmethod
-    def from_terms(cls, L: Tensor, A: Tensor, c: Tensor, yy: Tensor, logdet_noise: Tensor, n: int,
-                   jitter_log: JitterLog | None = None, predictive: bool = True) -> "SKIPosterior":
+    def from_terms(
+        cls,
+        L: Tensor,
+        A: Tensor,
+        c: Tensor,
+        yy: Tensor,
+        logdet_noise: Tensor,
+        n: int,
+        jitter_log: JitterLog | None = None,
+        predictive: bool = True,
+    ) -> "SKIPosterior":
         """From a root L of K_UU and precision-weighted A = WᵀD⁻¹W, c = WᵀD⁻¹y, yy = yᵀD⁻¹y, log|D|.
 
         ``predictive=False`` skips R and α (an m²r solve the marginal likelihood alone does not need)."""
@@ -182,8 +204,9 @@ class InputProjection(nn.Module):
         self.norm.running_var.copy_(z.var(0, unbiased=False))
 
 
-@register("wiski", "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point "
-                   "(Stanton et al. 2021)")
+@register(
+    "wiski", "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point (Stanton et al. 2021)"
+)
 class WISKI(OnlineGP):
     """WISKI regression (Stanton et al. 2021): constant-time exact SKI updates and one Adam step per observation.
 
@@ -201,11 +224,27 @@ class WISKI(OnlineGP):
 
     _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "R", "alpha")
 
-    def __init__(self, input_dim: int | None = None, *, grid_size: int | list[int] | None = None, margin: float = 0.1,
-                 kernel: Any = "rbf", num_steps: int = 1, lr: float = 1e-2, lr_projection: float = 1e-3,
-                 root: str = "cholesky", rank: int | None = None, fixed_noise: bool = False, projection_dim: int = 2,
-                 noise: float = 0.1, x_bounds: Any = None, y_stats: tuple[float, float] | None = None, seed: int = 0,
-                 dtype: torch.dtype = torch.float64, kernel_options: dict | None = None):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        grid_size: int | list[int] | None = None,
+        margin: float = 0.1,
+        kernel: Any = "rbf",
+        num_steps: int = 1,
+        lr: float = 1e-2,
+        lr_projection: float = 1e-3,
+        root: str = "cholesky",
+        rank: int | None = None,
+        fixed_noise: bool = False,
+        projection_dim: int = 2,
+        noise: float = 0.1,
+        x_bounds: Any = None,
+        y_stats: tuple[float, float] | None = None,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float64,
+        kernel_options: dict | None = None,
+    ):
         super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
         if root not in ("cholesky", "lanczos"):
             raise ValueError(f"root must be 'cholesky' or 'lanczos', got {root!r}")
@@ -213,7 +252,12 @@ class WISKI(OnlineGP):
             raise ValueError(f"num_steps must be >= 0, got {num_steps}")
         if not 1 <= projection_dim <= 3:
             raise ValueError(f"projection_dim must be 1, 2 or 3 (the grid is exponential in it), got {projection_dim}")
-        self._grid_size, self.margin, self.projection_dim, self._rank = grid_size, float(margin), int(projection_dim), rank
+        self._grid_size, self.margin, self.projection_dim, self._rank = (
+            grid_size,
+            float(margin),
+            int(projection_dim),
+            rank,
+        )
         self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
         self.lr, self.lr_projection, self.root = lr, lr_projection, root
         self.fixed_noise, self.seed = bool(fixed_noise), int(seed)
@@ -252,7 +296,9 @@ class WISKI(OnlineGP):
         """Absorb ``(x, y)``; with ``fixed_noise=True`` pass the per-point noise variances (user units) as ``noise``."""
         if self.fixed_noise:
             if noise is None:
-                raise ValueError("this WISKI has fixed_noise=True: pass update(x, y, noise=...) with one variance per row")
+                raise ValueError(
+                    "this WISKI has fixed_noise=True: pass update(x, y, noise=...) with one variance per row"
+                )
             noise = as_tensor_2d(torch.as_tensor(noise, dtype=self.dtype).reshape(-1, 1), "noise", self.dtype, 1)[:, 0]
             if not bool((noise > 0).all()):
                 raise ValueError("noise variances must be positive")
@@ -301,8 +347,9 @@ class WISKI(OnlineGP):
         T = Qb.mT @ K @ Qb
         return Qb @ cholesky(0.5 * (T + T.mT), self.jitter)
 
-    def _posterior(self, WtW: Tensor, Wty: Tensor, yty: Tensor, logdet_noise: Tensor, n: int,
-                   predictive: bool = True) -> SKIPosterior:
+    def _posterior(
+        self, WtW: Tensor, Wty: Tensor, yty: Tensor, logdet_noise: Tensor, n: int, predictive: bool = True
+    ) -> SKIPosterior:
         L = self.kuu_root()
         if self.fixed_noise:
             return SKIPosterior.from_terms(L, WtW, Wty, yty, logdet_noise, n, self.jitter, predictive)
@@ -319,7 +366,7 @@ class WISKI(OnlineGP):
         n = self.num_data + xs.shape[0]
         prec, logdet = None, self.logdet_noise
         if self.fixed_noise:
-            noise = self._batch_noise / self.scaler.y_std ** 2
+            noise = self._batch_noise / self.scaler.y_std**2
             prec, logdet = 1.0 / noise, self.logdet_noise + noise.log().sum()
         learn_proj = self.projection is not None
         first_stats = learn_proj and self.num_data == 0 and xs.shape[0] > 1
@@ -339,13 +386,12 @@ class WISKI(OnlineGP):
         with timer("predictor"), torch.no_grad():
             post = self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, n)
             self.R, self.alpha = post.R, post.alpha
-        return {"objective": value, "mll": float(post.mll), "clamped": clamped,
-                "noise": float(self.noise.detach())}
+        return {"objective": value, "mll": float(post.mll), "clamped": clamped, "noise": float(self.noise.detach())}
 
     def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         Ws = self.grid.sparse(self.features(xs))
         mean = torch.sparse.mm(Ws, self.alpha.unsqueeze(-1)).squeeze(-1)
-        Rw = torch.sparse.mm(Ws, self.R)                  # rows (Rᵀ w*)ᵀ: O(4^d r) per point
+        Rw = torch.sparse.mm(Ws, self.R)  # rows (Rᵀ w*)ᵀ: O(4^d r) per point
         if full_cov:
             cov = Rw @ Rw.mT
             return mean, cov.diagonal().clone(), cov
@@ -371,8 +417,12 @@ class WISKIClassifier(nn.Module):
         if not alpha_epsilon > 0:
             raise ValueError(f"alpha_epsilon must be positive, got {alpha_epsilon}")
         self.num_classes, self.alpha_epsilon = int(num_classes), float(alpha_epsilon)
-        self.models = nn.ModuleList([WISKI(input_dim, fixed_noise=True, y_stats=(0.0, 1.0), seed=seed + c, **options)
-                                     for c in range(self.num_classes)])
+        self.models = nn.ModuleList(
+            [
+                WISKI(input_dim, fixed_noise=True, y_stats=(0.0, 1.0), seed=seed + c, **options)
+                for c in range(self.num_classes)
+            ]
+        )
         self.generator = torch.Generator().manual_seed(int(seed))
 
     def targets(self, labels: Tensor) -> tuple[Tensor, Tensor]:

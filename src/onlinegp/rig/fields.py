@@ -13,10 +13,11 @@ array, a .npy/.npz file or a GeoTIFF (needs the optional ``rasterio``).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy.interpolate import RectBivariateSpline
@@ -59,8 +60,9 @@ class Field:
         i0 = np.minimum(v.astype(np.int64), ny - 2)
         fu, fv = u - j0, v - i0
         f = self.values
-        return ((1 - fv) * ((1 - fu) * f[i0, j0] + fu * f[i0, j0 + 1])
-                + fv * ((1 - fu) * f[i0 + 1, j0] + fu * f[i0 + 1, j0 + 1]))
+        return (1 - fv) * ((1 - fu) * f[i0, j0] + fu * f[i0, j0 + 1]) + fv * (
+            (1 - fu) * f[i0 + 1, j0] + fu * f[i0 + 1, j0 + 1]
+        )
 
     def grid(self, n: int, extent: tuple[float, float, float, float] | None = None) -> np.ndarray:
         """An ``n``×``n`` grid of points (n², 2) spanning ``extent`` (default: the field's), x fastest."""
@@ -97,8 +99,13 @@ def scale_values(array: np.ndarray, value_range: tuple[float, float] = VALUE_RAN
     return value_range[0] + (array - lo) / (hi - lo) * (value_range[1] - value_range[0])
 
 
-def from_array(array: Any, name: str = "custom", description: str = "", size: int = GRID_SIZE,
-               extent: tuple[float, float, float, float] = ENV_EXTENT) -> Field:
+def from_array(
+    array: Any,
+    name: str = "custom",
+    description: str = "",
+    size: int = GRID_SIZE,
+    extent: tuple[float, float, float, float] = ENV_EXTENT,
+) -> Field:
     """Build a field from any 2-D array (row 0 = south edge): resampled to ``size``² cells, scaled to [0, 255]."""
     try:
         a = np.asarray(array, dtype=np.float64)
@@ -138,13 +145,16 @@ def load_file(path: str | Path, key: str | None = None) -> Field:
     except ImportError as err:
         raise ValueError(str(err)) from err
     except Exception as err:  # corrupt, truncated or foreign files surface as many exception types
-        raise ValueError(f"cannot read field file {str(path)!r} ({type(err).__name__}: {err}); "
-                         "give a NumPy .npy/.npz holding a 2-D array, or a GeoTIFF") from err
+        raise ValueError(
+            f"cannot read field file {str(path)!r} ({type(err).__name__}: {err}); "
+            "give a NumPy .npy/.npz holding a 2-D array, or a GeoTIFF"
+        ) from err
     if suffix == ".npz":
         names = [k for k, v in arrays.items() if v.ndim >= 2] if key is None else [key]
         if not names or names[0] not in arrays:
-            raise ValueError(f"{str(path)!r} holds no 2-D array{'' if key is None else f' named {key!r}'}; "
-                             f"it has {sorted(arrays)}")
+            raise ValueError(
+                f"{str(path)!r} holds no 2-D array{'' if key is None else f' named {key!r}'}; it has {sorted(arrays)}"
+            )
         array = arrays[names[0]]
     return from_array(array, name=path.stem, description=f"loaded from {path}")
 
@@ -153,7 +163,9 @@ def _read_geotiff(path: Path) -> np.ndarray:
     try:
         import rasterio
     except ImportError as err:
-        raise ImportError("reading GeoTIFF needs rasterio: pip install 'onlinegp[geotiff]' (or convert to .npy)") from err
+        raise ImportError(
+            "reading GeoTIFF needs rasterio: pip install 'onlinegp[geotiff]' (or convert to .npy)"
+        ) from err
     with rasterio.open(path) as src:
         band = src.read(1, masked=True)
     if np.ma.is_masked(band):
@@ -162,7 +174,7 @@ def _read_geotiff(path: Path) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- bundled environments
-@lru_cache(maxsize=None)
+@cache
 def _sample_dem(name: str) -> np.ndarray:
     """matplotlib's sample elevation models, row 0 = south."""
     from matplotlib import cbook
@@ -174,20 +186,30 @@ def _sample_dem(name: str) -> np.ndarray:
 
 
 def _crop(dem: str, rows: tuple[int, int], cols: tuple[int, int]) -> Callable[[], np.ndarray]:
-    return lambda: _sample_dem(dem)[rows[0]:rows[1], cols[0]:cols[1]]
+    return lambda: _sample_dem(dem)[rows[0] : rows[1], cols[0] : cols[1]]
 
 
 ENVIRONMENTS: dict[str, tuple[Callable[[], np.ndarray], str]] = {
-    "valley-ridges": (_crop("jacksboro_fault_dem.npz", (0, 210), (170, 380)),
-                      "smooth lowland valley beside high dissected ridges across a fault: strongly non-stationary"),
-    "dissected-ridges": (_crop("jacksboro_fault_dem.npz", (0, 190), (0, 190)),
-                         "ridges and valleys everywhere: rugged, short length-scales throughout"),
-    "plateau": (_crop("jacksboro_fault_dem.npz", (190, 344), (180, 334)),
-                "a gentle plateau with one rugged knob, an escarpment along the fault and a lowland corner"),
-    "coast": (_crop("topobathy.npz", (0, 60), (20, 80)),
-              "coast: rugged mountains on land and smooth channels under the sea (topography + bathymetry)"),
-    "seafloor": (_crop("topobathy.npz", (0, 31), (0, 31)),
-                 "bathymetry only: a smooth continental shelf dropping into a steep slope"),
+    "valley-ridges": (
+        _crop("jacksboro_fault_dem.npz", (0, 210), (170, 380)),
+        "smooth lowland valley beside high dissected ridges across a fault: strongly non-stationary",
+    ),
+    "dissected-ridges": (
+        _crop("jacksboro_fault_dem.npz", (0, 190), (0, 190)),
+        "ridges and valleys everywhere: rugged, short length-scales throughout",
+    ),
+    "plateau": (
+        _crop("jacksboro_fault_dem.npz", (190, 344), (180, 334)),
+        "a gentle plateau with one rugged knob, an escarpment along the fault and a lowland corner",
+    ),
+    "coast": (
+        _crop("topobathy.npz", (0, 60), (20, 80)),
+        "coast: rugged mountains on land and smooth channels under the sea (topography + bathymetry)",
+    ),
+    "seafloor": (
+        _crop("topobathy.npz", (0, 31), (0, 31)),
+        "bathymetry only: a smooth continental shelf dropping into a steep slope",
+    ),
 }
 DEFAULT_ENV = "valley-ridges"
 
@@ -196,11 +218,13 @@ def bundled(name: str) -> Field:
     """A bundled environment by name (see :data:`ENVIRONMENTS`)."""
     key = name.lower()
     if key not in ENVIRONMENTS:
-        raise ValueError(f"unknown environment {name!r}; bundled: {', '.join(ENVIRONMENTS)} (or give a .npy/.npz/.tif path)")
+        raise ValueError(
+            f"unknown environment {name!r}; bundled: {', '.join(ENVIRONMENTS)} (or give a .npy/.npz/.tif path)"
+        )
     return _bundled(key)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _bundled(key: str) -> Field:
     make, description = ENVIRONMENTS[key]
     return from_array(make(), name=key, description=description)
@@ -217,7 +241,9 @@ def load_field(spec: str | Path | np.ndarray | Field) -> Field:
         return bundled(text)
     if Path(text).suffix.lower() in (".npy", ".npz", ".tif", ".tiff") or Path(text).exists():
         return load_file(text)
-    raise ValueError(f"unknown environment {text!r}; bundled: {', '.join(ENVIRONMENTS)} (or give a .npy/.npz/.tif path)")
+    raise ValueError(
+        f"unknown environment {text!r}; bundled: {', '.join(ENVIRONMENTS)} (or give a .npy/.npz/.tif path)"
+    )
 
 
 def write_thumbnails(directory: str | Path, dpi: int = 60) -> list[Path]:

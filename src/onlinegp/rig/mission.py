@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field as dc_field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,8 +48,12 @@ INITS = ("bezier", "random")
 #: 2.5 Hz; no turn limit; the field read at the nearest cell; the model's input scaling fitted on the pilot survey)
 PROFILES: dict[str, dict[str, Any]] = {
     "paper": {"sensing_rate": 3.0, "max_turn_rate": 1.0, "interpolation": "linear", "input_scaling": "task"},
-    "reference-code": {"sensing_rate": 2.5, "max_turn_rate": math.inf, "interpolation": "nearest",
-                       "input_scaling": "pilot"},
+    "reference-code": {
+        "sensing_rate": 2.5,
+        "max_turn_rate": math.inf,
+        "interpolation": "nearest",
+        "input_scaling": "pilot",
+    },
 }
 
 
@@ -103,8 +109,12 @@ class MissionConfig:
             raise ValueError(f"unknown init {self.init!r}; choose {' or '.join(INITS)}")
         for name in ("num_inducing", "num_steps"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, (int, np.integer)) or value < (1 if name == "num_inducing" else 0)):
-                raise ValueError(f"{name} must be a {'positive' if name == 'num_inducing' else 'non-negative'} integer, got {value!r}")
+            if value is not None and (
+                not isinstance(value, (int, np.integer)) or value < (1 if name == "num_inducing" else 0)
+            ):
+                raise ValueError(
+                    f"{name} must be a {'positive' if name == 'num_inducing' else 'non-negative'} integer, got {value!r}"
+                )
         for name in ("num_candidates", "num_pilot_waypoints", "num_random_init", "eval_grid"):
             if int(getattr(self, name)) < (2 if name in ("num_pilot_waypoints", "eval_grid") else 1):
                 raise ValueError(f"{name} is too small: {getattr(self, name)}")
@@ -112,11 +122,15 @@ class MissionConfig:
         if not (xmax > xmin and ymax > ymin):
             raise ValueError(f"task_extent must be (xmin, xmax, ymin, ymax) with min < max, got {self.task_extent}")
         if not (0 < self.sensing_rate <= 10.0 and self.max_turn_rate > 0):
-            raise ValueError(f"need 0 < sensing_rate <= 10 Hz (the control rate) and max_turn_rate > 0, got "
-                             f"{self.sensing_rate}, {self.max_turn_rate}")
+            raise ValueError(
+                f"need 0 < sensing_rate <= 10 Hz (the control rate) and max_turn_rate > 0, got "
+                f"{self.sensing_rate}, {self.max_turn_rate}"
+            )
         if self.interpolation not in ("linear", "nearest") or self.input_scaling not in ("task", "pilot"):
-            raise ValueError(f"interpolation must be linear or nearest and input_scaling task or pilot, got "
-                             f"{self.interpolation!r}, {self.input_scaling!r}")
+            raise ValueError(
+                f"interpolation must be linear or nearest and input_scaling task or pilot, got "
+                f"{self.interpolation!r}, {self.input_scaling!r}"
+            )
 
     def model_kwargs(self) -> dict:
         opts = {k: getattr(self, k) for k in ("num_inducing", "num_steps", "kernel") if getattr(self, k) is not None}
@@ -138,8 +152,10 @@ def build_model(config: MissionConfig) -> OnlineGP:
         try:
             return make_model(config.model, 2, **kwargs)
         except TypeError as err:
-            raise ValueError(f"model {config.model!r} does not accept these options "
-                             f"{sorted(k for k in kwargs if k not in ('x_bounds', 'seed'))}: {err}") from err
+            raise ValueError(
+                f"model {config.model!r} does not accept these options "
+                f"{sorted(k for k in kwargs if k not in ('x_bounds', 'seed'))}: {err}"
+            ) from err
 
 
 def lengthscale_grid(model: Any, x: np.ndarray) -> np.ndarray | None:
@@ -160,8 +176,12 @@ class Mission:
         self.eval_x = self.field.grid(config.eval_grid, config.task_extent)
         self.eval_y = self.field(self.eval_x, config.interpolation)
         self.sensor = PointSensor(interpolation=config.interpolation)
-        self.planner = make_planner(config.planner, tuple(config.task_extent), num_candidates=config.num_candidates,
-                                    distance_weight=config.distance_weight)
+        self.planner = make_planner(
+            config.planner,
+            tuple(config.task_extent),
+            num_candidates=config.num_candidates,
+            distance_weight=config.distance_weight,
+        )
         self.model = build_model(config)
         self.rng = np.random.default_rng(int(config.seed))
         self.vehicle: DiffDrive | None = None
@@ -204,8 +224,9 @@ class Mission:
             xy = self.vehicle.drive(goal[None], self.config.budget - self.num_samples)
             if len(xy):
                 return xy
-        raise RuntimeError("1000 planned waypoints in a row yielded no sample; the planner keeps choosing the "
-                           "vehicle's own position")
+        raise RuntimeError(
+            "1000 planned waypoints in a row yielded no sample; the planner keeps choosing the vehicle's own position"
+        )
 
     def step(self) -> dict:
         """Run one decision epoch (the first is the pilot survey) and return its metrics row."""
@@ -225,32 +246,56 @@ class Mission:
         mean, var = pred.mean.numpy(), pred.var_y.numpy()
         m = metrics.all_metrics(self.eval_y, mean, var, float(self.y.mean()), float(self.y.std()))
         self.wall_time += time.perf_counter() - t_start
-        row = {"epoch": self.epoch + 1, "num_samples": self.num_samples, "num_inducing": report.num_inducing,
-               **m, "update_time": t_update, "update_cpu_time": c_update, "prediction_time": t_predict, "plan_drive_time": t_plan,
-               "wall_time": self.wall_time}
+        row = {
+            "epoch": self.epoch + 1,
+            "num_samples": self.num_samples,
+            "num_inducing": report.num_inducing,
+            **m,
+            "update_time": t_update,
+            "update_cpu_time": c_update,
+            "prediction_time": t_predict,
+            "plan_drive_time": t_plan,
+            "wall_time": self.wall_time,
+        }
         self.rows.append(row)
         if self.config.animate:
             n = self.config.eval_grid
-            self.frames.append({"mean": mean.reshape(n, n).astype(np.float32),
-                                "std": np.sqrt(var).reshape(n, n).astype(np.float32), "num_samples": self.num_samples})
+            self.frames.append(
+                {
+                    "mean": mean.reshape(n, n).astype(np.float32),
+                    "std": np.sqrt(var).reshape(n, n).astype(np.float32),
+                    "num_samples": self.num_samples,
+                }
+            )
         return row
 
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:
-        return {"format": 1, "config": self.config.to_dict(), "field_digest": self.field.digest(),
-                "vehicle": None if self.vehicle is None else self.vehicle.state(),
-                "rng": self.rng.bit_generator.state, "planner": self.planner.state(), "X": self.X.copy(),
-                "y": self.y.copy(), "rows": [dict(r) for r in self.rows], "frames": list(self.frames),
-                "wall_time": self.wall_time, "model": self.model.state_dict()}
+        return {
+            "format": 1,
+            "config": self.config.to_dict(),
+            "field_digest": self.field.digest(),
+            "vehicle": None if self.vehicle is None else self.vehicle.state(),
+            "rng": self.rng.bit_generator.state,
+            "planner": self.planner.state(),
+            "X": self.X.copy(),
+            "y": self.y.copy(),
+            "rows": [dict(r) for r in self.rows],
+            "frames": list(self.frames),
+            "wall_time": self.wall_time,
+            "model": self.model.state_dict(),
+        }
 
     def load_state(self, state: dict) -> None:
         stored = state["config"]
         mine = self.config.to_dict()
         diff = sorted(k for k in set(stored) | set(mine) if stored.get(k) != mine.get(k))
         if diff:
-            raise ValueError("the checkpoint was written by a mission with different settings ("
-                             + ", ".join(f"{k}: {stored.get(k)!r} there, {mine.get(k)!r} here" for k in diff)
-                             + "); resume with the same options or use another --out")
+            raise ValueError(
+                "the checkpoint was written by a mission with different settings ("
+                + ", ".join(f"{k}: {stored.get(k)!r} there, {mine.get(k)!r} here" for k in diff)
+                + "); resume with the same options or use another --out"
+            )
         if state["field_digest"] != self.field.digest():
             raise ValueError("the checkpoint was written for a different field; resume with the same --env")
         self.vehicle = None if state["vehicle"] is None else DiffDrive.from_state(state["vehicle"])
@@ -268,16 +313,26 @@ class Mission:
         the model's settings), for ``onlinegp replay``."""
         xmin, xmax, ymin, ymax = self.config.task_extent
         rows = self.rows
-        return Survey(self.X.copy(), self.y.copy(), np.array([r["num_samples"] for r in rows], dtype=int),
-                      self.eval_x, self.eval_y,
-                      recorded={"smse": np.array([r["smse"] for r in rows]), "msll": np.array([r["msll"] for r in rows]),
-                                "update_s": np.array([r["update_time"] for r in rows])},
-                      meta={"model": self.config.model, "seed": int(self.config.seed),
-                            "model_options": {k: v for k, v in self.config.model_kwargs().items()
-                                              if k not in ("x_bounds", "seed")},
-                            **({"x_bounds": [[xmin, ymin], [xmax, ymax]]} if self.config.input_scaling == "task"
-                               else {}),
-                            "env": self.config.env, "profile": self.config.profile})
+        return Survey(
+            self.X.copy(),
+            self.y.copy(),
+            np.array([r["num_samples"] for r in rows], dtype=int),
+            self.eval_x,
+            self.eval_y,
+            recorded={
+                "smse": np.array([r["smse"] for r in rows]),
+                "msll": np.array([r["msll"] for r in rows]),
+                "update_s": np.array([r["update_time"] for r in rows]),
+            },
+            meta={
+                "model": self.config.model,
+                "seed": int(self.config.seed),
+                "model_options": {k: v for k, v in self.config.model_kwargs().items() if k not in ("x_bounds", "seed")},
+                **({"x_bounds": [[xmin, ymin], [xmax, ymax]]} if self.config.input_scaling == "task" else {}),
+                "env": self.config.env,
+                "profile": self.config.profile,
+            },
+        )
 
     def save(self, path: str | Path) -> None:
         """Write the checkpoint atomically (:func:`onlinegp.io.atomic_write`)."""
@@ -310,26 +365,37 @@ def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[st
     files = {
         "ground_truth": plots.plot_map(truth, extent, fig_dir / "ground_truth.png", "ground truth", vmin=lo, vmax=hi),
         "mean": plots.plot_map(mean, extent, fig_dir / "mean.png", "predicted mean", vmin=lo, vmax=hi),
-        "std": plots.plot_map(std, extent, fig_dir / "std.png", "predictive std (y)", cmap="viridis",
-                              path_xy=mission.X),
-        "abs_error": plots.plot_map(np.abs(mean - truth), extent, fig_dir / "abs_error.png", "absolute error",
-                                    cmap="magma"),
+        "std": plots.plot_map(
+            std, extent, fig_dir / "std.png", "predictive std (y)", cmap="viridis", path_xy=mission.X
+        ),
+        "abs_error": plots.plot_map(
+            np.abs(mean - truth), extent, fig_dir / "abs_error.png", "absolute error", cmap="magma"
+        ),
     }
     ls = lengthscale_grid(mission.model, grid)
     if ls is not None:
-        files["lengthscale"] = plots.plot_map(ls.reshape(shape), extent, fig_dir / "lengthscale.png",
-                                              "learnt length-scale (m)", cmap="plasma")
+        files["lengthscale"] = plots.plot_map(
+            ls.reshape(shape), extent, fig_dir / "lengthscale.png", "learnt length-scale (m)", cmap="plasma"
+        )
     Z = getattr(mission.model, "inducing_inputs", None)
     Z = None if Z is None else np.asarray(Z.detach() if isinstance(Z, torch.Tensor) else Z, dtype=np.float64)
     title = f"path ({mission.num_samples} samples)" + ("" if Z is None else f" and {len(Z)} inducing inputs")
-    files["inducing"] = plots.plot_map(truth, extent, fig_dir / "inducing.png", title, vmin=lo, vmax=hi,
-                                       points=Z, path_xy=mission.X)
+    files["inducing"] = plots.plot_map(
+        truth, extent, fig_dir / "inducing.png", title, vmin=lo, vmax=hi, points=Z, path_xy=mission.X
+    )
     files["metric_curves"] = plots.plot_metric_curves(mission.rows, fig_dir / "metrics.png")
     if mission.frames:
         n = mission.config.eval_grid
         truth_eval = mission.eval_y.reshape(n, n)
-        frames = [{"mean": f["mean"], "std": f["std"], "path": mission.X[: f["num_samples"]],
-                   "title": f"epoch {i}, {f['num_samples']} samples"} for i, f in enumerate(mission.frames)]
+        frames = [
+            {
+                "mean": f["mean"],
+                "std": f["std"],
+                "path": mission.X[: f["num_samples"]],
+                "title": f"epoch {i}, {f['num_samples']} samples",
+            }
+            for i, f in enumerate(mission.frames)
+        ]
         files["animation"] = plots.animate_maps(frames, truth_eval, extent, out / "mission.gif")
     return files
 
@@ -349,9 +415,15 @@ class MissionResult:
 def _progress(quiet: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("epoch {task.fields[epoch]:>4}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("samples  SMSE {task.fields[smse]}  MSLL {task.fields[msll]}"), TimeElapsedColumn(),
-                    disable=quiet, transient=False)
+    return Progress(
+        TextColumn("epoch {task.fields[epoch]:>4}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("samples  SMSE {task.fields[smse]}  MSLL {task.fields[msll]}"),
+        TimeElapsedColumn(),
+        disable=quiet,
+        transient=False,
+    )
 
 
 def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, field: Field | None = None) -> Mission:
@@ -366,8 +438,13 @@ def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, f
     return mission
 
 
-def run_mission(mission: Mission | MissionConfig, out: str | Path, quiet: bool = False,
-                stop_after_epochs: int | None = None, echo: Callable[[str], None] = print) -> MissionResult:
+def run_mission(
+    mission: Mission | MissionConfig,
+    out: str | Path,
+    quiet: bool = False,
+    stop_after_epochs: int | None = None,
+    echo: Callable[[str], None] = print,
+) -> MissionResult:
     """Run ``mission`` (fresh from a config, or from :func:`open_mission`, possibly resumed) to its budget,
     writing config.json, metrics.csv/json, a checkpoint after every epoch, the final model and figures to ``out``.
 
@@ -383,17 +460,29 @@ def run_mission(mission: Mission | MissionConfig, out: str | Path, quiet: bool =
         echo(f"resuming {out} after epoch {mission.epoch} ({mission.num_samples} samples)")
     elif ckpt.is_file() and not quiet:
         echo(f"{out} holds an earlier mission: starting afresh over it (--resume continues one instead)")
-    info = {"config": config.to_dict(), "model_class": type(mission.model).__name__,
-            "field": {"name": mission.field.name, "description": mission.field.description,
-                      "digest": mission.field.digest(), "extent": list(mission.field.extent),
-                      "shape": list(mission.field.values.shape)},
-            "torch": torch.__version__, "threads": torch.get_num_threads()}
+    info = {
+        "config": config.to_dict(),
+        "model_class": type(mission.model).__name__,
+        "field": {
+            "name": mission.field.name,
+            "description": mission.field.description,
+            "digest": mission.field.digest(),
+            "extent": list(mission.field.extent),
+            "shape": list(mission.field.values.shape),
+        },
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
     atomic_write(out / "config.json", json.dumps(info, indent=2))
     ran = 0
     with _progress(quiet) as progress:
         fmt = lambda r: {"epoch": r["epoch"], "smse": f"{r['smse']:.4f}", "msll": f"{r['msll']:+.3f}"}  # noqa: E731
-        task = progress.add_task("mission", total=config.budget, completed=mission.num_samples,
-                                 **(fmt(mission.rows[-1]) if mission.rows else {"epoch": "-", "smse": "-", "msll": "-"}))
+        task = progress.add_task(
+            "mission",
+            total=config.budget,
+            completed=mission.num_samples,
+            **(fmt(mission.rows[-1]) if mission.rows else {"epoch": "-", "smse": "-", "msll": "-"}),
+        )
         while not mission.done and (stop_after_epochs is None or ran < stop_after_epochs):
             row = mission.step()
             mission.save(ckpt)
@@ -406,27 +495,41 @@ def run_mission(mission: Mission | MissionConfig, out: str | Path, quiet: bool =
     write_csv(out / "metrics.csv", mission.rows)
     atomic_write(out / SURVEY, lambda fh: mission.survey().save(fh))
     final = {k: mission.rows[-1][k] for k in ("epoch", "num_samples", "num_inducing", *METRIC_KEYS)}
-    summary = {"final": final, "mean_over_epochs": {k: float(np.mean([r[k] for r in mission.rows])) for k in METRIC_KEYS},
-               "total_update_time": float(sum(r["update_time"] for r in mission.rows)),
-               "wall_time": mission.wall_time, "epochs": len(mission.rows)}
+    summary = {
+        "final": final,
+        "mean_over_epochs": {k: float(np.mean([r[k] for r in mission.rows])) for k in METRIC_KEYS},
+        "total_update_time": float(sum(r["update_time"] for r in mission.rows)),
+        "wall_time": mission.wall_time,
+        "epochs": len(mission.rows),
+    }
     atomic_write(out / "metrics.json", json.dumps({"summary": summary, "rows": mission.rows}, indent=1))
     files = write_figures(mission, out)
-    files.update({"config": out / "config.json", "metrics_csv": out / "metrics.csv",
-                  "metrics_json": out / "metrics.json", "model": out / "model.pt", "checkpoint": ckpt,
-                  "survey": out / SURVEY})
+    files.update(
+        {
+            "config": out / "config.json",
+            "metrics_csv": out / "metrics.csv",
+            "metrics_json": out / "metrics.json",
+            "model": out / "model.pt",
+            "checkpoint": ckpt,
+            "survey": out / SURVEY,
+        }
+    )
     return MissionResult(mission.rows, out, files, completed=True)
 
 
 def describe(result: MissionResult) -> str:
     """Where the outputs are and the final metrics, for the command line."""
     f = result.final
-    lines = [f"mission finished: {f['num_samples']} samples in {f['epoch'] + 1} epochs "
-             f"({result.rows[-1]['wall_time']:.1f} s of simulation, model updates and evaluation)",
-             "final " + "  ".join(f"{k.upper()} {f[k]:.4g}" for k in METRIC_KEYS)
-             + (f"  inducing {f['num_inducing']}" if f["num_inducing"] is not None else ""),
-             f"run directory: {result.out}  (config.json, metrics.csv, metrics.json, model.pt, checkpoint.pt, "
-             f"{SURVEY}: replay it with `onlinegp replay`)",
-             f"figures: {result.out / 'figures'}"]
+    lines = [
+        f"mission finished: {f['num_samples']} samples in {f['epoch'] + 1} epochs "
+        f"({result.rows[-1]['wall_time']:.1f} s of simulation, model updates and evaluation)",
+        "final "
+        + "  ".join(f"{k.upper()} {f[k]:.4g}" for k in METRIC_KEYS)
+        + (f"  inducing {f['num_inducing']}" if f["num_inducing"] is not None else ""),
+        f"run directory: {result.out}  (config.json, metrics.csv, metrics.json, model.pt, checkpoint.pt, "
+        f"{SURVEY}: replay it with `onlinegp replay`)",
+        f"figures: {result.out / 'figures'}",
+    ]
     if "animation" in result.files:
         lines.append(f"animation: {result.files['animation']}")
     return "\n".join(lines)

@@ -31,8 +31,23 @@ def bezier_control_points(extent: tuple[float, float, float, float] = TASK_EXTEN
     xmin, xmax, ymin, ymax = extent
     fx = lambda f: xmin + f * (xmax - xmin)  # noqa: E731
     fy = lambda f: ymin + f * (ymax - ymin)  # noqa: E731
-    pts = [(1, 0), (0, 0), (0, .25), (0, .5), (0, .75), (0, 1), (.25, 1), (.5, 1), (.75, 1), (1, 1),
-           (1, .75), (1, .5), (1, .25), (.5, .25), (.5, .5)]
+    pts = [
+        (1, 0),
+        (0, 0),
+        (0, 0.25),
+        (0, 0.5),
+        (0, 0.75),
+        (0, 1),
+        (0.25, 1),
+        (0.5, 1),
+        (0.75, 1),
+        (1, 1),
+        (1, 0.75),
+        (1, 0.5),
+        (1, 0.25),
+        (0.5, 0.25),
+        (0.5, 0.5),
+    ]
     return np.array([(fx(a), fy(b)) for a, b in pts])
 
 
@@ -51,8 +66,9 @@ def bezier_pilot(extent: tuple[float, float, float, float] = TASK_EXTENT, num_wa
     return bezier_curve(bezier_control_points(extent), num_waypoints)
 
 
-def random_pilot(extent: tuple[float, float, float, float], num_samples: int,
-                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def random_pilot(
+    extent: tuple[float, float, float, float], num_samples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Random initialisation (appendix B): a uniform start pose (x, y, yaw) and ``num_samples`` uniform locations."""
     start = np.append(_uniform(extent, 1, rng)[0], rng.uniform(-math.pi, math.pi))
     return start, _uniform(extent, num_samples, rng)
@@ -66,8 +82,12 @@ def _normalise(v: np.ndarray) -> np.ndarray:
 class MaxEntropyPlanner:
     """Go to the candidate maximising normalised entropy − ``distance_weight`` × normalised distance."""
 
-    def __init__(self, extent: tuple[float, float, float, float] = TASK_EXTENT, num_candidates: int = 2000,
-                 distance_weight: float = 0.5):
+    def __init__(
+        self,
+        extent: tuple[float, float, float, float] = TASK_EXTENT,
+        num_candidates: int = 2000,
+        distance_weight: float = 0.5,
+    ):
         if num_candidates < 1:
             raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")
         self.extent, self.num_candidates, self.distance_weight = extent, int(num_candidates), float(distance_weight)

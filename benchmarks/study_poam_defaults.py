@@ -1,0 +1,127 @@
+"""Which defaults should POAM's missions use? Initial noise variance 0.1 vs 1.0 (the POAM paper's implementation
+starts its Gaussian likelihood at 1.0) and the sketched vs exact M-step, paired by seed.
+
+Variants (all: Attentive Kernel, M = 500, 10 Adam steps, 5000 samples, the ``paper`` simulator profile):
+
+* ``noise-0.1``: the library default until this study (σ² = 0.1 in scaled units, sketched M-step, p = 64);
+* ``noise-1.0``: σ² = 1.0, sketched M-step;
+* ``noise-1.0-exact``: σ² = 1.0, the paper's exact M-step (``sketch=None``).
+
+Each mission runs through ``onlinegp.bench.poam.table1`` (resumable: finished missions are skipped on rerun), so an
+interrupted study continues where it stopped. Output: ``benchmarks/results/poam_defaults_study.{json,md}`` with,
+per pair of variants, the mean difference of final and mission-averaged SMSE/MSLL, wins out of the pairs and a
+two-sided sign test.
+
+    OMP_NUM_THREADS=1 python benchmarks/study_poam_defaults.py --envs valley-ridges,plateau,coast --seeds 0-4 --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import binomtest
+
+from onlinegp.bench import poam as bench_poam
+from onlinegp.bench.runner import SWEEP_FILE, RunnerOptions, RunSpec
+
+VARIANTS = {"noise-0.1": {"noise": 0.1}, "noise-1.0": {"noise": 1.0}, "noise-1.0-exact": {"noise": 1.0, "sketch": None}}
+PAIRS = (("noise-1.0", "noise-0.1"), ("noise-1.0-exact", "noise-1.0"))
+RESULTS = Path(__file__).parent / "results"
+
+
+def metrics_of(record: bench_poam.RunRecord) -> dict[str, float]:
+    c = record.columns
+    return {
+        "final_smse": float(c["smse"][-1]),
+        "final_msll": float(c["msll"][-1]),
+        "mean_smse": float(np.mean(c["smse"])),
+        "mean_msll": float(np.mean(c["msll"])),
+        "update_s": float(np.sum(c["update_time"])),
+    }
+
+
+def paired(a: dict, b: dict) -> dict[str, dict]:
+    """For each metric: mean of a − b over the shared (env, seed) pairs, a's wins (lower is better) and a sign test."""
+    keys = sorted(set(a) & set(b))
+    out = {}
+    for metric in ("final_smse", "final_msll", "mean_smse", "mean_msll"):
+        diff = np.array([a[k][metric] - b[k][metric] for k in keys])
+        wins = int((diff < 0).sum())
+        out[metric] = {
+            "mean_difference": float(diff.mean()),
+            "wins": wins,
+            "pairs": len(keys),
+            "sign_test_p": float(binomtest(wins, int((diff != 0).sum()) or 1).pvalue),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", default="valley-ridges,plateau,coast")
+    parser.add_argument("--seeds", default="0-4")
+    parser.add_argument("--budget", type=int, default=5000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", default="runs/study-poam-defaults")
+    args = parser.parse_args()
+    options = RunnerOptions(workers=args.workers, threads=1)
+    results: dict[str, dict] = {}
+    for name, model_options in VARIANTS.items():
+        report = bench_poam.table1(
+            envs=args.envs,
+            methods="poam",
+            seeds=args.seeds,
+            budget=args.budget,
+            out=Path(args.out) / name,
+            options=options,
+            model_options=model_options,
+        )
+        root = report.sweep.root
+        specs = [RunSpec(**run) for run in json.loads((root / SWEEP_FILE).read_text())["runs"]]
+        records = bench_poam.collect(root, specs)
+        results[name] = {f"{r.env}/seed-{r.seed}": metrics_of(r) for r in records}
+    study = {
+        "variants": VARIANTS,
+        "envs": args.envs,
+        "seeds": args.seeds,
+        "budget": args.budget,
+        "runs": results,
+        "paired": {f"{a} vs {b}": paired(results[a], results[b]) for a, b in PAIRS},
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "poam_defaults_study.json").write_text(json.dumps(study, indent=1))
+    lines = [
+        f"# POAM defaults study ({args.envs}; seeds {args.seeds}; {args.budget} samples)",
+        "",
+        "| variant | runs | final SMSE | final MSLL | averaged SMSE | averaged MSLL | update s per mission |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, runs in results.items():
+        m = {
+            k: np.mean([r[k] for r in runs.values()])
+            for k in ("final_smse", "final_msll", "mean_smse", "mean_msll", "update_s")
+        }
+        lines.append(
+            f"| {name} | {len(runs)} | {m['final_smse']:.4f} | {m['final_msll']:.3f} | {m['mean_smse']:.4f} | "
+            f"{m['mean_msll']:.3f} | {m['update_s']:.1f} |"
+        )
+    lines += [
+        "",
+        "| comparison (a vs b; negative = a better) | metric | mean a − b | a wins | sign test p |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for pair, stats in study["paired"].items():
+        for metric, s in stats.items():
+            lines.append(
+                f"| {pair} | {metric} | {s['mean_difference']:+.4f} | {s['wins']}/{s['pairs']} | "
+                f"{s['sign_test_p']:.3f} |"
+            )
+    (RESULTS / "poam_defaults_study.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
