@@ -5,66 +5,19 @@ Every method implements one interface (:class:`onlinegp.OnlineGP`): ``update(x, 
 (``onlinegp.make_model("poam")``); ``onlinegp.MODELS`` lists them all.
 """
 
-from . import threads  # noqa: F401 - first: chooses OpenMP's threads before torch loads (see threads.py)
-from .base import OnlineGP, Prediction, UpdateReport
-from .kernels import AttentiveKernel
-from .models import (
-    FULL,
-    LGPR,
-    MODELS,
-    OIPSGP,
-    OSGPR,
-    OSVGP,
-    OVC,
-    PAM,
-    POAM,
-    SOLARGP,
-    SSGP,
-    VIPS,
-    WGPR,
-    WISKI,
-    ConditionalVarianceGP,
-    ExactGP,
-    LocalEnsemble,
-    ModelEntry,
-    OnlineELBO,
-    OVCpp,
-    SSGPpp,
-    VarSSGP,
-    WISKIClassifier,
-    make_model,
-    register,
-)
+from importlib.metadata import PackageNotFoundError, version
 
-__all__ = [
-    "OnlineGP",
-    "Prediction",
-    "UpdateReport",
-    "AttentiveKernel",
-    "MODELS",
-    "ModelEntry",
-    "make_model",
-    "register",
-    "POAM",
-    "PAM",
-    "FULL",
-    "OVC",
-    "OVCpp",
-    "VarSSGP",
-    "OnlineELBO",
-    "OSGPR",
-    "SSGP",
-    "SSGPpp",
-    "OSVGP",
-    "VIPS",
-    "ConditionalVarianceGP",
-    "OIPSGP",
-    "WISKI",
-    "WISKIClassifier",
-    "ExactGP",
-    "WGPR",
-    "SOLARGP",
-    "LGPR",
-    "LocalEnsemble",
-]
-__version__ = "0.1.0"
+# threads before anything that imports torch: it chooses OpenMP's thread count while it can (see threads.py);
+# settings imports no torch either
+from . import settings, threads  # noqa: F401
+from .base import KernelGP, OnlineGP, Prediction, UpdateReport
+from .kernels import AttentiveKernel
+from .models import *  # noqa: F403 - every model class, MODELS, make_model, register
+from .models import __all__ as _models_all
+
+__all__ = ["OnlineGP", "KernelGP", "Prediction", "UpdateReport", "AttentiveKernel", "settings", *_models_all]
+
+try:
+    __version__ = version("onlinegp")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"

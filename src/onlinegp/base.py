@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from .buffer import GrowingBuffer
-from .kernels import lengthscale_map
+from .kernels import lengthscale_map, make_kernel
 from .linalg import JitterLog
 from .scaling import Scaler
 from .validation import as_targets, as_tensor_2d
@@ -142,7 +142,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         self.dtype = dtype
         self._x_bounds, self._y_stats = bounds, y_stats
         self.likelihood = gaussian_likelihood(noise, dtype)
-        self.generator = torch.Generator().manual_seed(int(seed))
+        self.seed = int(seed)
+        self.generator = torch.Generator().manual_seed(self.seed)
         self.num_data = 0
         self.num_updates = 0
         self.jitter = JitterLog()
@@ -325,3 +326,27 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
     def load(self, path: str) -> "OnlineGP":
         self.load_state_dict(torch.load(path, weights_only=False))
         return self
+
+
+class KernelGP(OnlineGP):
+    """An :class:`OnlineGP` with one kernel, ``self.kernel``, created for the input width by ``_build``.
+
+    Args:
+        kernel: a name for :func:`~onlinegp.kernels.make_kernel` ('rbf', 'ak', 'matern32', ...) or a gpytorch Kernel.
+        kernel_options: keyword arguments of :func:`~onlinegp.kernels.make_kernel`.
+        input_dim, x_bounds, y_stats, noise, seed, dtype: as for :class:`OnlineGP`.
+    """
+
+    def __init__(
+        self, input_dim: int | None = None, *, kernel: Any = "rbf", kernel_options: dict | None = None, **options: Any
+    ):
+        super().__init__(input_dim, **options)
+        self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
+
+    def _kernel_dim(self, input_dim: int) -> int:
+        """Number of inputs the kernel sees (the input width, unless a model maps its inputs first)."""
+        return input_dim
+
+    def _build(self, input_dim: int) -> None:
+        super()._build(input_dim)
+        self.kernel = make_kernel(self._kernel_spec, self._kernel_dim(input_dim), self.dtype, **self._kernel_options)

@@ -42,7 +42,7 @@ def configure_threads() -> dict[str, str]:
     are within the noise. libgomp's default spin-waiting doubles the CPU time and can slow an epoch 27x. Above 2
     CPUs the count is a cap, not measured: POAM's 500 x 500 matrices gain little from many threads.
     """
-    if "torch" in sys.modules or "OMP_NUM_THREADS" in os.environ:
+    if "torch" in sys.modules or os.environ.get("OMP_NUM_THREADS"):
         return {}
     chosen = {"OMP_NUM_THREADS": str(default_threads())}
     if "OMP_WAIT_POLICY" not in os.environ:

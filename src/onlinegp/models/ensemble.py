@@ -41,17 +41,13 @@ class LocalEnsemble(OnlineGP):
         member: Any = "osgpr",
         num_inducing: int = 50,
         member_options: dict | None = None,
-        x_bounds: Any = None,
-        y_stats: tuple[float, float] | None = None,
-        seed: int = 0,
-        dtype: torch.dtype = torch.float64,
+        **options: Any,
     ):
-        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, y_stats=y_stats)
+        super().__init__(input_dim, **options)
         if not (isinstance(num_inducing, int) and num_inducing >= 1):
             raise ValueError(f"num_inducing must be a positive integer, got {num_inducing!r}")
         self.member, self.num_inducing_per_member = member, num_inducing
         self.member_options = dict(member_options or {})
-        self.seed = int(seed)
         self.members: list[OnlineGP] = []
         self.member_seeds: list[int] = []
 

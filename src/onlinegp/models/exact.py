@@ -7,17 +7,17 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import OnlineGP, PhaseTimer
+from ..base import KernelGP, PhaseTimer
 from ..buffer import GrowingBuffer
-from ..kernels import dense, diagonal, make_kernel
+from ..kernels import dense, diagonal
 from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll
-from ..training import gradient_steps
+from ..training import gradient_steps, hyperparameter_optimizer
 from .registry import register
 
 
 @register("exact", "exact GP refit on all data (O(N³) baseline)")
-class ExactGP(OnlineGP):
+class ExactGP(KernelGP):
     """Exact GP regression; after each batch, ``num_steps`` Adam steps on the exact log marginal likelihood.
 
     Args:
@@ -35,26 +35,18 @@ class ExactGP(OnlineGP):
         kernel: Any = "rbf",
         num_steps: int = 10,
         lr: float = 1e-2,
-        noise: float = 0.1,
         max_data: int = 20_000,
-        x_bounds: Any = None,
-        y_stats: tuple[float, float] | None = None,
-        seed: int = 0,
-        dtype: torch.dtype = torch.float64,
-        kernel_options: dict | None = None,
+        **options: Any,
     ):
-        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
-        self._kernel_spec, self._kernel_options, self.lr = kernel, dict(kernel_options or {}), lr
+        super().__init__(input_dim, kernel=kernel, **options)
+        self.lr = lr
         self.num_steps, self.max_data = int(num_steps), int(max_data)
         self.L: Tensor | None = None
         self.alpha: Tensor | None = None
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
-        self.optimizer = torch.optim.Adam(
-            list(self.kernel.parameters()) + list(self.likelihood.parameters()), lr=self.lr
-        )
+        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr)
         self.data = GrowingBuffer(input_dim, self.dtype)
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:

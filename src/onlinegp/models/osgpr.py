@@ -24,9 +24,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import OnlineGP, PhaseTimer
+from ..base import KernelGP, PhaseTimer
 from ..inducing import Selector, make_selector
-from ..kernels import make_kernel
 from ..linalg import CholeskyError
 from ..objectives import online_bound, online_terms
 from ..posterior import InducingPosterior, Predictor
@@ -38,7 +37,7 @@ LBFGS_MAX_ITER = 200
 
 
 @register("osgpr", "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (Stanton et al. 2021 baseline)")
-class OSGPR(OnlineGP):
+class OSGPR(KernelGP):
     """Streaming sparse GP (Bui et al. 2017) on the online collapsed bound, in its numerically stable root form.
 
     Args:
@@ -51,7 +50,7 @@ class OSGPR(OnlineGP):
         num_steps: L-BFGS iterations or Adam steps per batch (default 200 resp. 10); 0 freezes θ (and Z).
         optimize_inducing: also move Z by gradient on the online bound (SSGP).
         lr: Adam learning rate for kernel and noise (1e-2); ``lr_attention`` for the AK's network (1e-3).
-        noise, x_bounds, y_stats, seed, dtype, kernel_options: as for every OnlineGP.
+        kernel_options, noise, x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.KernelGP`.
 
     ``UpdateReport.objective`` is the online bound of the batch at the final θ (total, not per datum): with θ and Z
     fixed the objectives of all batches sum to the batch SGPR bound. ``summary`` is the InducingPosterior kept.
@@ -71,19 +70,13 @@ class OSGPR(OnlineGP):
         optimize_inducing: bool = False,
         lr: float = 1e-2,
         lr_attention: float = 1e-3,
-        noise: float = 0.1,
-        x_bounds: Any = None,
-        y_stats: tuple[float, float] | None = None,
-        seed: int = 0,
-        dtype: torch.dtype = torch.float64,
-        kernel_options: dict | None = None,
+        **options: Any,
     ):
-        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
+        super().__init__(input_dim, kernel=kernel, **options)
         if optimizer not in ("lbfgs", "adam"):
             raise ValueError(f"optimizer must be 'lbfgs' (SSGP) or 'adam' (SSGP++), got {optimizer!r}")
         if num_steps is not None and num_steps < 0:
             raise ValueError(f"num_steps must be >= 0, got {num_steps}")
-        self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
         self.selector = make_selector(inducing, num_inducing)
         self.optimizer_name = optimizer
         self.num_steps = int(num_steps if num_steps is not None else (LBFGS_MAX_ITER if optimizer == "lbfgs" else 10))
@@ -93,7 +86,6 @@ class OSGPR(OnlineGP):
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
         self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr_attention)
 
     @property
@@ -182,26 +174,8 @@ class OSGPR(OnlineGP):
 class SSGP(OSGPR):
     """SSGP as configured in Chen et al. 2024 (Table III): resampled Z, then Z and θ by L-BFGS on the online bound."""
 
-    def __init__(
-        self,
-        input_dim: int | None = None,
-        *,
-        num_inducing: int = 500,
-        kernel: Any = "ak",
-        inducing: str | Selector = "resample",
-        optimizer: str = "lbfgs",
-        optimize_inducing: bool = True,
-        **kwargs: Any,
-    ):
-        super().__init__(
-            input_dim,
-            num_inducing=num_inducing,
-            kernel=kernel,
-            inducing=inducing,
-            optimizer=optimizer,
-            optimize_inducing=optimize_inducing,
-            **kwargs,
-        )
+    def __init__(self, input_dim: int | None = None, **options: Any):
+        super().__init__(input_dim, **{"kernel": "ak", "inducing": "resample", "optimize_inducing": True, **options})
 
 
 @register(
@@ -210,23 +184,5 @@ class SSGP(OSGPR):
 class SSGPpp(OSGPR):
     """SSGP++ (Chen et al. 2024, appendix A4): pivoted-Cholesky Z without gradient steps, T Adam steps on θ."""
 
-    def __init__(
-        self,
-        input_dim: int | None = None,
-        *,
-        num_inducing: int = 500,
-        kernel: Any = "ak",
-        inducing: str | Selector = "pivoted",
-        optimizer: str = "adam",
-        num_steps: int | None = 10,
-        **kwargs: Any,
-    ):
-        super().__init__(
-            input_dim,
-            num_inducing=num_inducing,
-            kernel=kernel,
-            inducing=inducing,
-            optimizer=optimizer,
-            num_steps=num_steps,
-            **kwargs,
-        )
+    def __init__(self, input_dim: int | None = None, **options: Any):
+        super().__init__(input_dim, **{"kernel": "ak", "optimizer": "adam", "num_steps": 10, **options})

@@ -18,20 +18,19 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import OnlineGP, PhaseTimer
+from ..base import KernelGP, PhaseTimer
 from ..inducing import Selector, make_selector
-from ..kernels import make_kernel
 from ..linalg import cholesky
 from ..objectives import online_svgp_elbo
 from ..posterior import Predictor, VariationalQ, kuu
-from ..training import gradient_steps
+from ..training import gradient_steps, hyperparameter_optimizer
 from .registry import register
 
 
 @register(
     "osvgp", "O-SVGP: uncollapsed streaming SVGP, β-tempered KL terms, mini-batch Adam (Stanton et al. 2021, app. B)"
 )
-class OSVGP(OnlineGP):
+class OSVGP(KernelGP):
     """Streaming SVGP on the β-tempered online ELBO, mini-batch Adam (the O-SVGP baseline of Stanton et al. 2021).
 
     Args:
@@ -44,7 +43,7 @@ class OSVGP(OnlineGP):
         batch_size: mini-batch size drawn from the new batch (default 256).
         lr: Adam learning rate for q(u) and Z (5e-3); ``lr_hyper`` for θ and the noise (5e-3).
         learn_hyperparameters: train θ and σ² (default True); optimize_inducing: move Z by gradient (True).
-        noise, x_bounds, y_stats, seed, dtype, kernel_options: as for every OnlineGP.
+        kernel_options, noise, x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.KernelGP`.
     """
 
     _dynamic = ("q", "L_prior", "predictor")
@@ -63,19 +62,14 @@ class OSVGP(OnlineGP):
         lr_hyper: float = 5e-3,
         learn_hyperparameters: bool = True,
         optimize_inducing: bool = True,
-        noise: float = 0.1,
-        x_bounds: Any = None,
-        y_stats: tuple[float, float] | None = None,
-        seed: int = 0,
-        dtype: torch.dtype = torch.float64,
-        kernel_options: dict | None = None,
+        **options: Any,
     ):
-        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
+        super().__init__(input_dim, kernel=kernel, **options)
         if not beta > 0 or num_steps < 0 or batch_size < 1:
             raise ValueError(
                 f"need beta > 0, num_steps >= 0 and batch_size >= 1, got {beta}, {num_steps}, {batch_size}"
             )
-        self._kernel_spec, self._kernel_options, self.lr_hyper = kernel, dict(kernel_options or {}), lr_hyper
+        self.lr_hyper = lr_hyper
         self.selector = make_selector(inducing, num_inducing)
         self.beta, self.num_steps, self.batch_size, self.lr = float(beta), int(num_steps), int(batch_size), lr
         self.learn_hyperparameters, self.optimize_inducing = learn_hyperparameters, optimize_inducing
@@ -85,10 +79,7 @@ class OSVGP(OnlineGP):
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
-        self.optimizer = torch.optim.Adam(
-            list(self.kernel.parameters()) + list(self.likelihood.parameters()), lr=self.lr_hyper
-        )
+        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr_hyper, self.lr_hyper)
 
     @property
     def Z(self) -> Tensor | None:

@@ -24,10 +24,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import OnlineGP, PhaseTimer
+from ..base import KernelGP, PhaseTimer
 from ..buffer import GrowingBuffer
 from ..inducing import Selector, make_selector
-from ..kernels import CrossCovariance, diagonal, make_kernel
+from ..kernels import CrossCovariance, diagonal
 from ..linalg import cholesky
 from ..objectives import svgp_elbo_cov
 from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, sketch_root, with_jitter
@@ -46,7 +46,7 @@ from .registry import register
     optimize_inducing=True,
 )
 @register("var-opt", "POAM ablation: q(u) by gradient", variational="gradient")
-class POAM(OnlineGP):
+class POAM(KernelGP):
     """Online sparse GP with analytic variational E-step and stochastic M-step (POAM, Chen et al. 2024).
 
     Args:
@@ -66,7 +66,7 @@ class POAM(OnlineGP):
             of q's covariance root at every M-step Adam step; the ELBO is linear in S = R Rᵀ, so each step's gradient
             stays unbiased while its dense algebra shrinks from O(M³) to O(M²(p + batch)). None: the exact M-step
             of the paper. Not used with ``variational='gradient'`` (q is then a parameter of the M-step).
-        x_bounds: optional (2, D) corners of the input domain for scaling; else fitted on the first batch.
+        kernel_options, x_bounds, y_stats, noise, dtype: as for every :class:`~onlinegp.base.KernelGP`.
         seed: seed of the model's own random generator (mini-batches, sketches, random selectors); the attention
             network's initial weights come from torch's global generator, like any nn.Module (torch.manual_seed).
     """
@@ -89,15 +89,10 @@ class POAM(OnlineGP):
         optimize_inducing: bool = False,
         variational: str = "analytic",
         noise_weighted: bool = False,
-        noise: float = 0.1,
         sketch: int | None = 64,
-        x_bounds: Any = None,
-        y_stats: tuple[float, float] | None = None,
-        seed: int = 0,
-        dtype: torch.dtype = torch.float64,
-        kernel_options: dict | None = None,
+        **options: Any,
     ):
-        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
+        super().__init__(input_dim, kernel=kernel, **options)
         for name, value, allowed in (
             ("terms", terms, ("online", "all")),
             ("inducing_from", inducing_from, ("online", "all")),
@@ -110,7 +105,6 @@ class POAM(OnlineGP):
         if sketch is not None and (isinstance(sketch, bool) or int(sketch) < 1):
             raise ValueError(f"sketch must be a positive number of columns or None (exact), got {sketch!r}")
         self.sketch = None if sketch is None or variational == "gradient" else int(sketch)
-        self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
         self.lr, self.lr_attention = lr, lr_attention
         self.selector = make_selector(inducing, num_inducing)
         self.num_steps, self.batch_size = int(num_steps), int(batch_size)
@@ -124,7 +118,6 @@ class POAM(OnlineGP):
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
         self.data = GrowingBuffer(input_dim, self.dtype)
         self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr_attention)
 

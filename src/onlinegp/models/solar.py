@@ -25,8 +25,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import OnlineGP, PhaseTimer, Prediction
-from ..kernels import dense, diagonal, make_kernel
+from ..base import KernelGP, PhaseTimer, Prediction
+from ..kernels import dense, diagonal
 from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll
 from ..validation import as_targets, as_tensor_2d
@@ -158,7 +158,7 @@ class SOLARGP(_Dominant, LocalEnsemble):
     "lgpr",
     "LGPR: exact local GPs with offline global hyper-parameters, weighted prediction (Kepler et al. 2021 baseline)",
 )
-class LGPR(_Dominant, OnlineGP):
+class LGPR(_Dominant, KernelGP):
     """Local GP regression (Nguyen-Tuong et al. 2009): offline global hyper-parameters, exact local GPs.
 
     Call :meth:`fit_hyperparameters` with a representative subset (user units) before the first update; otherwise
@@ -172,6 +172,7 @@ class LGPR(_Dominant, OnlineGP):
         num_predict: local models in each weighted prediction (default 3).
         kernel: 'rbf' (default, ARD), 'matern32', ... any kernel with a ``lengthscale``.
         fit_steps: L-BFGS iterations of the offline fit (default 100); ``max_fit_points`` caps its subset (1000).
+        kernel_options, noise, x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.KernelGP`.
     """
 
     _dynamic = ("centroids", "counts", "local_X", "local_y", "local_L", "local_alpha")
@@ -186,23 +187,17 @@ class LGPR(_Dominant, OnlineGP):
         kernel: Any = "rbf",
         fit_steps: int = 100,
         max_fit_points: int = 1000,
-        noise: float = 0.1,
-        x_bounds: Any = None,
-        y_stats: tuple[float, float] | None = None,
-        seed: int = 0,
-        dtype: torch.dtype = torch.float64,
-        kernel_options: dict | None = None,
+        **options: Any,
     ):
-        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
+        super().__init__(input_dim, kernel=kernel, **options)
         if not 0.0 < w_gen <= 1.0:
             raise ValueError(f"w_gen must be in (0, 1], got {w_gen!r}")
         if not (isinstance(max_local, int) and max_local >= 1 and isinstance(num_predict, int) and num_predict >= 1):
             raise ValueError(f"max_local and num_predict must be positive integers, got {max_local!r}, {num_predict!r}")
-        self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
         self.w_gen, self.max_local, self.num_predict = float(w_gen), max_local, num_predict
         self.fit_steps, self.max_fit_points = int(fit_steps), int(max_fit_points)
         self.hyper_fitted = False
-        self.counts = torch.zeros(0, dtype=dtype)
+        self.counts = torch.zeros(0, dtype=self.dtype)
         self.local_X: list[Tensor] = []
         self.local_y: list[Tensor] = []
         self.local_L: list[Tensor] = []
@@ -210,7 +205,6 @@ class LGPR(_Dominant, OnlineGP):
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        self.kernel = make_kernel(self._kernel_spec, input_dim, self.dtype, **self._kernel_options)
         if getattr(getattr(self.kernel, "base_kernel", self.kernel), "lengthscale", None) is None:
             raise ValueError("LGPR needs a kernel with a length-scale (rbf, matern12/32/52) for its similarity")
         self.centroids = torch.zeros(0, input_dim, dtype=self.dtype)

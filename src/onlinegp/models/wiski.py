@@ -38,8 +38,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..base import OnlineGP, PhaseTimer
-from ..kernels import make_kernel
+from ..base import KernelGP, PhaseTimer
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..posterior import kuu
 from ..training import gradient_steps
@@ -207,7 +206,7 @@ class InputProjection(nn.Module):
 @register(
     "wiski", "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point (Stanton et al. 2021)"
 )
-class WISKI(OnlineGP):
+class WISKI(KernelGP):
     """WISKI regression (Stanton et al. 2021): constant-time exact SKI updates and one Adam step per observation.
 
     Args:
@@ -220,6 +219,7 @@ class WISKI(OnlineGP):
         root: 'cholesky' (r = m) or 'lanczos' (rank ``rank`` root of K_UU; basis held fixed in the gradient).
         fixed_noise: heteroscedastic fixed-noise likelihood (appendix A.5): ``update(x, y, noise=...)``.
         projection_dim: grid dimensions of the learnt projection when D > 3 (default 2).
+        kernel_options, noise, x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.KernelGP`.
     """
 
     _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "R", "alpha")
@@ -238,14 +238,9 @@ class WISKI(OnlineGP):
         rank: int | None = None,
         fixed_noise: bool = False,
         projection_dim: int = 2,
-        noise: float = 0.1,
-        x_bounds: Any = None,
-        y_stats: tuple[float, float] | None = None,
-        seed: int = 0,
-        dtype: torch.dtype = torch.float64,
-        kernel_options: dict | None = None,
+        **options: Any,
     ):
-        super().__init__(input_dim, x_bounds=x_bounds, dtype=dtype, seed=seed, noise=noise, y_stats=y_stats)
+        super().__init__(input_dim, kernel=kernel, **options)
         if root not in ("cholesky", "lanczos"):
             raise ValueError(f"root must be 'cholesky' or 'lanczos', got {root!r}")
         if num_steps < 0:
@@ -258,17 +253,20 @@ class WISKI(OnlineGP):
             int(projection_dim),
             rank,
         )
-        self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
         self.lr, self.lr_projection, self.root = lr, lr_projection, root
-        self.fixed_noise, self.seed = bool(fixed_noise), int(seed)
+        self.fixed_noise = bool(fixed_noise)
         self.num_steps = int(num_steps)
         self.R: Tensor | None = None
         self.alpha: Tensor | None = None
         self._batch_noise: Tensor | None = None
 
+    def _kernel_dim(self, input_dim: int) -> int:
+        """The kernel lives on the grid: over the inputs up to 3 of them, else over the learnt projection."""
+        return input_dim if input_dim <= 3 else self.projection_dim
+
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        self.grid_dim = input_dim if input_dim <= 3 else self.projection_dim
+        self.grid_dim = self._kernel_dim(input_dim)
         sizes = self._grid_size if self._grid_size is not None else DEFAULT_GRID[self.grid_dim]
         sizes = [int(sizes)] * self.grid_dim if isinstance(sizes, int) else [int(g) for g in sizes]
         if len(sizes) != self.grid_dim:
@@ -279,7 +277,6 @@ class WISKI(OnlineGP):
             raise ValueError(f"rank must be between 1 and the grid size m = {m}, got {self._rank}")
         self.rank = m if self._rank is None else int(self._rank)
         self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
-        self.kernel = make_kernel(self._kernel_spec, self.grid_dim, self.dtype, **self._kernel_options)
         noise_params = [] if self.fixed_noise else list(self.likelihood.parameters())
         groups = [{"params": list(self.kernel.parameters()) + noise_params, "lr": self.lr}]
         if self.projection is not None:
