@@ -86,6 +86,9 @@ def test_a_missions_survey_replayed_reproduces_its_metrics(tmp_path, profile):
         for key in ("smse", "msll", "rmse", "nlpd"):
             assert mine[key] == theirs[key], (key, mine["epoch"])
         assert mine["recorded_smse"] == theirs["smse"]
+    learnt = result.rows[-1]
+    assert learnt["noise"] > 0 and learnt["outputscale"] > 0            # logged per epoch, user units
+    assert 0 < learnt["lengthscale_min"] <= learnt["lengthscale_max"] < 60
 
 
 @pytest.mark.skipif(not REFERENCE.is_file(), reason="needs ../shared/reference/poam (not in a user's clone)")

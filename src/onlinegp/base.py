@@ -266,6 +266,27 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
     def noise(self) -> Tensor:
         return self.likelihood.noise.reshape(())
 
+    @torch.no_grad()
+    def hyperparameters(self, x: Any = None) -> dict[str, float]:
+        """The learnt noise variance and, where the model has one kernel, its output scale, in user units; with
+        inputs ``x`` also the smallest and largest length-scale over them (user input units). For logs: a noise
+        variance collapsing or a length-scale running off shows here first."""
+        if self.input_dim is None:
+            return {}
+        y_var = float(self.scaler.y_std) ** 2
+        out = {"noise": float(self.noise) * y_var}
+        kernel = getattr(self, "kernel", None)
+        scale = getattr(kernel, "outputscale", None)
+        if scale is not None:
+            out["outputscale"] = float(scale) * y_var
+        if x is not None:
+            try:
+                ls = self.lengthscale_map(x)
+            except ValueError:
+                return out
+            out.update(lengthscale_min=float(ls.min()), lengthscale_max=float(ls.max()))
+        return out
+
     # ----------------------------------------------------------------- checkpoints
     def _extra_state(self) -> dict:
         """State beyond ``_dynamic`` tensors; ``self.optimizer`` and a ``self.data`` buffer are saved already."""

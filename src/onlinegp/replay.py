@@ -176,6 +176,7 @@ def replay(survey: Survey, model: OnlineGP, on_row: Callable[[dict], None] | Non
             **m,
             "update_time": t_update,
             "update_cpu_time": c_update,
+            **model.hyperparameters(survey.eval_x),
         }
         for key in RECORDED:
             if key in survey.recorded:

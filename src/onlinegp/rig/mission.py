@@ -245,6 +245,7 @@ class Mission:
         t_predict = time.perf_counter() - t0
         mean, var = pred.mean.numpy(), pred.var_y.numpy()
         m = metrics.all_metrics(self.eval_y, mean, var, float(self.y.mean()), float(self.y.std()))
+        learnt = self.model.hyperparameters(self.eval_x)
         self.wall_time += time.perf_counter() - t_start
         row = {
             "epoch": self.epoch + 1,
@@ -256,6 +257,7 @@ class Mission:
             "prediction_time": t_predict,
             "plan_drive_time": t_plan,
             "wall_time": self.wall_time,
+            **learnt,
         }
         self.rows.append(row)
         if self.config.animate:
