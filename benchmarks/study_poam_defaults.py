@@ -12,7 +12,7 @@ interrupted study continues where it stopped. Output: ``benchmarks/results/poam_
 per pair of variants, the mean difference of final and mission-averaged SMSE/MSLL, wins out of the pairs and a
 two-sided sign test.
 
-    OMP_NUM_THREADS=1 python benchmarks/study_poam_defaults.py --envs valley-ridges,plateau,coast --seeds 0-4 --workers 2
+    python benchmarks/study_poam_defaults.py --envs valley-ridges,plateau,coast --seeds 0-4 --workers 2
 """
 
 from __future__ import annotations
@@ -66,10 +66,18 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default="runs/study-poam-defaults")
+    parser.add_argument(
+        "--run-only",
+        default=None,
+        help="comma-separated variants to run (e.g. to split the study "
+        "over processes); the others are only read back, and the tables need all to be finished",
+    )
     args = parser.parse_args()
     options = RunnerOptions(workers=args.workers, threads=1)
     results: dict[str, dict] = {}
     for name, model_options in VARIANTS.items():
+        if args.run_only and name not in args.run_only.split(","):
+            continue
         report = bench_poam.table1(
             envs=args.envs,
             methods="poam",
@@ -83,6 +91,8 @@ def main() -> None:
         specs = [RunSpec(**run) for run in json.loads((root / SWEEP_FILE).read_text())["runs"]]
         records = bench_poam.collect(root, specs)
         results[name] = {f"{r.env}/seed-{r.seed}": metrics_of(r) for r in records}
+    if args.run_only:
+        return
     study = {
         "variants": VARIANTS,
         "envs": args.envs,

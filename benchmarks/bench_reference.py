@@ -1,0 +1,100 @@
+"""onlinegp against the POAM paper's own implementation, on the streams that implementation recorded.
+
+``../shared/reference/poam/valley-ridges_seed{0,1}.npz`` hold the samples, batch boundaries, evaluation grid and the
+per-update SMSE, MSLL and update seconds of the paper's implementation (GPyTorch, initial noise variance 1.0,
+M = 500, 10 Adam steps of batch 256). Each stream is replayed batch by batch (:mod:`onlinegp.replay`) through
+onlinegp's POAM with the reference's settings (σ² = 1.0 at the start, input scaling fitted on the pilot survey),
+once with the default sketched M-step and once with the paper's exact M-step: identical data, so accuracy compares
+model against model. The recorded update times come from another process on another day (one thread, the same
+machine kind): the speed ratio is indicative, not a same-run measurement.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_reference.py [--updates 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import write  # noqa: E402
+
+from onlinegp.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
+VARIANTS = {"default (sketched M-step)": {"noise": 1.0}, "exact M-step": {"noise": 1.0, "sketch": None}}
+
+
+def run(updates: int | None = None) -> dict:
+    out: dict = {"threads": torch.get_num_threads(), "streams": {}}
+    for path in sorted(REFERENCE.glob("*.npz")):
+        survey = load_survey(path)
+        if updates:
+            keep = survey.batch_end[:updates]
+            survey = type(survey)(
+                survey.x[: keep[-1]],
+                survey.y[: keep[-1]],
+                keep,
+                survey.eval_x,
+                survey.eval_y,
+                {k: v[:updates] for k, v in survey.recorded.items()},
+                survey.meta,
+            )
+        rec = survey.recorded
+        stream = {
+            "updates": len(survey.batch_end),
+            "samples": int(survey.batch_end[-1]),
+            "recorded": {
+                "final_smse": rec["smse"][-1],
+                "final_msll": rec["msll"][-1],
+                "mean_smse": rec["smse"].mean(),
+                "mean_msll": rec["msll"].mean(),
+                "median_update_s": float(np.median(rec["update_s"])),
+            },
+        }
+        for name, options in VARIANTS.items():
+            rows = replay(survey, build_replay_model("poam", survey, 0, options))
+            stream[name] = summary(rows)
+            stream[name]["speedup_vs_recorded"] = (
+                stream["recorded"]["median_update_s"] / stream[name]["median_update_s"]
+            )
+            print(f"{path.stem} {name}: {stream[name]}", flush=True)
+        out["streams"][path.stem] = stream
+    return out
+
+
+def table(result: dict) -> str:
+    lines = [
+        "| stream | model | final SMSE | final MSLL | averaged SMSE | averaged MSLL | median update (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for stream, runs in result["streams"].items():
+        for name in ("recorded", *VARIANTS):
+            s = runs[name]
+            label = "POAM paper's implementation (recorded)" if name == "recorded" else f"onlinegp POAM, {name}"
+            lines.append(
+                f"| {stream} | {label} | {s['final_smse']:.4f} | {s['final_msll']:.3f} | {s['mean_smse']:.4f} "
+                f"| {s['mean_msll']:.3f} | {s['median_update_s']:.3f} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--updates", type=int, default=None, help="replay only the first N updates of each stream")
+    args = parser.parse_args()
+    if not REFERENCE.is_dir():
+        print(f"skipped: the reference streams are not at {REFERENCE} (they come with the project's shared/ folder)")
+        return
+    result = run(args.updates)
+    result["table"] = table(result)
+    write("bench_reference", result)
+    print(result["table"])
+
+
+if __name__ == "__main__":
+    main()
