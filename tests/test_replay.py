@@ -87,7 +87,7 @@ def test_a_missions_survey_replayed_reproduces_its_metrics(tmp_path, profile):
             assert mine[key] == theirs[key], (key, mine["epoch"])
         assert mine["recorded_smse"] == theirs["smse"]
     learnt = result.rows[-1]
-    assert learnt["noise"] > 0 and learnt["outputscale"] > 0            # logged per epoch, user units
+    assert learnt["noise"] > 0 and learnt["outputscale"] > 0  # logged per epoch, user units
     assert 0 < learnt["lengthscale_min"] <= learnt["lengthscale_max"] < 60
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
+from collections.abc import Callable
+
 import typer
 
 from .models.registry import MODELS
@@ -32,6 +37,12 @@ def parse_model_options(items: list[str] | None) -> dict:
         return parse_options(items)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
+
+
+def list_option(default: str, flag: str, description: str, item: Callable = str):
+    """A ``typer.Option`` taking comma-separated items: the command gets them as a list of ``item(text)`` (empty ones
+    dropped); *default* and ``--help`` show the text."""
+    return typer.Option(default, flag, help=description, callback=lambda text: [item(x) for x in text.split(",") if x])
 
 
 @app.command("mission")
@@ -174,6 +185,47 @@ def replay_command(
         typer.echo(f"per-model metrics.csv, comparison.md, summary.json and replay.png in {out}")
 
 
+# -------------------------------------------------------------------------------------------------------- bench
+def _bench_command(name: str, run: Callable[..., None], options: dict[str, tuple[type, typer.models.OptionInfo]]):
+    """``@bench_app.command(name)`` on a function that only declares the command's own options (its docstring is the
+    help): the command takes those, then *options* (name: (type, ``typer.Option``)), and calls ``run`` with them all."""
+
+    def register(declaration: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(declaration)
+        def command(**arguments) -> None:
+            run(**arguments)
+
+        signature = inspect.signature(declaration, eval_str=True)
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        added = [inspect.Parameter(k, keyword, default=option, annotation=t) for k, (t, option) in options.items()]
+        command.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *added])  # typer reads it
+        return bench_app.command(name)(command)
+
+    return register
+
+
+def _run_command(name: str, target: str, out: str, out_help: str = "output directory", quiet: str = "no progress bar"):
+    """``_bench_command`` for an experiment that is one call of ``onlinegp.bench.<target>`` (``module.function``,
+    imported when run) with the options, ``--out`` (default *out*), ``--quiet`` (help *quiet*) and ``log=typer.echo``;
+    a ValueError it raises is a usage error."""
+
+    def run(**arguments) -> None:
+        module, function = target.split(".")
+        try:
+            getattr(importlib.import_module(f"{__package__}.bench.{module}"), function)(**arguments, log=typer.echo)
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from err
+
+    return _bench_command(
+        name,
+        run,
+        {
+            "out": (str, typer.Option(out, "--out", help=out_help)),
+            "quiet": (bool, typer.Option(False, "--quiet", "-q", help=quiet)),
+        },
+    )
+
+
 # -------------------------------------------------------------------------------------------------------- bench wgpr
 @bench_app.command("wgpr")
 def bench_wgpr_command(
@@ -240,27 +292,40 @@ def _poam_bench(kind: str, out: str, workers: int, backend: str, address: str | 
         raise typer.Exit(1)
 
 
-_POAM_OPTIONS = {
-    "seeds": lambda: typer.Option("0-9", "--seeds", help="seeds, e.g. 0-9, 0,3,5 or 0-2,7"),
-    "budget": lambda: typer.Option(5000, "--budget", help="samples per mission"),
-    "num_inducing": lambda: typer.Option(500, "--num-inducing", help="inducing points M"),
-    "num_steps": lambda: typer.Option(10, "--num-steps", help="gradient steps per decision epoch"),
-    "workers": lambda: typer.Option(
-        1,
-        "--workers",
-        help="parallel missions (local processes or Ray slots); update times are only comparable with 1 per core",
-    ),
-    "backend": lambda: typer.Option("local", "--backend", help="local (worker processes) or ray"),
-    "address": lambda: typer.Option(
-        None,
-        "--address",
-        help="Ray cluster HOST:PORT or auto (--backend ray); without it a local Ray instance is started",
-    ),
-    "quiet": lambda: typer.Option(False, "--quiet", "-q", help="no progress bar or table"),
-}
+def _poam_command(name: str, out: str):
+    """``_bench_command`` for the experiment ``name`` = poam-KIND of Chen et al. 2024 (``_poam_bench(KIND, ...)``): the
+    options every one of them shares follow the command's own (``--out`` defaulting to *out*)."""
+    shared = {
+        "seeds": (str, typer.Option("0-9", "--seeds", help="seeds, e.g. 0-9, 0,3,5 or 0-2,7")),
+        "budget": (int, typer.Option(5000, "--budget", help="samples per mission")),
+        "num_inducing": (int, typer.Option(500, "--num-inducing", help="inducing points M")),
+        "num_steps": (int, typer.Option(10, "--num-steps", help="gradient steps per decision epoch")),
+        "out": (str, typer.Option(out, "--out", help="sweep directory (finished runs are skipped on rerun)")),
+        "workers": (
+            int,
+            typer.Option(
+                1,
+                "--workers",
+                help="parallel missions (local processes or Ray slots); update times are only comparable with 1 per "
+                "core",
+            ),
+        ),
+        "backend": (str, typer.Option("local", "--backend", help="local (worker processes) or ray")),
+        "address": (
+            str,
+            typer.Option(
+                None,
+                "--address",
+                help="Ray cluster HOST:PORT or auto (--backend ray); without it a local Ray instance is started",
+            ),
+        ),
+        "quiet": (bool, typer.Option(False, "--quiet", "-q", help="no progress bar or table")),
+    }
+
+    return _bench_command(name, functools.partial(_poam_bench, name.removeprefix("poam-")), shared)
 
 
-@bench_app.command("poam-table1")
+@_poam_command("poam-table1", out="runs/poam-table1")
 def bench_poam_table1(
     envs: str = typer.Option(
         "valley-ridges,dissected-ridges,plateau,coast,seafloor",
@@ -268,34 +333,11 @@ def bench_poam_table1(
         help="comma-separated bundled environments (or .npy/.npz/.tif files)",
     ),
     methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
-    seeds: str = _POAM_OPTIONS["seeds"](),
-    budget: int = _POAM_OPTIONS["budget"](),
-    num_inducing: int = _POAM_OPTIONS["num_inducing"](),
-    num_steps: int = _POAM_OPTIONS["num_steps"](),
-    out: str = typer.Option("runs/poam-table1", "--out", help="sweep directory (finished runs are skipped on rerun)"),
-    workers: int = _POAM_OPTIONS["workers"](),
-    backend: str = _POAM_OPTIONS["backend"](),
-    address: str = _POAM_OPTIONS["address"](),
-    quiet: bool = _POAM_OPTIONS["quiet"](),
 ) -> None:
     """Chen et al. 2024, Table I, Fig. 5 and Fig. 7: SSGP++, OVC, OVC++, POAM, FULL with the Attentive Kernel."""
-    _poam_bench(
-        "table1",
-        out,
-        workers,
-        backend,
-        address,
-        quiet,
-        envs=envs,
-        methods=methods,
-        seeds=seeds,
-        budget=budget,
-        num_inducing=num_inducing,
-        num_steps=num_steps,
-    )
 
 
-@bench_app.command("poam-ablation")
+@_poam_command("poam-ablation", out="runs/poam-ablation")
 def bench_poam_ablation(
     envs: str = typer.Option(
         "valley-ridges", "--envs", help="comma-separated environments (Chen et al. 2024: Env1 only)"
@@ -303,34 +345,11 @@ def bench_poam_ablation(
     methods: str = typer.Option(
         "poam,z-opt,z-rand,z-kmeans,var-opt,var-ssgp,online-elbo", "--methods", help="comma-separated registered models"
     ),
-    seeds: str = _POAM_OPTIONS["seeds"](),
-    budget: int = _POAM_OPTIONS["budget"](),
-    num_inducing: int = _POAM_OPTIONS["num_inducing"](),
-    num_steps: int = _POAM_OPTIONS["num_steps"](),
-    out: str = typer.Option("runs/poam-ablation", "--out", help="sweep directory (finished runs are skipped)"),
-    workers: int = _POAM_OPTIONS["workers"](),
-    backend: str = _POAM_OPTIONS["backend"](),
-    address: str = _POAM_OPTIONS["address"](),
-    quiet: bool = _POAM_OPTIONS["quiet"](),
 ) -> None:
     """Ablation study of Chen et al. 2024 (§V-C, Fig. 8): POAM against its variants."""
-    _poam_bench(
-        "ablation",
-        out,
-        workers,
-        backend,
-        address,
-        quiet,
-        envs=envs,
-        methods=methods,
-        seeds=seeds,
-        budget=budget,
-        num_inducing=num_inducing,
-        num_steps=num_steps,
-    )
 
 
-@bench_app.command("poam-robustness")
+@_poam_command("poam-robustness", out="runs/poam-robustness")
 def bench_poam_robustness(
     envs: str = typer.Option(
         "valley-ridges,dissected-ridges,plateau,coast,seafloor", "--envs", help="comma-separated environments"
@@ -339,32 +358,8 @@ def bench_poam_robustness(
     settings: str = typer.Option(
         "random-init,random-planner", "--settings", help="random-init (max-entropy planner) and/or random-planner"
     ),
-    seeds: str = _POAM_OPTIONS["seeds"](),
-    budget: int = _POAM_OPTIONS["budget"](),
-    num_inducing: int = _POAM_OPTIONS["num_inducing"](),
-    num_steps: int = _POAM_OPTIONS["num_steps"](),
-    out: str = typer.Option("runs/poam-robustness", "--out", help="sweep directory (finished runs are skipped)"),
-    workers: int = _POAM_OPTIONS["workers"](),
-    backend: str = _POAM_OPTIONS["backend"](),
-    address: str = _POAM_OPTIONS["address"](),
-    quiet: bool = _POAM_OPTIONS["quiet"](),
 ) -> None:
     """Chen et al. 2024, appendix B (Fig. 9): random initialisation and random planner, with FULL."""
-    _poam_bench(
-        "robustness",
-        out,
-        workers,
-        backend,
-        address,
-        quiet,
-        envs=envs,
-        methods=methods,
-        seeds=seeds,
-        budget=budget,
-        num_inducing=num_inducing,
-        num_steps=num_steps,
-        settings=settings,
-    )
 
 
 # --------------------------------------------------------------------------------- WISKI (Stanton et al. 2021)
@@ -373,90 +368,44 @@ _WISKI_OPTIONS = {
         100, "--pretrain-steps", help="optimiser steps on the 5% pre-training batch"
     ),
     "seed": lambda: typer.Option(0, "--seed"),
-    "quiet": lambda: typer.Option(False, "--quiet", "-q", help="no progress bar"),
 }
 
 
-@bench_app.command("wiski-bo")
+@_run_command("wiski-bo", "wiski.run_bo", out="runs/wiski-bo")
 def bench_wiski_bo(
-    functions: str = typer.Option("levy,ackley", "--functions", help="comma-separated: levy, ackley"),
-    models: str = typer.Option("wiski,exact", "--models", help="comma-separated registered models"),
+    functions: str = list_option("levy,ackley", "--functions", "comma-separated: levy, ackley"),
+    models: str = list_option("wiski,exact", "--models", "comma-separated registered models"),
     iterations: int = typer.Option(20, "--iterations", help="BO iterations (q points each)"),
-    seeds: str = typer.Option("0", "--seeds", help="comma-separated seeds"),
+    seeds: str = list_option("0", "--seeds", "comma-separated seeds", int),
     grid_size: int = typer.Option(8, "--grid-size", help="WISKI grid points per dimension (m = g³)"),
     steps: int = typer.Option(5, "--steps", help="Adam steps per BO iteration (50 on the initial points)"),
-    out: str = typer.Option("runs/wiski-bo", "--out", help="output directory"),
-    quiet: bool = _WISKI_OPTIONS["quiet"](),
 ) -> None:
     """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D Levy and Ackley with WISKI and an exact GP."""
-    from .bench.wiski import run_bo
-
-    run_bo(
-        out,
-        functions=[f for f in functions.split(",") if f],
-        models=[m for m in models.split(",") if m],
-        iterations=iterations,
-        seeds=[int(s) for s in seeds.split(",") if s],
-        grid_size=grid_size,
-        steps=steps,
-        quiet=quiet,
-        log=typer.echo,
-    )
 
 
-@bench_app.command("wiski-uci")
+@_run_command("wiski-uci", "wiski.run_uci", out="runs/wiski-uci")
 def bench_wiski_uci(
-    datasets: str = typer.Option("skillcraft,elevators,protein,kin40k", "--datasets", help="comma-separated UCI sets"),
-    models: str = typer.Option("wiski,osgpr,osvgp,exact", "--models", help="comma-separated registered models"),
+    datasets: str = list_option("skillcraft,elevators,protein,kin40k", "--datasets", "comma-separated UCI sets"),
+    models: str = list_option("wiski,osgpr,osvgp,exact", "--models", "comma-separated registered models"),
     max_points: int = typer.Option(500, "--max-points", help="points streamed one at a time after pre-training"),
     eval_every: int = typer.Option(50, "--eval-every", help="evaluate on the test set every this many points"),
     max_test: int = typer.Option(1000, "--max-test", help="at most this many test points"),
     pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
     exact_max: int = typer.Option(1500, "--exact-max", help="run the exact GP only up to this many points"),
     seed: int = _WISKI_OPTIONS["seed"](),
-    out: str = typer.Option("runs/wiski-uci", "--out", help="output directory"),
-    quiet: bool = _WISKI_OPTIONS["quiet"](),
 ) -> None:
     """Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
-    from .bench.wiski import run_uci
-
-    run_uci(
-        out,
-        datasets=[d for d in datasets.split(",") if d],
-        models=[m for m in models.split(",") if m],
-        max_points=max_points,
-        max_test=max_test,
-        eval_every=eval_every,
-        pretrain_steps=pretrain_steps,
-        exact_max=exact_max,
-        seed=seed,
-        quiet=quiet,
-        log=typer.echo,
-    )
 
 
-@bench_app.command("wiski-banana")
+@_run_command("wiski-banana", "wiski.run_banana", out="runs/wiski-banana")
 def bench_wiski_banana(
     pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
     eval_every: int = typer.Option(20, "--eval-every", help="evaluate every this many points"),
     grid_size: int = typer.Option(16, "--grid-size", help="grid points per dimension (m = g²)"),
     seed: int = _WISKI_OPTIONS["seed"](),
-    out: str = typer.Option("runs/wiski-banana", "--out", help="output directory"),
-    quiet: bool = _WISKI_OPTIONS["quiet"](),
 ) -> None:
     """Stanton et al. 2021, §5.2: online Dirichlet classification on banana with WISKI
     (accuracy, NLL vs points seen)."""
-    from .bench.wiski import run_banana
-
-    run_banana(
-        out,
-        pretrain_steps=pretrain_steps,
-        eval_every=eval_every,
-        grid_size=grid_size,
-        seed=seed,
-        quiet=quiet,
-        log=typer.echo,
-    )
 
 
 # ---------------------------------------------------------------------------------------------- streaming + VIPS
@@ -510,14 +459,20 @@ def stream_command(
         )
 
 
-@bench_app.command("vips-table1")
+@_run_command(
+    "vips-table1",
+    "vips.run_table1",
+    out="runs/vips-table1",
+    out_help="output directory (resumable)",
+    quiet="no progress bar or table",
+)
 def bench_vips_table1(
-    datasets: str = typer.Option(
+    datasets: str = list_option(
         ",".join(("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm")),
         "--datasets",
-        help="comma-separated UCI sets",
+        "comma-separated UCI sets",
     ),
-    methods: str = typer.Option("exact,cv,oips,vips", "--methods", help="comma-separated: exact, cv, oips, vips"),
+    methods: str = list_option("exact,cv,oips,vips", "--methods", "comma-separated: exact, cv, oips, vips"),
     splits: int = typer.Option(5, "--splits", help="number of 80/20 splits (seeds 0..splits-1)"),
     max_size: int = typer.Option(None, "--max-size", help="subsample each dataset to this many rows (fast runs)"),
     batches: int = typer.Option(None, "--batches", help="override the 20 (<12000 points) / 50 batches"),
@@ -533,47 +488,18 @@ def bench_vips_table1(
         "(Pescador-Barrios et al. 2024: 1; pumadyn32nm: --ard --lengthscale 5.7)",
     ),
     workers: int = typer.Option(1, "--workers", help="parallel runs"),
-    out: str = typer.Option("runs/vips-table1", "--out", help="output directory (resumable)"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or table"),
 ) -> None:
     """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted
     UCI streams."""
-    from .bench.vips import run_table1
-
-    try:
-        run_table1(
-            out,
-            datasets=[d for d in datasets.split(",") if d],
-            methods=[m for m in methods.split(",") if m],
-            splits=splits,
-            max_size=max_size,
-            batches=batches,
-            exact_max=exact_max,
-            num_steps=num_steps,
-            ard=ard,
-            lengthscale=lengthscale,
-            workers=workers,
-            quiet=quiet,
-            log=typer.echo,
-        )
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
 
 
-@bench_app.command("vips-magnetic")
+@_run_command("vips-magnetic", "vips.run_magnetic", out="runs/vips-magnetic", quiet="no progress bar or summary")
 def bench_vips_magnetic(
     thin: int = typer.Option(10, "--thin", help="keep one reading in this many (the survey has ~9000 per path)"),
     batches: int = typer.Option(20, "--batches", help="batches for trajectory 3"),
     eta: float = typer.Option(2.2, "--eta", help="Conditional Variance tolerance (Pescador-Barrios et al. 2024: 2.2)"),
     delta: float = typer.Option(0.05, "--delta", help="VIPS tolerance"),
     num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch"),
-    out: str = typer.Option("runs/vips-magnetic", "--out", help="output directory"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
 ) -> None:
     """Pescador-Barrios et al. 2024, §5.4: magnetic-field maps path by path (VIPS), and trajectory 3 in batches
     (VIPS vs CV)."""
-    from .bench.vips import run_magnetic
-
-    run_magnetic(
-        out, thin=thin, batches=batches, eta=eta, delta=delta, num_steps=num_steps, quiet=quiet, log=typer.echo
-    )

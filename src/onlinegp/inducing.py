@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import gpytorch
 import numpy as np
 import torch
-from torch import Tensor
+from gpytorch.kernels import Kernel
+from torch import Generator, Tensor
 
 from .kernels import dense, diagonal
 from .linalg import cholesky, pivoted_cholesky, pivoted_cholesky_dense, trisolve
@@ -26,13 +26,7 @@ DENSE_LIMIT = 3000
 
 class Selector(Protocol):
     def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
+        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
     ) -> Tensor: ...
 
 
@@ -42,7 +36,7 @@ def candidates(Z: Tensor | None, X: Tensor) -> Tensor:
 
 @torch.no_grad()
 def greedy_variance(
-    kernel: gpytorch.kernels.Kernel, C: Tensor, max_rank: int, tol: float = 0.0, initial: Tensor | None = None
+    kernel: Kernel, C: Tensor, max_rank: int, tol: float = 0.0, initial: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
     """Indices of greedy-variance (pivoted-Cholesky) picks from ``C`` and the remaining conditional variances.
 
@@ -58,7 +52,20 @@ def greedy_variance(
     )
 
 
-class PivotedCholesky:
+class PoolSelector:
+    """A selector that picks the new inducing inputs from the pool C = [Z; X] (:func:`candidates`): subclasses define
+    ``pick(kernel, C, generator)``; ``model`` is not used."""
+
+    def __call__(
+        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
+    ) -> Tensor:
+        return self.pick(kernel, candidates(Z, X), generator)
+
+    def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
+        raise NotImplementedError
+
+
+class PivotedCholesky(PoolSelector):
     """Fixed size M: the first M pivots of a pivoted Cholesky of k([Z; X], [Z; X]) (POAM §IV-A; Burt et al.).
 
     ``rel_tol`` stops early when the largest remaining variance falls below ``rel_tol · max k(x, x)`` (so
@@ -70,57 +77,30 @@ class PivotedCholesky:
             raise ValueError(f"num_inducing must be positive, got {num_inducing}")
         self.num_inducing, self.rel_tol = int(num_inducing), rel_tol
 
-    def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
-    ) -> Tensor:
-        C = candidates(Z, X)
+    def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
         scale = float(diagonal(kernel, C).max())
         idx, _ = greedy_variance(kernel, C, self.num_inducing, self.rel_tol * scale)
         return C[idx].clone()
 
 
-class RandomSubset:
+class RandomSubset(PoolSelector):
     """M points drawn uniformly from [Z; X] (POAM's Z-RAND ablation)."""
 
     def __init__(self, num_inducing: int = 500):
         self.num_inducing = int(num_inducing)
 
-    def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
-    ) -> Tensor:
-        C = candidates(Z, X)
+    def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
         idx = torch.randperm(C.shape[0], generator=generator)[: self.num_inducing]
         return C[idx].clone()
 
 
-class KMeans:
+class KMeans(PoolSelector):
     """M k-means centroids of [Z; X] (Lloyd's algorithm, k-means++-free random start; POAM's k-means ablation)."""
 
     def __init__(self, num_inducing: int = 500, iters: int = 20):
         self.num_inducing, self.iters = int(num_inducing), iters
 
-    def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
-    ) -> Tensor:
-        C = candidates(Z, X)
+    def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
         k = min(self.num_inducing, C.shape[0])
         centers = C[torch.randperm(C.shape[0], generator=generator)[:k]].clone()
         for _ in range(self.iters):
@@ -139,13 +119,7 @@ class Fixed:
         self.Z = Z
 
     def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
+        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
     ) -> Tensor:
         return self.Z.to(X).clone()
 
@@ -161,13 +135,7 @@ class Resample:
         self.num_inducing, self.keep = int(num_inducing), float(keep)
 
     def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
+        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
     ) -> Tensor:
         M = self.num_inducing
         if Z is None or Z.shape[0] == 0:
@@ -180,7 +148,7 @@ class Resample:
 
 
 @torch.no_grad()
-def residual_traces(kernel: gpytorch.kernels.Kernel, C: Tensor, idx: Tensor, rows: Tensor | None = None) -> Tensor:
+def residual_traces(kernel: Kernel, C: Tensor, idx: Tensor, rows: Tensor | None = None) -> Tensor:
     """tr(K − Q) over the rows ``rows`` of C (default: all) for every prefix of the inducing set C[idx].
 
     Element m−1 uses the first m pivots; one Cholesky of K at the pivots serves every prefix.
@@ -193,7 +161,7 @@ def residual_traces(kernel: gpytorch.kernels.Kernel, C: Tensor, idx: Tensor, row
     return diagonal(kernel, target).sum() - F.pow(2).sum(1).cumsum(0)
 
 
-class ConditionalVariance:
+class ConditionalVariance(PoolSelector):
     """Greedy variance from the pool [Z; X] until tr(K − Q) ≤ η over the pool (Burt et al. 2020;
     Pescador-Barrios et al. 2024, app. E).
 
@@ -207,16 +175,7 @@ class ConditionalVariance:
             raise ValueError(f"eta must be positive, got {eta}")
         self.eta, self.max_inducing = float(eta), max_inducing
 
-    def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
-    ) -> Tensor:
-        C = candidates(Z, X)
+    def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
         cap = C.shape[0] if self.max_inducing is None else min(int(self.max_inducing), C.shape[0])
         idx, _ = greedy_variance(kernel, C, cap, self.eta / C.shape[0])
         traces = residual_traces(kernel, C, idx)
@@ -237,13 +196,7 @@ class OIPS:
 
     @torch.no_grad()
     def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
+        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
     ) -> Tensor:
         dx = diagonal(kernel, X).clamp_min(1e-300).sqrt()
         corr_new = (dense(kernel, X) / dx[:, None] / dx[None, :]).cpu().numpy()
@@ -316,13 +269,7 @@ class VIPSSelector:
 
     @torch.no_grad()
     def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
+        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
     ) -> Tensor:
         y, old, noise, (mean, var) = _vips_context(model, X)
         Ma = 0 if Z is None else Z.shape[0]
@@ -359,13 +306,7 @@ class KeepAfterFirst:
         self.selector = selector
 
     def __call__(
-        self,
-        kernel: gpytorch.kernels.Kernel,
-        Z: Tensor | None,
-        X: Tensor,
-        *,
-        generator: torch.Generator | None = None,
-        model: Any = None,
+        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
     ) -> Tensor:
         if Z is not None and Z.shape[0] > 0:
             return Z.clone()

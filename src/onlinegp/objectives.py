@@ -91,19 +91,27 @@ def svgp_elbo_terms(
     yb: Tensor,
     num_data: int,
 ) -> Tensor:
-    """:func:`svgp_elbo` from L_u = chol(K_uu), K_ub and diag K_bb (for callers that already have them).
+    """:func:`svgp_elbo` from L_u = chol(K_uu), K_ub and diag K_bb (for callers that already have them); the pieces
+    are those of :func:`_q_terms`."""
+    _, _, f_mean, f_var, kl = _q_terms(Lu, Kub, kbb, q_mean, q_root, q_logdet)
+    ell = expected_log_lik(yb, f_mean, f_var.clamp_min(1e-12), noise) * (num_data / Kub.shape[1])
+    return (ell - kl) / num_data
 
-    One triangular solve gives [C | A | v] = L_u⁻¹ [R | K_ub | m]; then f_mean = Aᵀv,
-    var_f = k_bb − ‖A‖² + ‖CᵀA‖² (column-wise) and KL = ½(‖C‖² + ‖v‖² − M + log|K_uu| − log|S|).
+
+def _q_terms(
+    L: Tensor, Kub: Tensor, kbb: Tensor, q_mean: Tensor, q_root: Tensor, q_logdet: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """What q(u) = N(m, R Rᵀ) gives the uncollapsed ELBO on a batch, from L = chol(K_uu), K_ub and diag K_bb.
+
+    One triangular solve gives T = [C | A | v] = L⁻¹ [R | K_ub | m]; returns T, Γ = CᵀA, the predictive means Aᵀv
+    and variances k_bb − ‖A‖² + ‖Γ‖² (column-wise, not clamped) and KL = ½(‖C‖² + ‖v‖² − M + log|K_uu| − log|S|).
     """
     (M, B), r = Kub.shape, q_root.shape[-1]
-    T = trisolve(Lu, torch.cat([q_root, Kub, q_mean.unsqueeze(-1)], -1))
+    T = trisolve(L, torch.cat([q_root, Kub, q_mean.unsqueeze(-1)], -1))
     C, A, v = T[:, :r], T[:, r : r + B], T[:, -1]
-    f_mean = A.mT @ v
-    f_var = kbb - A.pow(2).sum(0) + (C.mT @ A).pow(2).sum(0)
-    ell = expected_log_lik(yb, f_mean, f_var.clamp_min(1e-12), noise) * (num_data / B)
-    kl = 0.5 * (C.pow(2).sum() + v @ v - M + 2 * Lu.diagonal().log().sum() - q_logdet)
-    return (ell - kl) / num_data
+    Gamma = C.mT @ A
+    kl = 0.5 * (C.pow(2).sum() + v @ v - M + 2 * L.diagonal().log().sum() - q_logdet)
+    return T, Gamma, A.mT @ v, kbb - A.pow(2).sum(0) + Gamma.pow(2).sum(0), kl
 
 
 def svgp_elbo_cov(
@@ -146,15 +154,11 @@ class _FixedQELBO(torch.autograd.Function):
     @staticmethod
     def forward(ctx, Kuu, Kub, kbb, noise, q_mean, q_root, q_logdet, yb, num_data, jitter_log):
         L = cholesky(Kuu, jitter_log)
-        (M, B), r = Kub.shape, q_root.shape[-1]
-        T = trisolve(L, torch.cat([q_root, Kub, q_mean.unsqueeze(-1)], -1))
-        C, A, v = T[:, :r], T[:, r : r + B], T[:, -1]
-        Gamma = C.mT @ A
-        resid = yb - A.mT @ v
-        var_raw = kbb - A.pow(2).sum(0) + Gamma.pow(2).sum(0)
+        T, Gamma, f_mean, var_raw, kl = _q_terms(L, Kub, kbb, q_mean, q_root, q_logdet)
+        r, B = q_root.shape[-1], Kub.shape[1]
+        resid = yb - f_mean
         var = var_raw.clamp_min(1e-12)
         ell = (-0.5 * (LOG2PI + noise.log()) - 0.5 * (resid.pow(2) + var) / noise).sum() / B
-        kl = 0.5 * (C.pow(2).sum() + v @ v - M + 2 * L.diagonal().log().sum() - q_logdet)
         ctx.save_for_backward(L, T, Gamma, resid, var, var_raw > 1e-12, noise)
         ctx.sizes = (r, B, num_data)
         return ell - kl / num_data

@@ -45,10 +45,7 @@ def plot_field(field: Any, path: str | Path, title: str | None = None, dpi: int 
         ax.set_title(title or field.name, fontsize=9)
     else:
         _image(ax, field.values, field.extent, title or field.name)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, None, dpi)
 
 
 def plot_map(
@@ -75,10 +72,7 @@ def plot_map(
         ax.legend(loc="upper right", fontsize=7, framealpha=0.7)
     ax.set_xlim(extent[0], extent[1])
     ax.set_ylim(extent[2], extent[3])
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, None, dpi)
 
 
 def plot_metric_curves(
@@ -103,10 +97,7 @@ def plot_metric_curves(
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys) :]:
         ax.set_axis_off()
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, None, dpi)
 
 
 def animate_maps(
@@ -206,10 +197,7 @@ def plot_lengthscale_grid(
             ax.set_ylim(extent[2], extent[3])
     for ax in axes.flat:
         ax.title.set_fontsize(8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, None, dpi)
 
 
 def plot_toy_ensembles(panels: dict[str, dict[str, np.ndarray]], path: str | Path, dpi: int = 100) -> Path:
@@ -238,10 +226,7 @@ def plot_toy_ensembles(panels: dict[str, dict[str, np.ndarray]], path: str | Pat
         ax.set_title(f"{label}: {total} model(s), {len(models)} of them predicting here (colours)", fontsize=9)
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("x")
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, None, dpi)
 
 
 def plot_models_tradeoff(rows: Sequence[dict], path: str | Path, title: str = "", dpi: int = 100) -> Path:
@@ -289,10 +274,7 @@ def plot_rmse_curves(
         ax.set_yscale("log")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, None, dpi)
 
 
 def plot_panel_curves(
@@ -382,10 +364,7 @@ def plot_lines(
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, None, dpi)
 
 
 def _finish(fig, path, title: str | None, dpi: int):

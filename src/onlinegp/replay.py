@@ -278,7 +278,6 @@ def run_replay(
         ("smse", "msll"),
         x_key="num_samples",
         panel_key="survey",
-        line_key="model",
         title=f"replay of {Path(log).name}",
     )
     return results

@@ -14,6 +14,7 @@ setting has not been changed.
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any, Generic, TypeVar
 
@@ -62,10 +63,25 @@ class _Setting(Generic[T]):
         type(self)._value = self._previous
 
 
-def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:  # NaN is not > 0
-        raise ValueError(f"settings.{name} takes a positive number, got {value!r}")
-    return float(value)
+class _Constant(_Setting[T]):
+    """A setting whose default is a module constant, ``constant = "module.NAME"`` (in onlinegp, imported when read)."""
+
+    constant: str
+
+    @classmethod
+    def default(cls) -> T:
+        module, name = cls.constant.rsplit(".", 1)
+        return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+
+class _PositiveConstant(_Constant[float]):
+    """A positive number with a module constant as default."""
+
+    @classmethod
+    def check(cls, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:  # NaN is not > 0
+            raise ValueError(f"settings.{cls.__name__} takes a positive number, got {value!r}")
+        return float(value)
 
 
 class native_kernel(_Setting[bool]):
@@ -83,15 +99,11 @@ class native_kernel(_Setting[bool]):
         return value
 
 
-class native_thread_work(_Setting[int]):
+class native_thread_work(_Constant[int]):
     """Below this many exponentials (n1 · n2 · M) a native Attentive-Kernel call runs on one thread; above, rows
     are split over ``torch.get_num_threads()`` threads. Default: ``onlinegp.kernels.native.THREAD_WORK``."""
 
-    @classmethod
-    def default(cls) -> int:
-        from .kernels.native import THREAD_WORK
-
-        return THREAD_WORK
+    constant = "kernels.native.THREAD_WORK"
 
     @classmethod
     def check(cls, value: Any) -> int:
@@ -100,31 +112,15 @@ class native_thread_work(_Setting[int]):
         return value
 
 
-class quadratic_max_cond(_Setting[float]):
+class quadratic_max_cond(_PositiveConstant):
     """Above this estimated cond(K_uu) marginal predictions use triangular solves instead of the cached quadratic
     form (decided once per predictor, on its first prediction). Default: ``onlinegp.posterior.QUADRATIC_MAX_COND``."""
 
-    @classmethod
-    def default(cls) -> float:
-        from .posterior import QUADRATIC_MAX_COND
-
-        return QUADRATIC_MAX_COND
-
-    @classmethod
-    def check(cls, value: Any) -> float:
-        return _positive("quadratic_max_cond", value)
+    constant = "posterior.QUADRATIC_MAX_COND"
 
 
-class max_jitter(_Setting[float]):
+class max_jitter(_PositiveConstant):
     """The largest relative jitter :func:`onlinegp.linalg.cholesky` adds before it raises
     :class:`~onlinegp.linalg.CholeskyError`. Default: ``onlinegp.linalg.MAX_JITTER``."""
 
-    @classmethod
-    def default(cls) -> float:
-        from .linalg import MAX_JITTER
-
-        return MAX_JITTER
-
-    @classmethod
-    def check(cls, value: Any) -> float:
-        return _positive("max_jitter", value)
+    constant = "linalg.MAX_JITTER"

@@ -52,36 +52,25 @@ NUM_INDUCING = 50
 INIT_LENGTHSCALE = 0.3
 TOY_REGIMES = ((0.0, 150.0, 20.0, 0.5), (150.0, 300.0, 5.0, 2.0))  # (from, to, length-scale, signal std)
 
+
+def _thresholds(epsilon: float, similarity_lengthscale: float, eps_grid: tuple[float, ...]) -> dict[str, Any]:
+    """One dataset's entry of :data:`SETTINGS`: WGPR's ε, SOLAR's ℓ_s and the Fig. 2 ε grid are its own; SOLAR's and
+    LGPR's w_gen and the w_gen grid are the same everywhere."""
+    return {
+        "wgpr": {"epsilon": epsilon},
+        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": similarity_lengthscale},
+        "lgpr": {"w_gen": 0.3},
+        "eps_grid": eps_grid,
+        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
+    }
+
+
 #: per-dataset thresholds: WGPR's ε, SOLAR's (w_gen, ℓ_s), LGPR's w_gen, and the Fig. 2 sweep grids
 SETTINGS: dict[str, dict[str, Any]] = {
-    "toy": {
-        "wgpr": {"epsilon": 1.0},
-        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.1},
-        "lgpr": {"w_gen": 0.3},
-        "eps_grid": (0.0, 0.3, 1.0, 3.0, math.inf),
-        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
-    },
-    "kin40k": {
-        "wgpr": {"epsilon": 25.0},
-        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.3},
-        "lgpr": {"w_gen": 0.3},
-        "eps_grid": (0.0, 15.0, 25.0, 35.0, math.inf),
-        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
-    },
-    "pumadyn32nm": {
-        "wgpr": {"epsilon": 1.0},
-        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.5},
-        "lgpr": {"w_gen": 0.3},
-        "eps_grid": (0.0, 1.0, math.inf),
-        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
-    },
-    "bathymetry": {
-        "wgpr": {"epsilon": 5.0},
-        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": 0.2},
-        "lgpr": {"w_gen": 0.3},
-        "eps_grid": (0.0, 2.0, 5.0, 10.0, math.inf),
-        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
-    },
+    "toy": _thresholds(1.0, 0.1, (0.0, 0.3, 1.0, 3.0, math.inf)),
+    "kin40k": _thresholds(25.0, 0.3, (0.0, 15.0, 25.0, 35.0, math.inf)),
+    "pumadyn32nm": _thresholds(1.0, 0.5, (0.0, 1.0, math.inf)),
+    "bathymetry": _thresholds(5.0, 0.2, (0.0, 2.0, 5.0, 10.0, math.inf)),
 }
 
 

@@ -58,6 +58,16 @@ def _write(out: Path, name: str, rows: list[dict], config: dict) -> None:
         write_csv(out / f"{name}.csv", rows)
 
 
+def _config(experiment: str, arguments: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A run's config.json: the experiment, the run function's arguments (its ``locals()`` on entry) but where it writes
+    and how it reports (out, quiet, log), then ``extra``."""
+    return {
+        "experiment": experiment,
+        **{k: v for k, v in arguments.items() if k not in ("out", "quiet", "log")},
+        **extra,
+    }
+
+
 def _progress(total: int, quiet: bool, description: str):
     from tqdm.auto import tqdm
 
@@ -85,20 +95,8 @@ def run_uci(
     log: Callable[[str], None] = print,
 ) -> list[dict]:
     """Online regression (Stanton et al. 2021, §5.1); returns one row per evaluation (dataset, model, num_data, ...)."""
+    config = _config("wiski-uci", locals(), options=STREAM_OPTIONS)
     out = Path(out)
-    config = {
-        "experiment": "wiski-uci",
-        "datasets": list(datasets),
-        "models": list(models),
-        "max_points": max_points,
-        "max_test": max_test,
-        "eval_every": eval_every,
-        "pretrain_fraction": pretrain_fraction,
-        "pretrain_steps": pretrain_steps,
-        "exact_max": exact_max,
-        "seed": seed,
-        "options": STREAM_OPTIONS,
-    }
     rows: list[dict] = []
     for name in datasets:
         ds = load_dataset(name)
@@ -184,19 +182,8 @@ def run_banana(
     log: Callable[[str], None] = print,
 ) -> list[dict]:
     """Online Dirichlet classification on banana (Stanton et al. 2021, §5.2); one row per evaluation."""
+    config = _config("wiski-banana", locals())
     out = Path(out)
-    config = {
-        "experiment": "wiski-banana",
-        "pretrain_fraction": pretrain_fraction,
-        "pretrain_steps": pretrain_steps,
-        "hindsight_steps": hindsight_steps,
-        "eval_every": eval_every,
-        "max_test": max_test,
-        "grid_size": grid_size,
-        "lr": lr,
-        "seed": seed,
-        "max_points": max_points,
-    }
     train, test = load_dataset("banana", split="train"), load_dataset("banana", split="test").subsample(max_test, seed)
     X, labels = train.tensors()
     order = torch.as_tensor(np.random.default_rng(seed).permutation(len(train)))
@@ -288,6 +275,7 @@ def run_bo(
     log: Callable[[str], None] = print,
 ) -> list[dict]:
     """Batch UCB (Stanton et al. 2021, §5.3); one row per iteration (function, model, seed, iteration, best, times)."""
+    config = _config("wiski-bo", locals())
     from botorch import test_functions
     from botorch.acquisition import qUpperConfidenceBound
     from botorch.optim import optimize_acqf
@@ -296,22 +284,6 @@ def run_bo(
     from ..botorch import OnlineGPModel
 
     out = Path(out)
-    config = {
-        "experiment": "wiski-bo",
-        "functions": list(functions),
-        "models": list(models),
-        "iterations": iterations,
-        "q": q,
-        "n_init": n_init,
-        "seeds": list(seeds),
-        "init_steps": init_steps,
-        "steps": steps,
-        "grid_size": grid_size,
-        "beta": beta,
-        "num_restarts": num_restarts,
-        "raw_samples": raw_samples,
-        "mc_samples": mc_samples,
-    }
     rows: list[dict] = []
     bar = _progress(len(functions) * len(models) * len(seeds) * iterations, quiet, "wiski-bo")
     for fname in functions:
