@@ -85,6 +85,7 @@ def main() -> None:
             budget=args.budget,
             out=Path(args.out) / name,
             options=options,
+            paper_options=False,
             model_options=model_options,
         )
         root = report.sweep.root

@@ -231,3 +231,19 @@ def test_parsing_and_validation():
     with pytest.raises(ValueError, match="robustness setting"):
         poam.robustness(settings="sideways")
     assert poam.label("z-opt") == "POAM-Z-OPT" and poam.label("ssgp++") == "SSGP++"
+
+
+def test_reproduction_benches_pin_the_papers_model_settings():
+    from onlinegp.bench.poam import Experiment
+
+    exp = Experiment("t", "t", ["valley-ridges"], ["poam", "ssgp++", "z-opt"], [0], {"budget": 700})
+    options = {spec.run_id.split("/")[1]: spec.config["model_options"] for spec in exp.specs()}
+    assert options == {
+        "poam": {"noise": 1.0, "sketch": None},
+        "ssgp++": {"noise": 1.0},
+        "z-opt": {"noise": 1.0, "sketch": None},
+    }
+    mine = Experiment("t", "t", ["valley-ridges"], ["poam"], [0], {"budget": 700, "model_options": {"noise": 0.3}})
+    assert mine.specs()[0].config["model_options"] == {"noise": 0.3, "sketch": None}
+    plain = Experiment("t", "t", ["valley-ridges"], ["poam"], [0], {"budget": 700}, paper_options=False)
+    assert plain.specs()[0].config["model_options"] == {}

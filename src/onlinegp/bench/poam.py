@@ -6,6 +6,10 @@
 * :func:`robustness`: random initialisation with the max-entropy planner, and random initialisation with the
   random planner, SSGP++, OVC, OVC++, POAM and FULL (appendix B, Fig. 9).
 
+Every experiment pins the settings of the paper's implementation: besides M, steps, kernel and budget, the Gaussian
+likelihood starts at σ² = 1.0 and POAM's family runs the exact M-step (:func:`paper_model_options`;
+``paper_options=False`` leaves the library's defaults; explicit ``model_options`` win).
+
 Each run is one mission (:func:`onlinegp.rig.mission.run_mission`) in its own directory
 ``<out>/[<setting>/]<env>/<method>/seed-<k>``; the runner (:mod:`onlinegp.bench.runner`) executes them locally or on
 Ray and skips finished ones. The summary follows Table I: for every run the SMSE, MSLL and update time are averaged
@@ -26,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..io import write_csv
+from ..models import MODELS, POAM
 from ..rig.fields import DEFAULT_ENV, ENVIRONMENTS, load_field
 from ..rig.mission import MissionConfig, build_model, lengthscale_grid, open_mission, run_mission
 from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
@@ -41,6 +46,15 @@ PAPER_SETTINGS = {"num_inducing": 500, "num_steps": 10, "kernel": "ak", "budget"
 SUMMARY_KEYS = ("smse", "msll", "update_time")
 HEADERS = {"smse": "Averaged SMSE ↓", "msll": "Averaged MSLL ↓", "update_time": "Averaged update time (s) ↓"}
 LABELS = {"ssgp++": "SSGP++", "ovc": "OVC", "ovc++": "OVC++", "poam": "POAM", "full": "FULL"}
+
+
+def paper_model_options(method: str) -> dict[str, Any]:
+    """The model settings of the POAM paper's implementation: the Gaussian likelihood starts at σ² = 1.0 (scaled
+    units) and POAM's family runs the exact M-step (``sketch=None``). Explicit ``model_options`` win."""
+    factory = MODELS[method.lower()].factory if method.lower() in MODELS else None
+    cls = getattr(factory, "func", factory)
+    exact = {"sketch": None} if isinstance(cls, type) and issubclass(cls, POAM) else {}
+    return {"noise": 1.0, **exact}
 
 
 def label(method: str) -> str:
@@ -86,6 +100,7 @@ class Experiment:
     seeds: list[int]
     mission: dict = field(default_factory=dict)
     settings: dict[str, dict] = field(default_factory=lambda: {"": {}})
+    paper_options: bool = True
 
     def specs(self) -> list[RunSpec]:
         """One run spec per mission; validates every config (unknown model, planner, environment) up front."""
@@ -96,9 +111,21 @@ class Experiment:
             for env in self.envs:
                 for method in self.methods:
                     for seed in self.seeds:
+                        model_options = {
+                            **(paper_model_options(method) if self.paper_options else {}),
+                            **self.mission.get("model_options", {}),
+                            **overrides.get("model_options", {}),
+                        }
                         try:
                             config = MissionConfig(
-                                **{**self.mission, **overrides, "env": env, "model": method, "seed": int(seed)}
+                                **{
+                                    **self.mission,
+                                    **overrides,
+                                    "env": env,
+                                    "model": method,
+                                    "seed": int(seed),
+                                    "model_options": model_options,
+                                }
                             )
                         except TypeError as err:
                             raise ValueError(f"unknown mission option: {err}") from err
@@ -369,7 +396,9 @@ def run_experiment(
     if records:
         caption = (
             f"Missions: budget {exp.mission.get('budget')} samples, M = {exp.mission.get('num_inducing')}, "
-            f"{exp.mission.get('num_steps')} gradient steps per epoch, kernel {exp.mission.get('kernel')}; "
+            f"{exp.mission.get('num_steps')} gradient steps per epoch, kernel {exp.mission.get('kernel')}"
+            + ("; the paper's initial noise variance 1.0 and exact M-step" if exp.paper_options else "")
+            + "; "
             f"seeds {','.join(map(str, exp.seeds))}. Each run's metrics are averaged over all its evaluations "
             "(pilot survey and every decision epoch); cells show mean ± std over seeds with "
             "<sub>min</sub><sup>max</sup>; the best mean per environment is bold. Code: "
@@ -406,6 +435,7 @@ def table1(
     num_steps: int = 10,
     out: str | Path = "runs/poam-table1",
     options: RunnerOptions | None = None,
+    paper_options: bool = True,
     **mission: Any,
 ) -> Report:
     """Table I, Fig. 5 and Fig. 7 (bundled environments; ``mission`` overrides any other MissionConfig field)."""
@@ -416,6 +446,7 @@ def table1(
         parse_names(methods, "method"),
         parse_seeds(seeds),
         _mission_settings(budget, num_inducing, num_steps, **mission),
+        paper_options=paper_options,
     )
     return run_experiment(exp, out, options, lengthscales=True)
 
@@ -429,6 +460,7 @@ def ablation(
     num_steps: int = 10,
     out: str | Path = "runs/poam-ablation",
     options: RunnerOptions | None = None,
+    paper_options: bool = True,
     **mission: Any,
 ) -> Report:
     """The ablation study (§V-C, Fig. 8) in Env1 by default."""
@@ -439,6 +471,7 @@ def ablation(
         parse_names(methods, "method"),
         parse_seeds(seeds),
         _mission_settings(budget, num_inducing, num_steps, **mission),
+        paper_options=paper_options,
     )
     return run_experiment(exp, out, options)
 
@@ -453,6 +486,7 @@ def robustness(
     settings: str | Sequence[str] = tuple(ROBUSTNESS_SETTINGS),
     out: str | Path = "runs/poam-robustness",
     options: RunnerOptions | None = None,
+    paper_options: bool = True,
     **mission: Any,
 ) -> Report:
     """Appendix B (Fig. 9): random initialisation, and random initialisation with the random planner."""
@@ -468,5 +502,6 @@ def robustness(
         parse_seeds(seeds),
         _mission_settings(budget, num_inducing, num_steps, **mission),
         {s: ROBUSTNESS_SETTINGS[s] for s in chosen},
+        paper_options,
     )
     return run_experiment(exp, out, options, curve_keys=("smse", "msll"))
