@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 
 import typer
 
+from . import __version__
+from .io import fresh_directory
 from .models.registry import MODELS
 from .options import parse_options
 
@@ -18,6 +22,24 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"onlinegp {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", help="print the version and exit", callback=_show_version, is_eager=True
+    ),
+) -> None:
+    """Online Gaussian-process mapping: missions, streaming experiments, benchmarks reproducing published
+    experiments."""
+
+
 bench_app = typer.Typer(help="Named experiments reproducing published tables and figures.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
@@ -56,7 +78,12 @@ def mission_command(
     model: str = typer.Option("poam", "--model", help="registered model (see --list-models)"),
     budget: int = typer.Option(5000, "--budget", help="number of samples to collect"),
     seed: int = typer.Option(0, "--seed", help="seed of the planner, noise, start and model"),
-    out: str = typer.Option("runs/mission", "--out", help="run directory"),
+    out: str = typer.Option(
+        None,
+        "--out",
+        help="run directory (default: a new runs/mission/MODEL-ENV-seedK[-N], never an existing one); one that "
+        "holds a mission needs --resume or --force",
+    ),
     planner: str = typer.Option("max-entropy", "--planner", help="max-entropy, random or lawnmower"),
     init: str = typer.Option("bezier", "--init", help="pilot survey: bezier, or random (Chen et al. 2024, app. B)"),
     num_inducing: int = typer.Option(None, "--num-inducing", help="model size M (model default if unset)"),
@@ -78,6 +105,7 @@ def mission_command(
         "repeatable (e.g. --option sketch=None for POAM's exact M-step)",
     ),
     resume: bool = typer.Option(False, "--resume", help="continue from the run directory's last completed epoch"),
+    force: bool = typer.Option(False, "--force", help="start over in an --out that holds a mission (overwriting it)"),
     animate: bool = typer.Option(False, "--animate", help="also write mission.gif of the map being built"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
     list_envs: bool = typer.Option(False, "--list-envs", help="list bundled environments and exit"),
@@ -107,6 +135,11 @@ def mission_command(
         for name, description in rows:
             typer.echo(f"{name:17s} {description}")
         return
+    if resume and force:
+        raise typer.BadParameter("--resume continues the mission in --out and --force starts it over: pass one")
+    if resume and out is None:
+        raise typer.BadParameter("--resume needs --out DIR, the run directory of the mission to continue")
+    items = list(option or [])
     try:
         config = rig_mission.MissionConfig(
             env=env or fields.DEFAULT_ENV,
@@ -119,15 +152,43 @@ def mission_command(
             num_steps=num_steps,
             kernel=kernel,
             animate=animate,
-            model_options={**parse_model_options(option), **({"inducing": inducing} if inducing else {})},
+            model_options={**parse_model_options(items), **({"inducing": inducing} if inducing else {})},
             profile=profile,
             sensing_rate=sensing_rate,
             max_turn_rate=max_turn_rate,
             interpolation=interpolation,
         )
-        mission = rig_mission.open_mission(config, out, resume=resume)
-    except (ValueError, TypeError) as err:  # TypeError: a --option the model does not take
+        state = None if out is None else rig_mission.run_state(out)
+        if resume and state is None:
+            raise ValueError(f"nothing to resume in {out}: it holds no {rig_mission.CHECKPOINT}")
+        if state == "finished" and not (resume or force):
+            raise ValueError(
+                f"{out} holds a finished mission: pass --force to overwrite it, or another --out (none: a new "
+                "directory)"
+            )
+        if state == "checkpoint" and not (resume or force):
+            raise ValueError(
+                f"{out} holds an unfinished mission: pass --resume to continue it or --force to start over"
+            )
+        default_name = f"{model.lower()}-{_slug(config.env)}-seed{seed}"
+        mission = rig_mission.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)
+    except rig_mission.ModelOptionsError as err:
+        raise typer.BadParameter(_blame_options(config, items, err)) from err
+    except (ValueError, TypeError) as err:
         raise typer.BadParameter(str(err)) from err
+    if resume and state == "finished":
+        typer.echo(f"the mission in {out} is already complete ({mission.num_samples} samples): nothing to resume")
+        return
+    pilot = mission.pilot_size()
+    if config.budget <= pilot:
+        typer.echo(
+            f"warning: the budget ({config.budget}) is at or below the pilot survey's {pilot} samples: the mission "
+            "will be the pilot survey only, with no decision epochs",
+            err=True,
+        )
+    if out is None:
+        out = str(fresh_directory("runs/mission", default_name))
+        typer.echo(f"run directory: {out}")
     try:
         result = rig_mission.run_mission(
             mission, out, quiet=quiet, stop_after_epochs=stop_after_epochs, echo=typer.echo
@@ -143,6 +204,34 @@ def mission_command(
         )
 
 
+def _slug(name: str) -> str:
+    """A bundled environment's or dataset's name as given, a file's stem."""
+    return Path(name).stem if ("/" in name or "." in name) else name
+
+
+def _blame_options(config, items: list[str], err: Exception) -> str:
+    """``err`` (the model refused its options) naming the ``--option`` items it refused: each one the model rejects
+    on its own, with its reason, else all of them with ``err``; unchanged when the model fails without any of them."""
+    from .rig import mission as rig_mission
+
+    parsed = {item: parse_options([item]) for item in items}
+    base = {k: v for k, v in config.model_options.items() if not any(k in p for p in parsed.values())}
+
+    def failure(extra: dict) -> Exception | None:
+        try:
+            rig_mission.build_model(dataclasses.replace(config, model_options={**base, **extra}))
+        except (ValueError, TypeError) as reason:
+            return reason
+        return None
+
+    if not parsed or failure({}) is not None:
+        return str(err)
+    bad = {item: reason for item, p in parsed.items() if (reason := failure(p)) is not None}
+    if not bad:
+        return ", ".join(f"--option {item}" for item in parsed) + f": {err}"
+    return "; ".join(f"--option {item}: {reason}" for item, reason in bad.items())
+
+
 # -------------------------------------------------------------------------------------------------------- replay
 @app.command("replay")
 def replay_command(
@@ -154,7 +243,9 @@ def replay_command(
     model: list[str] = typer.Option(
         None, "--model", help="registered model, repeatable (default: the model the log recorded, with its options)"
     ),
-    out: str = typer.Option("runs/replay", "--out", help="output directory"),
+    out: str = typer.Option(
+        None, "--out", help="output directory (default: a new runs/replay/LOG[-N], never an existing one)"
+    ),
     option: list[str] = typer.Option(
         None, "--option", help="model constructor argument KEY=VALUE for every model, repeatable"
     ),
@@ -176,13 +267,26 @@ def replay_command(
                 f"SMSE {row['smse']:.4f}  MSLL {row['msll']:+.3f}  {row['update_time']:.2f} s"
             )
 
+    options = parse_model_options(option)
+    fresh = out is None
+    if fresh:  # a mission's log is its survey.npz: name the replay after the mission's directory
+        name = Path(log).stem if Path(log).stem != "survey" else Path(log).resolve().parent.name
+        out = str(fresh_directory("runs/replay", name))
+        typer.echo(f"output directory: {out}")
     try:
-        run_replay(log, list(model or []), out, parse_model_options(option), seed, truth, period, holdout, show)
+        run_replay(log, list(model or []), out, options, seed, truth, period, holdout, show)
     except (ValueError, TypeError) as err:
+        _remove_if_empty(out, fresh)
         raise typer.BadParameter(str(err)) from err
     if not quiet:
         typer.echo(open(f"{out}/comparison.md").read())
         typer.echo(f"per-model metrics.csv, comparison.md, summary.json and replay.png in {out}")
+
+
+def _remove_if_empty(out: str, fresh: bool) -> None:
+    """Remove the directory a failed run was given, when this command created it and nothing was written there."""
+    if fresh and not any(Path(out).iterdir()):
+        Path(out).rmdir()
 
 
 # -------------------------------------------------------------------------------------------------------- bench
@@ -430,7 +534,11 @@ def stream_command(
         help="model option KEY=VALUE (VALUE a Python literal "
         "or JSON, else a string), e.g. -o delta=0.1 -o 'kernel_options={\"ard\": false}'",
     ),
-    out: str = typer.Option("runs/stream", "--out", help="output directory"),
+    out: str = typer.Option(
+        None,
+        "--out",
+        help="output directory (default: a new runs/stream/MODEL-DATASET-seedK[-N], never an existing one)",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
 ) -> None:
     """Stream a dataset through an online model in batches; per batch RMSE, NLPD, M and update time."""
@@ -447,9 +555,14 @@ def stream_command(
         options=parse_model_options(option),
         scaling=scaling,
     )
+    fresh = out is None
+    if fresh:
+        out = str(fresh_directory("runs/stream", f"{model.lower()}-{_slug(dataset)}-seed{seed}"))
+        typer.echo(f"output directory: {out}")
     try:
         rows = run_stream(config, out=out, quiet=quiet)
     except ValueError as err:
+        _remove_if_empty(out, fresh)
         raise typer.BadParameter(str(err)) from err
     if not quiet:
         last = rows[-1]

@@ -1,4 +1,5 @@
-"""Output files written whole or not at all: :func:`atomic_write` and, through it, :func:`write_csv`."""
+"""Output files written whole or not at all: :func:`atomic_write` and, through it, :func:`write_csv`; run directories
+that never reuse an existing one: :func:`fresh_directory`."""
 
 from __future__ import annotations
 
@@ -50,3 +51,18 @@ def write_csv(path: str | Path, rows: Iterable[Mapping[str, Any]], columns: Sequ
     writer.writeheader()
     writer.writerows(rows)
     return atomic_write(path, text.getvalue())
+
+
+def fresh_directory(parent: str | Path, name: str) -> Path:
+    """Create and return a directory under ``parent`` that did not exist before: ``parent/name``, else
+    ``name-2``, ``name-3``, ... (claimed with an exclusive ``mkdir``, so two runs never share one)."""
+    parent = Path(parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    for k in range(1, 100_000):
+        path = parent / (name if k == 1 else f"{name}-{k}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise RuntimeError(f"no free directory name {name}-N under {parent}")

@@ -16,6 +16,7 @@ collected samples and the metric rows, so a resumed mission ends with exactly th
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import time
@@ -40,6 +41,8 @@ from .robot import DiffDrive, PointSensor
 METRIC_KEYS = ("smse", "msll", "rmse", "nlpd", "mae")
 CHECKPOINT = "checkpoint.pt"
 SURVEY = "survey.npz"
+#: files only a finished mission leaves (written after its last epoch)
+FINISHED = ("metrics.json", "model.pt")
 INITS = ("bezier", "random")
 
 
@@ -144,18 +147,73 @@ class MissionConfig:
         return d
 
 
+class ModelOptionsError(ValueError):
+    """The model refused its constructor options (raised by :func:`build_model`)."""
+
+
 def build_model(config: MissionConfig) -> OnlineGP:
-    """The mission's model, constructed under a fixed torch seed (network initialisation is seeded too)."""
+    """The mission's model, constructed under a fixed torch seed (network initialisation is seeded too).
+
+    Raises :class:`ModelOptionsError` (a ValueError) when the model rejects its options."""
     kwargs = config.model_kwargs()
     with torch.random.fork_rng():
         torch.manual_seed(int(config.seed))
         try:
             return make_model(config.model, 2, **kwargs)
         except TypeError as err:
-            raise ValueError(
+            raise ModelOptionsError(
                 f"model {config.model!r} does not accept these options "
                 f"{sorted(k for k in kwargs if k not in ('x_bounds', 'seed'))}: {err}"
             ) from err
+        except ValueError as err:
+            raise ModelOptionsError(str(err)) from err
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def resolved_model(config: MissionConfig, model: OnlineGP) -> dict:
+    """What the mission's model actually is: its class, inducing-set size, kernel class and hyper-parameter steps,
+    and every constructor option as resolved (the constructors' defaults, the registered preset, the mission's
+    options; the model's own values where it exposes them). ``num_inducing`` is the model's current size
+    (``model.num_inducing``: set by its first update) or else its selector's size."""
+    factory = MODELS[config.model.lower()].factory
+    cls = getattr(factory, "func", factory)
+    options: dict[str, Any] = {}
+    for klass in reversed(inspect.getmro(cls)):  # base classes first: a subclass's default wins
+        init = klass.__dict__.get("__init__")
+        if init is None or not issubclass(klass, OnlineGP):
+            continue
+        for p in inspect.signature(init).parameters.values():
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty:
+                options[p.name] = p.default
+    options.update(getattr(factory, "keywords", {}))
+    options.update(config.model_kwargs())
+    options.pop("x_bounds", None)
+    options.pop("input_dim", None)
+    selector_size = getattr(getattr(model, "selector", None), "num_inducing", None)
+    if selector_size is not None:
+        options["num_inducing"] = int(selector_size)
+    if getattr(model, "num_steps", None) is not None:
+        options["num_steps"] = int(model.num_steps)
+    if isinstance(getattr(model, "_kernel_spec", None), str):
+        options["kernel"] = model._kernel_spec
+    for key in ("num_inducing", "num_steps", "kernel", "noise"):
+        options.setdefault(key, None)
+    kernel = getattr(model, "kernel", None)
+    size = model.num_inducing if model.num_inducing is not None else selector_size
+    return {
+        "class": type(model).__name__,
+        "num_inducing": None if size is None else int(size),
+        "kernel": None if kernel is None else type(getattr(kernel, "base_kernel", kernel)).__name__,
+        "num_steps": options["num_steps"],
+        "options": {k: _jsonable(v) for k, v in sorted(options.items())},
+    }
 
 
 def lengthscale_grid(model: Any, x: np.ndarray) -> np.ndarray | None:
@@ -207,13 +265,24 @@ class Mission:
     # ------------------------------------------------------------------ one decision epoch
     def _pilot(self) -> np.ndarray:
         c = self.config
-        xmin, xmax, ymin, ymax = c.task_extent
         if c.init == "bezier":
-            self.vehicle = DiffDrive(x=xmax, y=ymin, yaw=-math.pi, **self._vehicle_limits())
+            self.vehicle = self._bezier_start()
             return self.vehicle.drive(bezier_pilot(tuple(c.task_extent), c.num_pilot_waypoints), c.budget)
         start, xy = random_pilot(tuple(c.task_extent), min(c.num_random_init, c.budget), self.rng)
         self.vehicle = DiffDrive(x=float(start[0]), y=float(start[1]), yaw=float(start[2]), **self._vehicle_limits())
         return xy
+
+    def _bezier_start(self) -> DiffDrive:
+        xmin, xmax, ymin, ymax = self.config.task_extent
+        return DiffDrive(x=xmax, y=ymin, yaw=-math.pi, **self._vehicle_limits())
+
+    def pilot_size(self) -> int:
+        """Samples the whole pilot survey takes, whatever the budget (the Bézier path driven on a scratch vehicle;
+        nothing of the mission changes): with a budget at or below it, the mission is the pilot survey alone."""
+        c = self.config
+        if c.init != "bezier":
+            return int(c.num_random_init)
+        return len(self._bezier_start().drive(bezier_pilot(tuple(c.task_extent), c.num_pilot_waypoints), math.inf))
 
     def _vehicle_limits(self) -> dict:
         return {"sensing_rate": self.config.sensing_rate, "max_ang_vel": self.config.max_turn_rate}
@@ -428,6 +497,15 @@ def _progress(quiet: bool):
     )
 
 
+def run_state(out: str | Path) -> str | None:
+    """What ``out`` holds: ``"finished"`` (a completed mission's :data:`FINISHED` files), ``"checkpoint"`` (an
+    unfinished mission to resume) or None (no mission)."""
+    out = Path(out)
+    if any((out / name).is_file() for name in FINISHED):
+        return "finished"
+    return "checkpoint" if (out / CHECKPOINT).is_file() else None
+
+
 def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, field: Field | None = None) -> Mission:
     """Validate ``config`` (field, model, planner, budget) and, with ``resume``, load ``out``'s checkpoint.
 
@@ -462,9 +540,13 @@ def run_mission(
         echo(f"resuming {out} after epoch {mission.epoch} ({mission.num_samples} samples)")
     elif ckpt.is_file() and not quiet:
         echo(f"{out} holds an earlier mission: starting afresh over it (--resume continues one instead)")
+    if not mission.rows:  # a fresh start: no output of an earlier mission may stay to be mistaken for this one's
+        for name in (*FINISHED, SURVEY, "mission.gif"):
+            (out / name).unlink(missing_ok=True)
     info = {
         "config": config.to_dict(),
         "model_class": type(mission.model).__name__,
+        "model": resolved_model(config, mission.model),
         "field": {
             "name": mission.field.name,
             "description": mission.field.description,
@@ -488,6 +570,9 @@ def run_mission(
         while not mission.done and (stop_after_epochs is None or ran < stop_after_epochs):
             row = mission.step()
             mission.save(ckpt)
+            if mission.epoch == 0:  # the model's size and kernel are known once it has seen the pilot survey
+                info["model"] = resolved_model(config, mission.model)
+                atomic_write(out / "config.json", json.dumps(info, indent=2))
             write_csv(out / "metrics.csv", mission.rows)
             ran += 1
             progress.update(task, completed=mission.num_samples, **fmt(row))

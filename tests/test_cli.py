@@ -1,0 +1,174 @@
+"""The command line never loses a result: fresh default run directories, refusals before overwriting a run,
+--resume/--force, the pilot-only warning, --option errors that name the option, resolved settings in config.json."""
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+import onlinegp
+from onlinegp.cli import app
+from onlinegp.io import fresh_directory
+from onlinegp.rig import mission as rig_mission
+from onlinegp.rig.mission import Mission, MissionConfig, run_state
+
+runner = CliRunner()
+SMALL = ["--budget", "650", "--num-inducing", "20", "--num-steps", "1", "--seed", "3", "--quiet"]
+NAME = "poam-valley-ridges-seed3"
+
+
+def _text(result) -> str:
+    """The output with rich's box drawing and line wrapping removed."""
+    return " ".join(result.output.replace("│", " ").replace("╭", " ").replace("╰", " ").split())
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished mission written to the default directory (under a scratch working directory)."""
+    root = tmp_path_factory.mktemp("cli")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        result = runner.invoke(app, ["mission", *SMALL])
+    return root, result
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and onlinegp.__version__ in result.output
+
+
+def test_fresh_directory_never_reuses_one(tmp_path):
+    assert fresh_directory(tmp_path / "runs", "a") == tmp_path / "runs" / "a"
+    assert fresh_directory(tmp_path / "runs", "a") == tmp_path / "runs" / "a-2"
+    (tmp_path / "runs" / "a-3").mkdir()
+    assert fresh_directory(tmp_path / "runs", "a") == tmp_path / "runs" / "a-4"
+
+
+def test_mission_writes_to_a_fresh_default_directory(finished, monkeypatch):
+    root, result = finished
+    assert result.exit_code == 0, result.output
+    run = root / "runs" / "mission" / NAME
+    assert f"run directory: runs/mission/{NAME}" in result.output and "warning" not in result.output
+    assert run_state(run) == "finished"
+    monkeypatch.chdir(root)
+    (root / "runs" / "mission" / f"{NAME}-2").mkdir()  # taken, even empty
+    again = runner.invoke(app, ["mission", *SMALL, "--stop-after-epochs", "1"])
+    assert again.exit_code == 0, again.output
+    assert f"run directory: runs/mission/{NAME}-3" in again.output
+    assert run_state(root / "runs" / "mission" / f"{NAME}-3") == "checkpoint"
+    assert run_state(run) == "finished"
+
+
+def test_a_finished_run_is_refused_unless_forced_or_resumed(finished, tmp_path):
+    root, _ = finished
+    run = root / "runs" / "mission" / NAME
+    stamp = (run / "metrics.json").stat().st_mtime_ns
+    refused = runner.invoke(app, ["mission", *SMALL, "--out", str(run)])
+    assert refused.exit_code == 2 and "finished mission" in _text(refused) and "--force" in _text(refused)
+    resumed = runner.invoke(app, ["mission", *SMALL, "--out", str(run), "--resume"])
+    assert resumed.exit_code == 0 and "already complete" in _text(resumed), resumed.output
+    assert (run / "metrics.json").stat().st_mtime_ns == stamp  # not recomputed
+    both = runner.invoke(app, ["mission", *SMALL, "--out", str(run), "--resume", "--force"])
+    assert both.exit_code == 2 and (run / "metrics.json").stat().st_mtime_ns == stamp
+    # --force starts over, and a forced run that stops early leaves no outputs of the old one behind
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    forced = runner.invoke(app, ["mission", *SMALL, "--out", str(copy), "--force", "--stop-after-epochs", "1"])
+    assert forced.exit_code == 0, forced.output
+    assert run_state(copy) == "checkpoint" and not (copy / "model.pt").exists()
+
+
+def test_an_unfinished_run_needs_resume_or_force(tmp_path):
+    out = tmp_path / "run"
+    stopped = runner.invoke(app, ["mission", *SMALL, "--out", str(out), "--stop-after-epochs", "1"])
+    assert stopped.exit_code == 0 and run_state(out) == "checkpoint", stopped.output
+    refused = runner.invoke(app, ["mission", *SMALL, "--out", str(out)])
+    assert refused.exit_code == 2
+    assert "unfinished mission" in _text(refused) and "--resume" in _text(refused) and "--force" in _text(refused)
+
+
+def test_nothing_to_resume_is_a_usage_error(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for out in (empty, tmp_path / "missing"):
+        result = runner.invoke(app, ["mission", *SMALL, "--out", str(out), "--resume"])
+        assert result.exit_code == 2 and f"nothing to resume in {out}" in _text(result), result.output
+    assert not (tmp_path / "missing").exists() and not any(empty.iterdir())
+    no_out = runner.invoke(app, ["mission", *SMALL, "--resume"])
+    assert no_out.exit_code == 2 and "--out" in _text(no_out)
+
+
+def test_pilot_size_is_computed_from_the_mission(finished):
+    root, _ = finished
+    rows = json.loads((root / "runs" / "mission" / NAME / "metrics.json").read_text())["rows"]
+    mission = Mission(MissionConfig(budget=650, num_inducing=20, num_steps=1))
+    assert mission.pilot_size() == rows[0]["num_samples"] == 597
+    assert mission.num_samples == 0 and mission.vehicle is None  # nothing driven
+    assert Mission(MissionConfig(budget=650, num_inducing=20, init="random")).pilot_size() == 600
+
+
+@pytest.mark.parametrize("budget, warned", [("597", True), ("400", True), ("598", False)])
+def test_a_pilot_only_budget_is_a_warning(budget, warned, tmp_path, monkeypatch):
+    def fake_run_mission(mission, out, **kwargs):
+        return rig_mission.MissionResult([{"epoch": 0}], out, {}, completed=False)
+
+    monkeypatch.setattr(rig_mission, "run_mission", fake_run_mission)
+    args = [*SMALL, "--budget", budget, "--out", str(tmp_path / "run")]
+    result = runner.invoke(app, ["mission", *args])
+    assert result.exit_code == 0, result.output
+    assert ("pilot survey only" in _text(result)) == warned
+
+
+@pytest.mark.parametrize(
+    "options, messages",
+    [
+        (["sketch=foo"], ["--option sketch=foo: invalid literal"]),
+        (["lr=0.01", "sketch=foo"], ["--option sketch=foo:"]),
+        (["sketch=foo", "bar=2"], ["--option sketch=foo: invalid literal", "--option bar=2: model 'poam' does not"]),
+    ],
+)
+def test_option_errors_name_the_option(options, messages, tmp_path):
+    out = tmp_path / "run"
+    args = [arg for item in options for arg in ("--option", item)]
+    result = runner.invoke(app, ["mission", *SMALL, "--out", str(out), *args])
+    assert result.exit_code == 2, result.output
+    for message in messages:
+        assert message in _text(result)
+    assert "lr=0.01" not in _text(result)
+    assert not out.exists()
+
+
+def test_config_records_the_resolved_model(finished):
+    root, _ = finished
+    info = json.loads((root / "runs" / "mission" / NAME / "config.json").read_text())
+    model = info["model"]
+    assert model["class"] == "POAM" and model["num_inducing"] == 20 and model["num_steps"] == 1
+    assert model["kernel"] == "AttentiveKernel"
+    options = model["options"]
+    assert options["num_inducing"] == 20 and options["num_steps"] == 1 and options["kernel"] == "ak"
+    assert options["noise"] == 0.1 and options["sketch"] == 64 and options["seed"] == 3
+    assert info["config"]["num_inducing"] == 20 and info["config"]["kernel"] is None  # requested: model default
+
+
+def test_replay_writes_to_a_fresh_default_directory(finished, monkeypatch):
+    root, _ = finished
+    monkeypatch.chdir(root)
+    result = runner.invoke(app, ["replay", f"runs/mission/{NAME}/survey.npz", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert f"runs/replay/{NAME}" in result.output and (root / "runs" / "replay" / NAME / "comparison.md").is_file()
+
+
+def test_stream_writes_to_a_fresh_default_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["stream", "--dataset", "synthetic2", "--model", "oips", "--quiet", "-o", "num_steps=2"]
+    for name in ("oips-synthetic2-seed0", "oips-synthetic2-seed0-2"):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert f"runs/stream/{name}" in result.output
+        assert (tmp_path / "runs" / "stream" / name / "metrics.json").is_file()
+    bad = runner.invoke(app, ["stream", "--dataset", "nope", "--quiet"])
+    assert bad.exit_code == 2 and sorted(p.name for p in (tmp_path / "runs" / "stream").iterdir()) == [
+        "oips-synthetic2-seed0",
+        "oips-synthetic2-seed0-2",
+    ]
