@@ -42,6 +42,8 @@ def test_var_opt_first_gradient_step_starts_from_the_analytic_q(monkeypatch):
 
 
 def test_var_opt_learns_without_diverging():
+    """With the attentive kernel and many inducing points an unwhitened q(u) diverged under Adam (SMSE 7.8 after the
+    pilot of a mission); the whitened parametrisation keeps the map close to POAM's."""
     x, y = stream(400)
     model = make_model("var-opt", num_inducing=30, kernel="rbf", num_steps=5)
     for i in range(0, 400, 80):

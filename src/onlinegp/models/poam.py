@@ -28,7 +28,7 @@ from ..base import KernelGP, PhaseTimer
 from ..buffer import GrowingBuffer
 from ..inducing import Selector, make_selector
 from ..kernels import CrossCovariance, diagonal
-from ..linalg import cholesky
+from ..linalg import cholesky, trisolve
 from ..objectives import svgp_elbo_cov
 from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, sketch_root, with_jitter
 from ..projected import ProjectedTerms, batch_terms, kernel_theta
@@ -204,8 +204,8 @@ class POAM(KernelGP):
             Z = torch.nn.Parameter(self.Z.clone())
             extra.append(Z)
         if self.variational == "gradient":
-            mean = torch.nn.Parameter(self.q.mean.clone())
-            root = torch.nn.Parameter(self._cholesky_root(self.q))
+            white_mean, white_root = self._whitened(self.q)
+            mean, root = torch.nn.Parameter(white_mean), torch.nn.Parameter(white_root)
             extra += [mean, root]
         optimizers = [self.optimizer] + ([torch.optim.Adam(extra, lr=self.lr)] if extra else [])
         cross = CrossCovariance(self.kernel, Z)  # Z-only kernel work done once for the T steps
@@ -216,17 +216,17 @@ class POAM(KernelGP):
                 if n > self.batch_size
                 else torch.arange(n)
             )
+            xb = X_all[idx]
+            Kuu, Kub = cross(xb)
+            Kuu = with_jitter(Kuu)
             if self.variational == "gradient":
-                L = root.tril()
-                q = VariationalQ(Z, mean, L, 2 * L.diagonal().abs().clamp_min(1e-12).log().sum())
+                q = self._unwhitened(cholesky(Kuu, self.jitter), Z, mean, root)
             else:
                 q = self.q
                 if self.sketch is not None and self.sketch < q.root.shape[-1]:
                     q = VariationalQ(q.Z, q.mean, sketch_root(q.root, self.sketch, self.generator), q.logdet)
-            xb = X_all[idx]
-            Kuu, Kub = cross(xb)
             return svgp_elbo_cov(
-                with_jitter(Kuu),
+                Kuu,
                 Kub,
                 diagonal(self.kernel, xb),
                 self.noise,
@@ -246,17 +246,26 @@ class POAM(KernelGP):
                 if self.variational == "analytic":
                     self.q = self.projected.posterior(self.kernel, self.noise, self.jitter).q()
             if self.variational == "gradient":
-                L = root.detach().tril()
-                self.q = VariationalQ(self.Z, mean.detach().clone(), L, 2 * L.diagonal().abs().log().sum())
+                self.q = self._unwhitened(self._root_kuu(self.Z), self.Z, mean.detach(), root.detach())
         return value
 
-    def _cholesky_root(self, q: VariationalQ) -> Tensor:
-        """A lower-triangular root of q's covariance: the analytic q's root R = L_u L_W⁻ᵀ is not triangular, so
-        VAR-OPT's Cholesky parametrisation must start from chol(R Rᵀ), not from R's lower triangle."""
-        if torch.equal(q.root, q.root.tril()):
-            return q.root.clone()
-        S = q.root @ q.root.mT
-        return cholesky(0.5 * (S + S.mT), self.jitter)
+    @torch.no_grad()
+    def _whitened(self, q: VariationalQ) -> tuple[Tensor, Tensor]:
+        """VAR-OPT's parameters: q(u) = N(m, S) as q(v) = N(m_v, L_v L_vᵀ) with u = L_u v (the whitened form the
+        paper's code optimises): m_v = L_u⁻¹ m and L_v = chol(L_u⁻¹ S L_u⁻ᵀ), lower-triangular (the analytic root
+        R = L_u L_W⁻ᵀ is not, so its lower triangle would start from a wrong S). Adam's per-coordinate steps on the
+        unwhitened m are amplified by K_uu⁻¹ in every prediction; on m_v they are not."""
+        Lu = self._root_kuu(q.Z)
+        white_root = trisolve(Lu, q.root)
+        S_v = white_root @ white_root.mT
+        return trisolve(Lu, q.mean), cholesky(0.5 * (S_v + S_v.mT), self.jitter)
+
+    @staticmethod
+    def _unwhitened(Lu: Tensor, Z: Tensor, white_mean: Tensor, white_root: Tensor) -> VariationalQ:
+        """q(u) from whitened parameters: m = L_u m_v, root L_u L_v (lower-triangular), log|S| from both."""
+        Lv = white_root.tril()
+        logdet = 2 * (Lu.diagonal().log().sum() + Lv.diagonal().abs().clamp_min(1e-300).log().sum())
+        return VariationalQ(Z, Lu @ white_mean, Lu @ Lv, logdet)
 
     # ------------------------------------------------------------------ protocol
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
