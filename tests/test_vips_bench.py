@@ -39,28 +39,9 @@ def test_stream_command_writes_a_run(tmp_path):
 
 def test_vips_table1_tiny(tmp_path):
     out = tmp_path / "t1"
-    res = runner.invoke(
-        app,
-        [
-            "bench",
-            "vips-table1",
-            "--datasets",
-            "concrete",
-            "--methods",
-            "exact,cv,oips,vips",
-            "--splits",
-            "2",
-            "--max-size",
-            "150",
-            "--batches",
-            "3",
-            "--num-steps",
-            "5",
-            "--out",
-            str(out),
-            "--quiet",
-        ],
-    )
+    args = ["bench", "vips-table1", "--datasets", "concrete", "--methods", "exact,cv,oips,vips", "--splits", "2",
+            "--max-size", "150", "--batches", "3", "--num-steps", "5", "--out", str(out), "--quiet"]  # fmt: skip
+    res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     table = (out / "table.md").read_text()
     assert "| concrete |" in table and "VIPS M" in table and "Exact GP RMSE" in table
@@ -69,28 +50,7 @@ def test_vips_table1_tiny(tmp_path):
     assert all(summary[m]["splits"] == 2 for m in summary)
     assert summary["exact"]["last"]["num_inducing"][0] == 120
     assert (out / "curves.png").is_file() and (out / "table.csv").is_file()
-    again = runner.invoke(
-        app,
-        [
-            "bench",
-            "vips-table1",
-            "--datasets",
-            "concrete",
-            "--methods",
-            "exact,cv,oips,vips",
-            "--splits",
-            "2",
-            "--max-size",
-            "150",
-            "--batches",
-            "3",
-            "--num-steps",
-            "5",
-            "--out",
-            str(out),
-            "--quiet",
-        ],
-    )
+    again = runner.invoke(app, args)
     assert again.exit_code == 0 and (out / "table.md").read_text() == table  # resumed: nothing rerun
 
 
