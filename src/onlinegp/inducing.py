@@ -7,6 +7,7 @@ model size works for every method. ``model`` gives strategies that need it (VIPS
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -52,7 +53,7 @@ def greedy_variance(
     )
 
 
-class PoolSelector:
+class PoolSelector(ABC):
     """A selector that picks the new inducing inputs from the pool C = [Z; X] (:func:`candidates`): subclasses define
     ``pick(kernel, C, generator)``; ``model`` is not used."""
 
@@ -61,8 +62,9 @@ class PoolSelector:
     ) -> Tensor:
         return self.pick(kernel, candidates(Z, X), generator)
 
+    @abstractmethod
     def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
-        raise NotImplementedError
+        """The new inducing inputs, chosen from the pool ``C``."""
 
 
 class PivotedCholesky(PoolSelector):

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import importlib
 import os
+from abc import ABC, abstractmethod
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 _DEFAULT: Any = object()  # the value of a setting nobody has changed
 
 
-class _Setting(Generic[T]):
+class _Setting(ABC, Generic[T]):
     """One global value: ``with setting(value):`` for a block, ``setting.set(value)`` / ``setting.reset()``."""
 
     _value: Any = _DEFAULT
@@ -32,14 +33,14 @@ class _Setting(Generic[T]):
         self._previous: Any = _DEFAULT
 
     @classmethod
+    @abstractmethod
     def default(cls) -> T:
         """The value while the setting is unchanged."""
-        raise NotImplementedError
 
     @classmethod
+    @abstractmethod
     def check(cls, value: Any) -> T:
         """``value`` if valid for this setting; ValueError otherwise."""
-        raise NotImplementedError
 
     @classmethod
     def value(cls) -> T:
