@@ -1,8 +1,8 @@
 """The speed-ups of the POAM hot path against the plain computations they replace (values and gradients).
 
 Fused Attentive Kernel mixture vs the per-length-scale loop; CrossCovariance vs dense kernel calls; the closed-form
-gradient of the fixed-q ELBO vs autograd through the Cholesky factor and vs gpytorch's own VariationalELBO; the
-projection of stored terms without forming PᵀBP vs with it; float32 POAM vs float64.
+gradient of the fixed-q ELBO vs autograd through the Cholesky factor and vs gpytorch's own VariationalELBO; the exact
+GP's closed-form log-density gradient vs autograd through the Cholesky factor; the projection of stored terms without forming PᵀBP vs with it; float32 POAM vs float64.
 """
 
 import gpytorch
@@ -13,7 +13,13 @@ from gpytorch.variational import CholeskyVariationalDistribution, UnwhitenedVari
 from onlinegp import POAM
 from onlinegp.kernels import AttentiveKernel, CrossCovariance, dense, diagonal, make_kernel
 from onlinegp.linalg import cholesky
-from onlinegp.objectives import svgp_elbo_cov, svgp_elbo_terms
+from onlinegp.objectives import (
+    GaussianLogDensity,
+    exact_mll,
+    gaussian_log_density_autograd,
+    svgp_elbo_cov,
+    svgp_elbo_terms,
+)
 from onlinegp.posterior import kuu, project_terms, projection, with_jitter
 
 D = torch.float64
@@ -324,3 +330,27 @@ def test_marginal_prediction_quadratic_form_equals_solve_form(offset, quadratic)
     assert bool(P._quadratic) == quadratic
     assert torch.allclose(mean, mean_s, rtol=0, atol=1e-9) and torch.allclose(var, var_s, rtol=0, atol=1e-9)
     assert copy.deepcopy(P)._quadratic is None and pickle.loads(pickle.dumps(P))._quadratic is None
+
+
+@pytest.mark.parametrize("noise", [0.1, 0.0])  # 0.0: an RBF Gram matrix of 60 points needs jitter
+def test_exact_log_density_gradient_matches_autograd(noise):
+    torch.manual_seed(0)
+    X, y = torch.rand(60, 3, dtype=D), torch.randn(60, dtype=D)
+    values, grads = [], []
+    for density in (GaussianLogDensity.apply, gaussian_log_density_autograd):
+        kernel = make_kernel("rbf", 3, lengthscale=0.7)
+        yy = y.clone().requires_grad_(True)
+        K = dense(kernel, X) + noise * torch.eye(60, dtype=D)
+        value = density(K, yy)
+        value.backward()
+        values.append(value.detach())
+        grads.append([p.grad.clone() for p in kernel.parameters()] + [yy.grad.clone()])
+    torch.testing.assert_close(values[0], values[1], rtol=1e-12, atol=1e-10)
+    for fast, slow in zip(*grads):
+        torch.testing.assert_close(fast, slow, rtol=1e-7, atol=1e-9)
+
+
+def test_exact_mll_uses_the_closed_form_gradient():
+    X, y = torch.rand(20, 2, dtype=D), torch.randn(20, dtype=D)
+    value = exact_mll(make_kernel("rbf", 2), torch.tensor(0.1, dtype=D), X, y)
+    assert value.grad_fn.name().startswith("GaussianLogDensity")

@@ -183,11 +183,41 @@ class _FixedQELBO(torch.autograd.Function):
 def exact_mll(
     kernel: gpytorch.kernels.Kernel, noise: Tensor, X: Tensor, y: Tensor, jitter_log: JitterLog | None = None
 ) -> Tensor:
-    """log N(y | 0, K + σ²I)."""
+    """log N(y | 0, K + σ²I), differentiated by :class:`GaussianLogDensity`'s closed-form gradient."""
     K = dense(kernel, X) + noise * torch.eye(X.shape[0], dtype=X.dtype)
+    return GaussianLogDensity.apply(K, y, jitter_log)
+
+
+def gaussian_log_density_autograd(K: Tensor, y: Tensor, jitter_log: JitterLog | None = None) -> Tensor:
+    """log N(y | 0, K) with autograd through the Cholesky factorisation: the slow oracle of GaussianLogDensity."""
     L = cholesky(K, jitter_log)
     a = trisolve(L, y)
-    return -0.5 * (a @ a) - L.diagonal().log().sum() - 0.5 * X.shape[0] * LOG2PI
+    return -0.5 * (a @ a) - L.diagonal().log().sum() - 0.5 * K.shape[0] * LOG2PI
+
+
+class GaussianLogDensity(torch.autograd.Function):
+    """log N(y | 0, K) with the closed-form gradients ∂/∂K = ½(ααᵀ − K⁻¹), ∂/∂y = −α, α = K⁻¹y (Rasmussen and
+    Williams 2006, Eq. 5.9): one ``cholesky_inverse`` instead of autograd through the factorisation, which
+    costs several times the forward pass at N in the thousands. First derivatives only."""
+
+    @staticmethod
+    def forward(ctx, K: Tensor, y: Tensor, jitter_log: JitterLog | None = None) -> Tensor:
+        L = cholesky(K, jitter_log)
+        a = trisolve(L, y)
+        ctx.save_for_backward(L, a)
+        return -0.5 * (a @ a) - L.diagonal().log().sum() - 0.5 * K.shape[0] * LOG2PI
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
+        L, a = ctx.saved_tensors
+        alpha = trisolve(L, a, transpose=True)
+        grad_K = grad_y = None
+        if ctx.needs_input_grad[0]:
+            grad_K = (0.5 * grad) * (torch.outer(alpha, alpha) - torch.cholesky_inverse(L))
+        if ctx.needs_input_grad[1]:
+            grad_y = -grad * alpha
+        return grad_K, grad_y, None
 
 
 @dataclass
