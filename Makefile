@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint test test-fast mission bench clean
+.PHONY: install lint test test-fast mission bench docs clean
 
 install: $(STAMP)
 
@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml requirements.txt
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples docs/hooks.py
+	$(VENV)/bin/ruff format --check src tests benchmarks examples docs/hooks.py
 
 test: lint
 	OMP_NUM_THREADS=1 MPLBACKEND=Agg $(PY) -m pytest -q -n 2 --dist loadfile
@@ -33,6 +33,10 @@ mission: $(STAMP)
 
 bench: $(STAMP)
 	MPLBACKEND=Agg $(PY) benchmarks/run_all.py
+
+# the API reference, generated from the docstrings (mkdocs-material + mkdocstrings), into site/
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -28,7 +28,7 @@ class LocalEnsemble(OnlineGP):
         member: registry name of the members' model (default 'osgpr') or a callable ``f(input_dim, **options)``.
         num_inducing: M per member (default 50).
         member_options: further keyword arguments for every member (kernel, optimiser settings, ...).
-        x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.OnlineGP`; the member created at
+        **options: x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.OnlineGP`; the member created at
             update t gets seed ``seed + t``.
     """
 

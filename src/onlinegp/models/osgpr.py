@@ -50,7 +50,7 @@ class OSGPR(KernelGP):
         num_steps: L-BFGS iterations or Adam steps per batch (default 200 resp. 10); 0 freezes θ (and Z).
         optimize_inducing: also move Z by gradient on the online bound (SSGP).
         lr: Adam learning rate for kernel and noise (1e-2); ``lr_attention`` for the AK's network (1e-3).
-        kernel_options, noise, x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.KernelGP`.
+        **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
 
     ``UpdateReport.objective`` is the online bound of the batch at the final θ (total, not per datum): with θ and Z
     fixed the objectives of all batches sum to the batch SGPR bound. ``summary`` is the InducingPosterior kept.

@@ -43,7 +43,7 @@ class OSVGP(KernelGP):
         batch_size: mini-batch size drawn from the new batch (default 256).
         lr: Adam learning rate for q(u) and Z (5e-3); ``lr_hyper`` for θ and the noise (5e-3).
         learn_hyperparameters: train θ and σ² (default True); optimize_inducing: move Z by gradient (True).
-        kernel_options, noise, x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.KernelGP`.
+        **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
     """
 
     _dynamic = ("q", "L_prior", "predictor")

@@ -69,8 +69,8 @@ class POAM(KernelGP):
         noise: initial noise variance in scaled target units (default 1.0, as the paper's implementation starts;
             chosen by ``benchmarks/study_poam_defaults.py``: the same final SMSE/MSLL as 0.1 over 15 missions and a
             lower mission-averaged SMSE, 12 of 15 paired by seed).
-        kernel_options, x_bounds, y_stats, dtype: as for every :class:`~onlinegp.base.KernelGP`.
-        seed: seed of the model's own random generator (mini-batches, sketches, random selectors); the attention
+        **options: kernel_options, x_bounds, y_stats, dtype, as for every :class:`~onlinegp.base.KernelGP`;
+            ``seed``: seed of the model's own random generator (mini-batches, sketches, random selectors); the attention
             network's initial weights come from torch's global generator, like any nn.Module (torch.manual_seed).
     """
 

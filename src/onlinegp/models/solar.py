@@ -87,7 +87,7 @@ class SOLARGP(_Dominant, LocalEnsemble):
             starts a new member (default 0.5). Larger values give more members.
         similarity_lengthscale: ℓ_s of the similarity, in scaled input units (inputs span [−1, 1]; default 0.2).
         num_predict: how many of the most similar members form each prediction (default 3).
-        member, num_inducing, member_options, x_bounds, y_stats, seed, dtype: see
+        **kwargs: member, num_inducing, member_options, x_bounds, y_stats, seed, dtype, see
             :class:`~onlinegp.models.wgpr.LocalEnsemble`.
 
     A member whose update fails numerically keeps its previous state and the batch starts a new member instead
@@ -172,7 +172,7 @@ class LGPR(_Dominant, KernelGP):
         num_predict: local models in each weighted prediction (default 3).
         kernel: 'rbf' (default, ARD), 'matern32', ... any kernel with a ``lengthscale``.
         fit_steps: L-BFGS iterations of the offline fit (default 100); ``max_fit_points`` caps its subset (1000).
-        kernel_options, noise, x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.KernelGP`.
+        **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
     """
 
     _dynamic = ("centroids", "counts", "local_X", "local_y", "local_L", "local_alpha")

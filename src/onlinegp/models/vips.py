@@ -35,7 +35,7 @@ class VIPS(OSGPR):
             uncaptured (default 0.05).
         max_new: at most this many greedy picks of each batch enter Û(M) (all of the batch when smaller).
         kernel: 'rbf' (default, squared exponential with ARD), or any name/kernel OSGPR accepts.
-        optimizer, num_steps, noise, x_bounds, y_stats, seed, dtype, kernel_options: as :class:`OSGPR`.
+        **kwargs: optimizer, num_steps, noise, x_bounds, y_stats, seed, dtype, kernel_options, as :class:`OSGPR`.
 
     ``update`` reports the selection in ``extra``: points added, Û, L̂ at the chosen size, L_noise and α.
     """

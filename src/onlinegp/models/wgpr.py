@@ -57,7 +57,7 @@ class WGPR(LocalEnsemble):
             the scores in ``report.extra['scores']`` to choose it. ``math.inf`` never splits (one OSGPR), 0 starts a
             member on every batch.
         num_nearest: J′, how many members (nearest by centroid) are candidates for each batch (default 5).
-        member, num_inducing, member_options, x_bounds, y_stats, seed, dtype: see :class:`LocalEnsemble`.
+        **kwargs: member, num_inducing, member_options, x_bounds, y_stats, seed, dtype, see :class:`LocalEnsemble`.
             The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS on θ; the paper
             also moves Z by gradient (``member_options={"optimize_inducing": True}``).
 
