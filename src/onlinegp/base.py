@@ -25,6 +25,7 @@ import gpytorch
 import torch
 from torch import Tensor, nn
 
+from . import health
 from .buffer import GrowingBuffer
 from .kernels import lengthscale_map, make_kernel
 from .linalg import JitterLog
@@ -50,7 +51,9 @@ class Prediction:
 
 @dataclass
 class UpdateReport:
-    """What one ``update`` did: sizes, seconds per phase, objective values, jitter added."""
+    """What one ``update`` did: sizes, seconds per phase, objective values, jitter added, and the warnings of
+    :mod:`onlinegp.health` (inputs beyond the fitted range, an overconfident prediction of the batch before it was
+    absorbed, hyper-parameters running away), also logged; ``extra`` holds the checked numbers."""
 
     num_data: int
     num_inducing: int | None
@@ -58,6 +61,7 @@ class UpdateReport:
     objective: float | None = None
     jitter: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def total_time(self) -> float:
@@ -187,7 +191,15 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             with timer("scaling"):
                 self.scaler.fit(x, y)
                 xs, ys = self.scaler.x(x), self.scaler.y(y)
+            with timer("health"), torch.no_grad():
+                warnings, checks = health.input_range(xs)
+                if self.num_updates and xs.shape[0] >= health.MIN_BATCH:
+                    before = self.posterior_scaled(xs)
+                    found, calibration = health.calibration(before.mean, before.var_y, ys)
+                    warnings, checks = warnings + found, checks | calibration
             info = self._update(xs, ys, timer) or {}
+            with timer("health"), torch.no_grad():
+                warnings += health.runaway(getattr(self, "kernel", None))
         except BaseException:
             if unbuilt is not None:
                 self._restore_structure(unbuilt)
@@ -195,13 +207,16 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             raise
         self.num_data += x.shape[0]
         self.num_updates += 1
+        for warning in warnings:
+            health.log.warning("%s update %d: %s", type(self).__name__, self.num_updates, warning)
         return UpdateReport(
             num_data=self.num_data,
             num_inducing=self.num_inducing,
             timings=timer.timings,
             objective=info.pop("objective", None),
             jitter=self.jitter.max_jitter,
-            extra=info,
+            extra=checks | info,
+            warnings=warnings,
         )
 
     def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
@@ -345,6 +360,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         torch.save(self.state_dict(), path)
 
     def load(self, path: str) -> "OnlineGP":
+        """Read a checkpoint written by ``save`` into this model and return it: build the model with the options it
+        was saved with (``make_model(name, **options).load(path)``); its input width and scaling come from the file."""
         self.load_state_dict(torch.load(path, weights_only=False))
         return self
 
@@ -355,7 +372,8 @@ class KernelGP(OnlineGP):
     Args:
         kernel: a name for :func:`~onlinegp.kernels.make_kernel` ('rbf', 'ak', 'matern32', ...) or a gpytorch Kernel.
         kernel_options: keyword arguments of :func:`~onlinegp.kernels.make_kernel`.
-        input_dim, x_bounds, y_stats, noise, seed, dtype: as for :class:`OnlineGP`.
+        input_dim: as for :class:`OnlineGP`.
+        **options: x_bounds, y_stats, noise, seed, dtype, as for :class:`OnlineGP`.
     """
 
     def __init__(

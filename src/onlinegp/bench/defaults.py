@@ -5,7 +5,8 @@ up to ``train_size`` training points, both standardised with the training points
 (inputs per column, the target), the training points streamed in batches of ``batch_size`` through a model
 built by name with nothing but its defaults (``make_model(name, seed=split)``: no bounds, no target statistics,
 no kernel settings). After every batch the model predicts the test points; RMSE and NLPD are in standardised
-target units. The reference is the exact GP (ARD RBF, θ and σ² by L-BFGS on all training points). The table
+target units. The reference is the exact GP (ARD RBF, θ and σ² by at most ``exact_iterations`` L-BFGS iterations on all training points; 100
+change elevators' RMSE by under 1% against 50). The table
 gives each method's final RMSE as a ratio to the exact GP's, its final NLPD minus the exact GP's, the worst NLPD
 of any batch, and the update time, over splits; the targets are within 1.25x / 0.3 for the sparse streaming
 regressors and 1.5x / 0.5 for POAM, OVC++ and WISKI, and no NLPD above 10 anywhere.
@@ -21,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data import UCI, Dataset, load_dataset
+from ..data import UCI, load_dataset
 from ..io import atomic_write, write_csv
+from ..metrics import nlpd, rmse
 from ..models.registry import make_model
-from ..stream import lbfgs_exact_gp, standardised_scores
+from ..stream import lbfgs_exact_gp
 from .runner import RunnerOptions, RunSpec, run_sweep
 
 #: every streaming regression method the table checks
@@ -71,10 +73,10 @@ def defaults_job(config: dict, run_dir: Path) -> dict:
         bounds = np.stack([X.min(0), X.max(0)])
         model = make_model("exact", num_steps=0, max_data=10**9, x_bounds=bounds, y_stats=(0.0, 1.0))
         t0 = time.perf_counter()
-        lbfgs_exact_gp(model, X, y)
+        lbfgs_exact_gp(model, X, y, max_iter=config["exact_iterations"])
         pred = model.predict(X_test)
         row = {"batch": 1, "num_data": len(X), "update_time": time.perf_counter() - t0}
-        rows.append(row | standardised_scores_arrays(y_test, pred))
+        rows.append(row | scores(y_test, pred))
     else:
         model = make_model(method, seed=config["split"])
         for b, start in enumerate(range(0, len(X), size), start=1):
@@ -86,7 +88,7 @@ def defaults_job(config: dict, run_dir: Path) -> dict:
                 "num_inducing": report.num_inducing,
                 "update_time": report.total_time,
             }
-            rows.append(row | standardised_scores_arrays(y_test, pred))
+            rows.append(row | scores(y_test, pred))
     write_csv(run_dir / "metrics.csv", rows)
     final = dict(rows[-1])
     final["update_time"] = sum(r["update_time"] for r in rows)
@@ -94,14 +96,19 @@ def defaults_job(config: dict, run_dir: Path) -> dict:
     return final
 
 
-def standardised_scores_arrays(y_test: np.ndarray, pred) -> dict[str, float]:
-    """RMSE/NLPD of a prediction on already standardised test targets."""
-    test = Dataset("test", np.zeros((len(y_test), 1)), y_test)
-    return standardised_scores(test, pred.mean.numpy(), pred.var_y.numpy(), 1.0)
+def scores(y_test: np.ndarray, pred) -> dict[str, float]:
+    """RMSE and NLPD of a prediction of already standardised test targets."""
+    return {"rmse": rmse(y_test, pred.mean.numpy()), "nlpd": nlpd(y_test, pred.mean.numpy(), pred.var_y.numpy())}
 
 
 def specs(
-    datasets: Sequence[str], methods: Sequence[str], splits: int, train_size: int, test_size: int, batch_size: int
+    datasets: Sequence[str],
+    methods: Sequence[str],
+    splits: int,
+    train_size: int,
+    test_size: int,
+    batch_size: int,
+    exact_iterations: int = 100,
 ) -> list[RunSpec]:
     unknown = [m for m in methods if m not in METHODS and m != "exact"]
     if unknown:
@@ -118,6 +125,8 @@ def specs(
                     test_size=test_size,
                     batch_size=batch_size,
                 )
+                if method == "exact":
+                    config["exact_iterations"] = exact_iterations
                 out.append(RunSpec(f"{name}/{method}/split{split}", config))
     return out
 

@@ -1,0 +1,80 @@
+"""Checks every ``update`` runs so that a model going wrong says so (``UpdateReport.warnings`` and a logged warning).
+
+Three symptoms, each cheap next to the update itself:
+
+* **inputs outside the fitted range**: the scaler is fitted once (first batch or explicit ``x_bounds``) and then
+  frozen, so a stream whose later inputs reach far beyond the first batch's range is modelled in a space the
+  defaults were not set for. Reported when a batch has a scaled input beyond ``±INPUT_RANGE`` (the fitted range is
+  ±1).
+* **overconfident predictions**: before absorbing a batch, the model's predictive distribution at the batch's
+  inputs is a held-out test. Its mean squared standardised residual ``mean((y − μ)² / σ²_y)`` is about 1 for a
+  calibrated model (less once the model has seen nearby data); above ``MAX_Z2`` the predictive variance has
+  collapsed relative to the errors (the NLPD is then dominated by ``z²/2``). Checked on batches of at least
+  ``MIN_BATCH`` points (one point says little, and single-point streams keep their lazy prediction caches).
+* **hyper-parameters running away**: after the update, in scaled units (unit target variance, inputs in
+  [-1, 1]), an output scale above ``MAX_OUTPUTSCALE``, a length-scale below ``LENGTHSCALE_RANGE[0]`` (the kernel
+  interpolates the noise) or every length-scale above ``LENGTHSCALE_RANGE[1]`` (the model is a constant; one long
+  ARD length-scale alone is an input switched off, which is fine).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from torch import Tensor
+
+log = logging.getLogger("onlinegp")
+
+INPUT_RANGE = 10.0
+MAX_Z2 = 100.0
+MIN_BATCH = 10
+MAX_OUTPUTSCALE = 1e4
+LENGTHSCALE_RANGE = (1e-4, 1e4)
+
+
+def input_range(xs: Tensor) -> tuple[list[str], dict[str, float]]:
+    """Warn when scaled inputs leave ``±INPUT_RANGE``; reports the largest |scaled input| and its column."""
+    extent = xs.detach().abs().amax(0)
+    worst = int(extent.argmax())
+    value = float(extent[worst])
+    warnings = []
+    if value > INPUT_RANGE:
+        warnings.append(
+            f"inputs outside the fitted range: column {worst} reaches {value:.3g} times the half-range fitted on the "
+            "first batch; pass x_bounds covering the whole stream's range (or standardise the inputs and give "
+            "x_bounds=[-k, k] for a k that holds them)"
+        )
+    return warnings, {"max_scaled_input": value}
+
+
+def calibration(mean: Tensor, var_y: Tensor, ys: Tensor) -> tuple[list[str], dict[str, float]]:
+    """Warn when the prediction of a batch before it was absorbed is overconfident (see the module docstring)."""
+    z2 = float(((ys - mean).pow(2) / var_y.clamp_min(torch.finfo(var_y.dtype).tiny)).mean())
+    warnings = []
+    if z2 > MAX_Z2:
+        rmse = float((ys - mean).pow(2).mean().sqrt())
+        warnings.append(
+            f"overconfident predictions: before this batch was absorbed its mean squared standardised residual was "
+            f"{z2:.3g} (about 1 when calibrated; RMSE {rmse:.3g}, mean predictive std {float(var_y.sqrt().mean()):.3g}"
+            " in scaled units): the predictive variance has collapsed"
+        )
+    return warnings, {"batch_z2": z2}
+
+
+def runaway(kernel: object) -> list[str]:
+    """Warn on a kernel's output scale or length-scales (scaled units) outside their sane ranges."""
+    warnings = []
+    outputscale = getattr(kernel, "outputscale", None)
+    if isinstance(outputscale, Tensor) and float(outputscale.detach().max()) > MAX_OUTPUTSCALE:
+        value = float(outputscale.detach().max())
+        warnings.append(f"output scale ran away: {value:.3g} times the first batch's target variance")
+    lengthscale = getattr(getattr(kernel, "base_kernel", kernel), "lengthscale", None)
+    if isinstance(lengthscale, Tensor) and lengthscale.numel():
+        low, high = float(lengthscale.detach().min()), float(lengthscale.detach().max())
+        if low < LENGTHSCALE_RANGE[0] or low > LENGTHSCALE_RANGE[1]:
+            warnings.append(
+                f"length-scales ran away: range [{low:.3g}, {high:.3g}] in units of the fitted input half-range "
+                f"(the shortest should lie within [{LENGTHSCALE_RANGE[0]:g}, {LENGTHSCALE_RANGE[1]:g}])"
+            )
+    return warnings

@@ -1,0 +1,78 @@
+"""The checks every update runs (onlinegp.health): silent on a healthy stream, loud on each failure they name."""
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from onlinegp import health, make_model
+from onlinegp.kernels import make_kernel
+
+
+def sine_batches(n_batches=5, size=40, seed=0):
+    rng = np.random.default_rng(seed)
+    for _ in range(n_batches):
+        x = rng.uniform(-3, 3, (size, 2))
+        yield x, np.sin(x[:, 0]) * np.cos(x[:, 1]) + 0.05 * rng.standard_normal(size)
+
+
+def test_a_healthy_stream_warns_nothing(caplog):
+    model = make_model("osgpr", num_inducing=50, num_steps=20)
+    with caplog.at_level(logging.WARNING, logger="onlinegp"):
+        reports = [model.update(x, y) for x, y in sine_batches()]
+    assert all(r.warnings == [] for r in reports)
+    assert not [r for r in caplog.records if r.name == "onlinegp"]
+    assert 0 < reports[-1].extra["batch_z2"] < 5  # held-out calibration of a good model
+    assert reports[-1].extra["max_scaled_input"] <= 1.5
+
+
+def test_inputs_far_outside_the_first_batch_range_are_reported(caplog):
+    model = make_model("osgpr", num_inducing=20, num_steps=0)
+    x, y = next(sine_batches())
+    model.update(x, y)
+    far = x.copy()
+    far[:, 1] *= 40.0
+    with caplog.at_level(logging.WARNING, logger="onlinegp"):
+        report = model.update(far, y)
+    assert any("outside the fitted range: column 1" in w for w in report.warnings)
+    assert report.extra["max_scaled_input"] > health.INPUT_RANGE
+    assert any("outside the fitted range" in r.getMessage() for r in caplog.records)
+
+
+def test_an_overconfident_prediction_is_reported():
+    model = make_model("osgpr", num_inducing=20, num_steps=0, noise=1e-4)
+    x, y = next(sine_batches())
+    model.update(x, y)
+    report = model.update(x, y + 50.0)  # same inputs, targets 50 standard deviations off
+    assert any("overconfident predictions" in w for w in report.warnings)
+    assert report.extra["batch_z2"] > health.MAX_Z2
+
+
+def test_calibration_threshold():
+    mean, ys = torch.zeros(20, dtype=torch.float64), torch.ones(20, dtype=torch.float64)
+    assert health.calibration(mean, torch.full_like(ys, 1.0), ys)[0] == []
+    found, numbers = health.calibration(mean, torch.full_like(ys, 1e-3), ys)
+    assert numbers["batch_z2"] == pytest.approx(1e3) and "collapsed" in found[0]
+
+
+def test_runaway_hyperparameters():
+    kernel = make_kernel("rbf", 2)
+    assert health.runaway(kernel) == []
+    kernel.outputscale = 1e5
+    assert any("output scale" in w for w in health.runaway(kernel))
+    kernel = make_kernel("rbf", 2)
+    kernel.base_kernel.lengthscale = torch.tensor([[0.5, 1e6]])  # one input switched off by ARD: fine
+    assert health.runaway(kernel) == []
+    kernel.base_kernel.lengthscale = torch.tensor([[1e5, 1e6]])  # every input switched off: a constant model
+    assert any("length-scales" in w for w in health.runaway(kernel))
+    kernel.base_kernel.lengthscale = torch.tensor([[1e-5, 1.0]])
+    assert any("length-scales" in w for w in health.runaway(kernel))
+    assert health.runaway(None) == []
+
+
+def test_single_point_updates_skip_the_calibration_check():
+    model = make_model("osgpr", num_inducing=20, num_steps=0)
+    x, y = next(sine_batches())
+    model.update(x, y)
+    assert "batch_z2" not in model.update(x[:1], y[:1]).extra
