@@ -207,3 +207,89 @@ def test_model_options_from_the_command_line():
         "batch_size": 128,
     }
     assert parse_model_options(None) == {}
+
+
+def _tilted_dem(path):
+    yy, xx = np.mgrid[0:40, 0:60]
+    np.save(path, 300.0 + 20.0 * np.sin(xx / 7.0) + 0.8 * yy)  # metres; rises northwards
+    return path
+
+
+def test_mission_over_a_dem_in_its_own_extent_and_units(tmp_path):
+    config = MissionConfig(
+        env=str(_tilted_dem(tmp_path / "dem.npy")),
+        field_options={"extent": "native", "cell_size": 0.5},
+        budget=120,
+        num_inducing=10,
+        num_steps=0,
+        noise_std=0.1,
+        speed=2.0,
+    )
+    assert config.task_extent == pytest.approx((20 / 62, 30 - 20 / 62, 20 / 62, 20 - 20 / 62))
+    mission = Mission(config)
+    assert mission.field.extent == (0.0, 30.0, 0.0, 20.0) and mission.field.unit == "m"
+    mission.step()
+    xmin, xmax, ymin, ymax = config.task_extent
+    assert mission.X[:, 0].min() > xmin - 0.5 and mission.X[:, 0].max() < xmax + 0.5
+    assert mission.X[:, 1].min() > ymin - 0.5 and mission.X[:, 1].max() < ymax + 0.5
+    assert np.std(mission.y - mission.field(mission.X)) == pytest.approx(0.1, rel=0.3)  # noise in metres
+    step = np.hypot(*np.diff(mission.X, axis=0).T)
+    assert step.max() == pytest.approx(0.8, abs=0.01)  # 2 m/s over 4 control ticks (3 Hz on a 10 Hz clock)
+    assert 300 < mission.y.mean() < 340  # elevation kept in metres, not scaled to 0-255
+    saved = config.to_dict()
+    assert saved["field_options"] == {"extent": "native", "cell_size": 0.5} and saved["speed"] == 2.0
+
+
+def test_settings_added_later_stay_out_of_default_configs():
+    """Sweep hashes and checkpoints of missions recorded before field options, noise and speed existed still match."""
+    saved = MissionConfig().to_dict()
+    assert not {"field_options", "noise_std", "speed"} & set(saved)
+    assert saved["task_extent"] == [-30.0, 30.0, -30.0, 30.0]
+
+
+def test_figures_name_model_environment_and_units(tmp_path, monkeypatch):
+    from onlinegp import plots
+    from onlinegp.rig.mission import write_figures
+
+    figures = {}
+
+    def record(fig, path, title, dpi):
+        figures[path.name] = (
+            fig._suptitle.get_text() if fig._suptitle else title or "",
+            [ax.get_title() for ax in fig.axes],
+            [ax.get_ylabel() for ax in fig.axes],
+        )
+        plots.plt.close(fig)
+        return path
+
+    monkeypatch.setattr(plots, "_finish", record)
+    mission = Mission(MissionConfig(env="seafloor", budget=100, num_inducing=10, num_steps=0))
+    mission.step()
+    write_figures(mission, tmp_path)
+    assert {"ground_truth.png", "mean.png", "std.png", "abs_error.png", "metrics.png"} <= set(figures)
+    for name, (suptitle, _, _) in figures.items():
+        assert "poam" in suptitle and "seafloor" in suptitle, name
+    assert "elevation (scaled 0-255)" in figures["ground_truth.png"][2]
+    assert "predictive std (scaled 0-255)" in figures["std.png"][2]
+    if "lengthscale.png" in figures:
+        assert "length-scale (m)" in figures["lengthscale.png"][2]
+    titles = figures["metrics.png"][1]
+    assert {"SMSE", "MSLL", "update time (s)", "prediction time (s)"} <= set(titles)
+
+
+def test_config_json_records_the_model_defaults_it_used():
+    from onlinegp.rig.mission import _recorded_config
+
+    config = MissionConfig(budget=100, num_steps=1)
+    recorded = _recorded_config(config, build_model(config))
+    assert recorded["config"]["num_inducing"] == 500 and recorded["config"]["kernel"] == "ak"
+    assert recorded["config"]["num_steps"] == 1 and recorded["model_defaults"] == ["num_inducing", "kernel"]
+    assert config.num_inducing is None  # the mission itself still leaves them to the model
+
+
+def test_a_vehicle_too_fast_to_turn_onto_its_waypoints_is_a_clear_error(tmp_path):
+    dem = str(_tilted_dem(tmp_path / "dem.npy"))
+    fast = MissionConfig(env=dem, field_options={"extent": "native", "cell_size": 25}, speed=60.0, budget=100)
+    with pytest.raises(ValueError, match="circle of 60 m radius.*lower --speed or raise --max-turn-rate"):
+        Mission(fast).pilot_size()
+    assert Mission(MissionConfig(env=dem, field_options=fast.field_options, speed=10.0, budget=100)).pilot_size() > 0

@@ -15,6 +15,35 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+#: readable names (with units) of metric columns, for panel titles and axis labels
+METRIC_LABELS = {
+    "smse": "SMSE",
+    "msll": "MSLL",
+    "rmse": "RMSE",
+    "nlpd": "NLPD",
+    "mae": "MAE",
+    "update_time": "update time (s)",
+    "update_cpu_time": "update CPU time (s)",
+    "prediction_time": "prediction time (s)",
+    "predict_time": "prediction time (s)",
+    "plan_drive_time": "planning and driving time (s)",
+    "wall_time": "wall time (s)",
+    "num_inducing": "inducing points",
+    "num_samples": "samples",
+    "num_data": "training points",
+    "epoch": "epoch",
+}
+
+
+def metric_label(key: str) -> str:
+    """A metric column's readable name (:data:`METRIC_LABELS`), else the name with spaces for underscores."""
+    return METRIC_LABELS.get(key, key.replace("_", " "))
+
+
+def value_label(quantity: str, unit: str = "") -> str:
+    """A colour-bar label such as ``elevation (m)``."""
+    return f"{quantity} ({unit})" if unit else quantity
+
 
 def _image(
     ax,
@@ -25,18 +54,19 @@ def _image(
     vmin: float | None = None,
     vmax: float | None = None,
     colorbar: bool = True,
+    label: str = "",
 ):
     im = ax.imshow(values, origin="lower", extent=extent, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
     if colorbar:
-        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=label)
     return im
 
 
 def plot_field(field: Any, path: str | Path, title: str | None = None, dpi: int = 100, small: bool = False) -> Path:
-    """A :class:`~onlinegp.rig.fields.Field` as an image (``small``: a bare thumbnail)."""
+    """A :class:`~onlinegp.rig.fields.Field` as an image, colour bar in its unit (``small``: a bare thumbnail)."""
     path = Path(path)
     fig, ax = plt.subplots(figsize=(2.4, 2.4) if small else (5, 4.2))
     if small:
@@ -44,7 +74,7 @@ def plot_field(field: Any, path: str | Path, title: str | None = None, dpi: int 
         ax.set_axis_off()
         ax.set_title(title or field.name, fontsize=9)
     else:
-        _image(ax, field.values, field.extent, title or field.name)
+        _image(ax, field.values, field.extent, title or field.name, label=value_label("elevation", field.unit))
     return _finish(fig, path, None, dpi)
 
 
@@ -59,11 +89,14 @@ def plot_map(
     points: np.ndarray | None = None,
     path_xy: np.ndarray | None = None,
     dpi: int = 100,
+    label: str = "",
+    suptitle: str = "",
 ) -> Path:
-    """One map (e.g. a predicted mean on a grid), optionally with a path and points on top."""
+    """One map (e.g. a predicted mean on a grid), optionally with a path and points on top; ``label`` names the
+    colour bar (quantity and unit), ``suptitle`` the figure (e.g. model and environment)."""
     path = Path(path)
-    fig, ax = plt.subplots(figsize=(5, 4.2))
-    _image(ax, values, extent, title, cmap, vmin, vmax)
+    fig, ax = plt.subplots(figsize=(5, 4.4 if suptitle else 4.2))
+    _image(ax, values, extent, title, cmap, vmin, vmax, label=label)
     if path_xy is not None and len(path_xy):
         ax.plot(path_xy[:, 0], path_xy[:, 1], "-", color="k", lw=0.5, alpha=0.6, label="path")
     if points is not None and len(points):
@@ -72,7 +105,7 @@ def plot_map(
         ax.legend(loc="upper right", fontsize=7, framealpha=0.7)
     ax.set_xlim(extent[0], extent[1])
     ax.set_ylim(extent[2], extent[3])
-    return _finish(fig, path, None, dpi)
+    return _finish(fig, path, suptitle, dpi)
 
 
 def plot_metric_curves(
@@ -81,8 +114,10 @@ def plot_metric_curves(
     keys: Sequence[str] = ("smse", "msll", "rmse", "nlpd", "update_time", "prediction_time"),
     x_key: str = "num_samples",
     dpi: int = 100,
+    title: str = "",
 ) -> Path:
-    """Metric curves against ``x_key`` (one panel per key)."""
+    """Metric curves against ``x_key``, one panel per key titled by :func:`metric_label`; ``title`` names the
+    figure (e.g. model and environment or dataset)."""
     path = Path(path)
     keys = [k for k in keys if rows and k in rows[0]]
     cols = 3
@@ -92,27 +127,36 @@ def plot_metric_curves(
     x = [r[x_key] for r in rows]
     for ax, k in zip(axes.flat, keys):
         ax.plot(x, [r[k] for r in rows], "-", lw=1.2)
-        ax.set_title(k)
-        ax.set_xlabel(x_key.replace("_", " "))
+        ax.set_title(metric_label(k))
+        ax.set_xlabel(metric_label(x_key))
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys) :]:
         ax.set_axis_off()
-    return _finish(fig, path, None, dpi)
+    return _finish(fig, path, title, dpi)
 
 
 def animate_maps(
-    frames: Sequence[dict], truth: np.ndarray, extent: Sequence[float], path: str | Path, fps: int = 8, dpi: int = 70
+    frames: Sequence[dict],
+    truth: np.ndarray,
+    extent: Sequence[float],
+    path: str | Path,
+    fps: int = 8,
+    dpi: int = 70,
+    unit: str = "",
+    title: str = "",
 ) -> Path:
-    """GIF of a map being built: per frame, ``mean`` and ``std`` grids, the ``path`` so far and a ``title``."""
+    """GIF of a map being built: per frame, ``mean`` and ``std`` grids, the ``path`` so far and a ``title`` (after
+    the animation's ``title``); colour bars in ``unit``."""
     from matplotlib.animation import PillowWriter
 
     path = Path(path)
     fig, axes = plt.subplots(1, 3, figsize=(12, 4))
     vmin, vmax = float(truth.min()), float(truth.max())
     smax = max(float(np.max(f["std"])) for f in frames)
-    _image(axes[0], truth, extent, "ground truth", vmin=vmin, vmax=vmax)
-    im_mean = _image(axes[1], frames[0]["mean"], extent, "predicted mean", vmin=vmin, vmax=vmax)
-    im_std = _image(axes[2], frames[0]["std"], extent, "predictive std", cmap="viridis", vmin=0.0, vmax=smax)
+    elevation, std = value_label("elevation", unit), value_label("predictive std", unit)
+    _image(axes[0], truth, extent, "ground truth", vmin=vmin, vmax=vmax, label=elevation)
+    im_mean = _image(axes[1], frames[0]["mean"], extent, "predicted mean", vmin=vmin, vmax=vmax, label=elevation)
+    im_std = _image(axes[2], frames[0]["std"], extent, "predictive std", cmap="viridis", vmin=0.0, vmax=smax, label=std)
     lines = [ax.plot([], [], "-", color="k", lw=0.6)[0] for ax in axes[1:]]
     heading = fig.suptitle(" ")
     fig.tight_layout()
@@ -123,7 +167,7 @@ def animate_maps(
             im_std.set_data(f["std"])
             for line in lines:
                 line.set_data(f["path"][:, 0], f["path"][:, 1])
-            heading.set_text(f.get("title", ""))
+            heading.set_text(": ".join(t for t in (title, f.get("title", "")) if t))
             writer.grab_frame()
     plt.close(fig)
     return path
@@ -149,7 +193,7 @@ def plot_sweep_curves(
                 x, mean, std = (np.asarray(c[k], dtype=np.float64) for k in ("samples", "mean", "std"))
                 ax.plot(x, mean, "-", lw=1.3, color=colours[method], label=method)
                 ax.fill_between(x, mean - std, mean + std, color=colours[method], alpha=0.2, lw=0)
-            ax.set_title(f"{metric.replace('_', ' ')} in {env}", fontsize=9)
+            ax.set_title(f"{metric_label(metric)} in {env}", fontsize=9)
             ax.set_xlabel("samples")
             ax.grid(alpha=0.3)
     handles = [plt.Line2D([], [], color=colours[m], lw=2) for m in methods]
@@ -190,7 +234,7 @@ def plot_lengthscale_grid(
                 ax.set_axis_off()
                 continue
             values, Z = maps[(method, env)]
-            _image(ax, values, extent, f"{method}: length-scale (m)", cmap="plasma", vmin=lo, vmax=hi)
+            _image(ax, values, extent, method, cmap="plasma", vmin=lo, vmax=hi, label="length-scale (m)")
             if Z is not None and len(Z):
                 ax.plot(Z[:, 0], Z[:, 1], ".", color="k", ms=1.5)
             ax.set_xlim(extent[0], extent[1])
@@ -308,8 +352,8 @@ def plot_panel_curves(
                     ax.plot(x, y, "-", lw=1.2, color=plt.cm.tab10(lines.index(name) % 10), label=str(name))
             if k in log_keys:
                 ax.set_yscale("log")
-            ax.set_title(f"{p}: {k}", fontsize=9)
-            ax.set_xlabel(x_key.replace("_", " "))
+            ax.set_title(f"{p}: {metric_label(k)}", fontsize=9)
+            ax.set_xlabel(metric_label(x_key))
             ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize=7)
     return _finish(fig, path, title, dpi)

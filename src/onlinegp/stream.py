@@ -168,5 +168,9 @@ def write_run(out: Path, config: StreamConfig, rows: list[dict]) -> None:
     scored = [r for r in rows if "rmse" in r]
     if scored:
         plot_metric_curves(
-            scored, out / "metrics.png", keys=("num_inducing", "rmse", "nlpd", "update_time"), x_key="num_data"
+            scored,
+            out / "metrics.png",
+            keys=("num_inducing", "rmse", "nlpd", "update_time"),
+            x_key="num_data",
+            title=f"{config.model} on {Path(config.dataset).stem} (seed {config.seed})",
         )

@@ -20,6 +20,7 @@ import inspect
 import json
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
@@ -34,8 +35,8 @@ from ..base import OnlineGP
 from ..io import atomic_write, write_csv
 from ..models.registry import MODELS, make_model
 from ..replay import Survey
-from .fields import DEFAULT_ENV, Field, load_field
-from .planners import PLANNERS, TASK_EXTENT, bezier_pilot, make_planner, random_pilot
+from .fields import DEFAULT_ENV, Field, FieldWarning, load_field
+from .planners import PLANNERS, bezier_pilot, make_planner, random_pilot
 from .robot import DiffDrive, PointSensor
 
 METRIC_KEYS = ("smse", "msll", "rmse", "nlpd", "mae")
@@ -44,6 +45,17 @@ SURVEY = "survey.npz"
 #: files only a finished mission leaves (written after its last epoch)
 FINISHED = ("metrics.json", "model.pt")
 INITS = ("bezier", "random")
+#: settings added after sweeps were recorded: left out of :meth:`MissionConfig.to_dict` at their default (None), so
+#: earlier runs' configs (sweep hashes, checkpoints) stay the same
+LATER_KEYS = ("field_options", "noise_std", "speed")
+
+
+def task_extent(extent: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    """Where the vehicle may go in a field over ``extent``: inset by 1/62 of its shorter side (the paper: [-30, 30]²
+    in a [-31, 31]² field)."""
+    xmin, xmax, ymin, ymax = (float(e) for e in extent)
+    margin = min(xmax - xmin, ymax - ymin) / 62.0
+    return (xmin + margin, xmax - margin, ymin + margin, ymax - margin)
 
 
 #: simulator profiles: ``paper`` follows the text of Chen et al. 2024 (§V-A: 3 Hz sensing, 1 rad/s turn limit);
@@ -69,6 +81,11 @@ class MissionConfig:
     (:data:`PROFILES`); ``sensing_rate`` (Hz), ``max_turn_rate`` (rad/s), ``interpolation`` of the field
     (``linear`` or ``nearest``) and ``input_scaling`` (the model's input box: the ``task`` extent, or fitted on the
     ``pilot`` survey) override it one by one and hold the resolved values after construction.
+
+    ``field_options`` are :func:`~onlinegp.rig.fields.load_field`'s (``extent``, ``cell_size``, ``array``,
+    ``first_row``, ``nodata``, ``values``) for a DEM file; ``noise_std`` is the sensor's noise in the field's units
+    (default 1) and ``speed`` the vehicle's in m/s (default 1). ``task_extent`` (where the vehicle goes) defaults to
+    the field's extent inset by 1/62 of its shorter side: [-30, 30]² for the bundled environments.
     """
 
     env: str = DEFAULT_ENV
@@ -86,13 +103,16 @@ class MissionConfig:
     num_pilot_waypoints: int = 50
     num_random_init: int = 600
     eval_grid: int = 50
-    task_extent: tuple[float, float, float, float] = TASK_EXTENT
+    task_extent: tuple[float, float, float, float] | None = None
     animate: bool = False
     profile: str = "paper"
     sensing_rate: float | None = None
     max_turn_rate: float | None = None
     interpolation: str | None = None
     input_scaling: str | None = None
+    field_options: dict | None = None
+    noise_std: float | None = None
+    speed: float | None = None
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -100,6 +120,14 @@ class MissionConfig:
         for key, value in PROFILES[self.profile].items():
             if getattr(self, key) is None:
                 setattr(self, key, value)
+        if self.task_extent is None:
+            with warnings.catch_warnings():  # the mission loads the field again and warns then
+                warnings.simplefilter("ignore", FieldWarning)
+                self.task_extent = task_extent(self.load_field().extent)
+
+    def load_field(self) -> Field:
+        """The mission's field: ``env`` with ``field_options``."""
+        return load_field(self.env, **(self.field_options or {}))
 
     def validate(self) -> None:
         if isinstance(self.budget, bool) or not isinstance(self.budget, (int, np.integer)) or self.budget < 1:
@@ -129,6 +157,10 @@ class MissionConfig:
                 f"need 0 < sensing_rate <= 10 Hz (the control rate) and max_turn_rate > 0, got "
                 f"{self.sensing_rate}, {self.max_turn_rate}"
             )
+        if not (self.noise_std is None or self.noise_std >= 0) or not (self.speed is None or self.speed > 0):
+            raise ValueError(
+                f"need noise_std >= 0 (field units) and speed > 0 (m/s), got {self.noise_std}, {self.speed}"
+            )
         if self.interpolation not in ("linear", "nearest") or self.input_scaling not in ("task", "pilot"):
             raise ValueError(
                 f"interpolation must be linear or nearest and input_scaling task or pilot, got "
@@ -144,7 +176,7 @@ class MissionConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["task_extent"] = list(self.task_extent)
-        return d
+        return {k: v for k, v in d.items() if not (k in LATER_KEYS and v is None)}
 
 
 class ModelOptionsError(ValueError):
@@ -230,10 +262,11 @@ class Mission:
     def __init__(self, config: MissionConfig, field: Field | None = None):
         config.validate()
         self.config = config
-        self.field = load_field(config.env) if field is None else field
+        self.field = config.load_field() if field is None else field
         self.eval_x = self.field.grid(config.eval_grid, config.task_extent)
         self.eval_y = self.field(self.eval_x, config.interpolation)
-        self.sensor = PointSensor(interpolation=config.interpolation)
+        noise = 1.0 if config.noise_std is None else config.noise_std
+        self.sensor = PointSensor(noise_std=noise, interpolation=config.interpolation)
         self.planner = make_planner(
             config.planner,
             tuple(config.task_extent),
@@ -267,7 +300,7 @@ class Mission:
         c = self.config
         if c.init == "bezier":
             self.vehicle = self._bezier_start()
-            return self.vehicle.drive(bezier_pilot(tuple(c.task_extent), c.num_pilot_waypoints), c.budget)
+            return self._drive(self.vehicle, bezier_pilot(tuple(c.task_extent), c.num_pilot_waypoints), c.budget)
         start, xy = random_pilot(tuple(c.task_extent), min(c.num_random_init, c.budget), self.rng)
         self.vehicle = DiffDrive(x=float(start[0]), y=float(start[1]), yaw=float(start[2]), **self._vehicle_limits())
         return xy
@@ -282,15 +315,35 @@ class Mission:
         c = self.config
         if c.init != "bezier":
             return int(c.num_random_init)
-        return len(self._bezier_start().drive(bezier_pilot(tuple(c.task_extent), c.num_pilot_waypoints), math.inf))
+        return len(
+            self._drive(self._bezier_start(), bezier_pilot(tuple(c.task_extent), c.num_pilot_waypoints), math.inf)
+        )
+
+    def _drive(self, vehicle: DiffDrive, goals: np.ndarray, max_samples: float) -> np.ndarray:
+        """``vehicle.drive``; a goal it cannot reach (it circles it) is a ValueError naming the settings to change."""
+        try:
+            return vehicle.drive(goals, max_samples)
+        except RuntimeError as err:
+            raise ValueError(
+                f"{err}: at {vehicle.max_lin_vel:g} m/s and {vehicle.max_ang_vel:g} rad/s it turns on a circle of "
+                f"{vehicle.max_lin_vel / vehicle.max_ang_vel:.3g} m radius and circles goals closer than that; lower "
+                "--speed or raise --max-turn-rate"
+            ) from err
 
     def _vehicle_limits(self) -> dict:
-        return {"sensing_rate": self.config.sensing_rate, "max_ang_vel": self.config.max_turn_rate}
+        # a goal counts as reached within 0.1 s of travel (0.1 m at 1 m/s): a fast vehicle would overshoot a
+        # smaller one between 10 Hz control ticks and circle it
+        speed = (
+            {}
+            if self.config.speed is None
+            else {"max_lin_vel": self.config.speed, "goal_radius": 0.1 * self.config.speed}
+        )
+        return {"sensing_rate": self.config.sensing_rate, "max_ang_vel": self.config.max_turn_rate, **speed}
 
     def _gather(self) -> np.ndarray:
         for _ in range(1000):
             goal = self.planner.plan(self.model, self.vehicle.position, self.rng)
-            xy = self.vehicle.drive(goal[None], self.config.budget - self.num_samples)
+            xy = self._drive(self.vehicle, goal[None], self.config.budget - self.num_samples)
             if len(xy):
                 return xy
         raise RuntimeError(
@@ -421,8 +474,10 @@ class Mission:
 # ---------------------------------------------------------------------- outputs
 def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[str, Path]:
     """Ground truth, predicted mean, std, absolute error, length-scale map, inducing inputs over the path,
-    metric curves (and the animation when the mission recorded frames)."""
+    metric curves (and the animation when the mission recorded frames); colour bars in the field's unit, every
+    figure titled with the model and the environment."""
     from .. import plots
+    from ..plots import value_label
 
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -433,28 +488,52 @@ def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[st
     pred = mission.model.predict(torch.from_numpy(grid))
     mean, std = pred.mean.numpy().reshape(shape), pred.var_y.sqrt().numpy().reshape(shape)
     lo, hi = float(truth.min()), float(truth.max())
+    unit = mission.field.unit
+    heading = f"{mission.config.model} on {mission.field.name} (seed {mission.config.seed})"
+    labels = {"suptitle": heading, "label": value_label("elevation", unit)}
     files = {
-        "ground_truth": plots.plot_map(truth, extent, fig_dir / "ground_truth.png", "ground truth", vmin=lo, vmax=hi),
-        "mean": plots.plot_map(mean, extent, fig_dir / "mean.png", "predicted mean", vmin=lo, vmax=hi),
+        "ground_truth": plots.plot_map(
+            truth, extent, fig_dir / "ground_truth.png", "ground truth", vmin=lo, vmax=hi, **labels
+        ),
+        "mean": plots.plot_map(mean, extent, fig_dir / "mean.png", "predicted mean", vmin=lo, vmax=hi, **labels),
         "std": plots.plot_map(
-            std, extent, fig_dir / "std.png", "predictive std (y)", cmap="viridis", path_xy=mission.X
+            std,
+            extent,
+            fig_dir / "std.png",
+            "predictive std (with noise)",
+            cmap="viridis",
+            path_xy=mission.X,
+            suptitle=heading,
+            label=value_label("predictive std", unit),
         ),
         "abs_error": plots.plot_map(
-            np.abs(mean - truth), extent, fig_dir / "abs_error.png", "absolute error", cmap="magma"
+            np.abs(mean - truth),
+            extent,
+            fig_dir / "abs_error.png",
+            "absolute error",
+            cmap="magma",
+            suptitle=heading,
+            label=value_label("absolute error", unit),
         ),
     }
     ls = lengthscale_grid(mission.model, grid)
     if ls is not None:
         files["lengthscale"] = plots.plot_map(
-            ls.reshape(shape), extent, fig_dir / "lengthscale.png", "learnt length-scale (m)", cmap="plasma"
+            ls.reshape(shape),
+            extent,
+            fig_dir / "lengthscale.png",
+            "learnt length-scale",
+            cmap="plasma",
+            suptitle=heading,
+            label="length-scale (m)",
         )
     Z = getattr(mission.model, "inducing_inputs", None)
     Z = None if Z is None else np.asarray(Z.detach() if isinstance(Z, torch.Tensor) else Z, dtype=np.float64)
     title = f"path ({mission.num_samples} samples)" + ("" if Z is None else f" and {len(Z)} inducing inputs")
     files["inducing"] = plots.plot_map(
-        truth, extent, fig_dir / "inducing.png", title, vmin=lo, vmax=hi, points=Z, path_xy=mission.X
+        truth, extent, fig_dir / "inducing.png", title, vmin=lo, vmax=hi, points=Z, path_xy=mission.X, **labels
     )
-    files["metric_curves"] = plots.plot_metric_curves(mission.rows, fig_dir / "metrics.png")
+    files["metric_curves"] = plots.plot_metric_curves(mission.rows, fig_dir / "metrics.png", title=heading)
     if mission.frames:
         n = mission.config.eval_grid
         truth_eval = mission.eval_y.reshape(n, n)
@@ -467,7 +546,9 @@ def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[st
             }
             for i, f in enumerate(mission.frames)
         ]
-        files["animation"] = plots.animate_maps(frames, truth_eval, extent, out / "mission.gif")
+        files["animation"] = plots.animate_maps(
+            frames, truth_eval, extent, out / "mission.gif", unit=unit, title=heading
+        )
     return files
 
 
@@ -518,6 +599,17 @@ def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, f
     return mission
 
 
+def _recorded_config(config: MissionConfig, model: OnlineGP) -> dict:
+    """config.json's ``config`` (the settings the mission ran with: ``num_inducing``, ``num_steps`` and ``kernel``
+    left to the model's defaults hold the values it chose, and ``model_defaults`` names them) and ``model``
+    (:func:`resolved_model`)."""
+    resolved = resolved_model(config, model)
+    recorded = config.to_dict()
+    defaults = [k for k in ("num_inducing", "num_steps", "kernel") if recorded[k] is None]
+    recorded.update({k: resolved["options"][k] for k in defaults})
+    return {"config": recorded, "model_defaults": defaults, "model": resolved}
+
+
 def run_mission(
     mission: Mission | MissionConfig,
     out: str | Path,
@@ -544,15 +636,15 @@ def run_mission(
         for name in (*FINISHED, SURVEY, "mission.gif"):
             (out / name).unlink(missing_ok=True)
     info = {
-        "config": config.to_dict(),
+        **_recorded_config(config, mission.model),
         "model_class": type(mission.model).__name__,
-        "model": resolved_model(config, mission.model),
         "field": {
             "name": mission.field.name,
             "description": mission.field.description,
             "digest": mission.field.digest(),
             "extent": list(mission.field.extent),
             "shape": list(mission.field.values.shape),
+            "unit": mission.field.unit,
         },
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
@@ -571,7 +663,7 @@ def run_mission(
             row = mission.step()
             mission.save(ckpt)
             if mission.epoch == 0:  # the model's size and kernel are known once it has seen the pilot survey
-                info["model"] = resolved_model(config, mission.model)
+                info.update(_recorded_config(config, mission.model))
                 atomic_write(out / "config.json", json.dumps(info, indent=2))
             write_csv(out / "metrics.csv", mission.rows)
             ran += 1
