@@ -8,6 +8,12 @@ import torch
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
+@pytest.fixture(autouse=True)
+def _results_tree(tmp_path_factory, monkeypatch) -> None:
+    """`onlinegp bench` keeps run summaries in the checkout's results/ by default: tests keep theirs apart."""
+    monkeypatch.setenv("ONLINEGP_RESULTS", str(tmp_path_factory.mktemp("results")))
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The repo's ../shared/data; tests using it skip cleanly on a user's fresh clone."""

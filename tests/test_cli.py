@@ -4,6 +4,7 @@
 import json
 import shutil
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -149,7 +150,8 @@ def test_config_records_the_resolved_model(finished):
     options = model["options"]
     assert options["num_inducing"] == 20 and options["num_steps"] == 1 and options["kernel"] == "ak"
     assert options["noise"] == 1.0 and options["sketch"] == 64 and options["seed"] == 3
-    assert info["config"]["num_inducing"] == 20 and info["config"]["kernel"] is None  # requested: model default
+    assert info["config"]["num_inducing"] == 20 and info["config"]["kernel"] == "ak"  # the model's default, used
+    assert info["model_defaults"] == ["kernel"]
 
 
 def test_replay_writes_to_a_fresh_default_directory(finished, monkeypatch):
@@ -173,3 +175,34 @@ def test_stream_writes_to_a_fresh_default_directory(tmp_path, monkeypatch):
         "oips-synthetic2-seed0",
         "oips-synthetic2-seed0-2",
     ]
+
+
+def test_mission_help_states_the_dem_conventions():
+    result = runner.invoke(app, ["mission", "--help"], terminal_width=200)
+    text = _text(result)
+    assert "columns are x" in text and "row 0 is the south edge" in text
+    for flag in ("--extent", "--cell-size", "--array", "--first-row", "--nodata", "--values", "--noise-std", "--speed"):
+        assert flag in text, flag
+
+
+def test_dem_file_options_on_the_command_line(tmp_path):
+    yy, xx = np.mgrid[0:40, 0:60]
+    dem = 300.0 + 20.0 * np.sin(xx / 7.0) + 0.8 * yy
+    dem[3, 4] = -9999.0
+    np.savez(tmp_path / "two.npz", elev=dem, slope=np.gradient(dem)[0])
+    out = tmp_path / "run"
+    args = ["mission", "--env", str(tmp_path / "two.npz"), "--budget", "100", "--num-inducing", "10"]
+    ambiguous = runner.invoke(app, [*args, "--out", str(out)])
+    assert ambiguous.exit_code == 2 and "several 2-D arrays" in _text(ambiguous) and "--array" in _text(ambiguous)
+    assert "elev" in _text(ambiguous) and "slope" in _text(ambiguous) and not out.exists()
+    native = ["--array", "elev", "--extent", "native", "--cell-size", "0.5", "--nodata", "-9999", "--out", str(out)]
+    result = runner.invoke(app, [*args, "--num-steps", "0", *native])
+    assert result.exit_code == 0, result.output
+    text = _text(result)
+    assert "warning: field 'two': filled 1 no-data cell(s)" in text and "nearest valid cell" in text
+    assert "field two: loaded from" in text and "row 0 = south edge" in text and "x [0, 30] m, y [0, 20] m" in text
+    info = json.loads((out / "config.json").read_text())
+    assert info["field"]["extent"] == [0.0, 30.0, 0.0, 20.0] and info["field"]["unit"] == "m"
+    assert info["config"]["field_options"] == {"extent": "native", "cell_size": "0.5", "array": "elev", "nodata": -9999}
+    bundled = runner.invoke(app, ["mission", "--extent", "native", "--out", str(tmp_path / "b")])
+    assert bundled.exit_code == 2 and "applies to DEM files" in _text(bundled)

@@ -1,13 +1,27 @@
-"""The sweep runner (onlinegp.bench.runner): completion, resume, failures, process and Ray backends."""
+"""The sweep runner (onlinegp.bench.runner): completion, resume, failures, process and Ray backends, the committed
+results tree (kill tests: test_runner_kill.py)."""
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 import onlinegp
-from onlinegp.bench.runner import ERROR_FILE, MARKER, SWEEP_FILE, RunnerOptions, RunSpec, is_finished, run_sweep
+from onlinegp.bench.runner import (
+    ERROR_FILE,
+    MARKER,
+    SPEC_FILE,
+    SWEEP_FILE,
+    RunnerOptions,
+    RunSpec,
+    default_results_root,
+    is_finished,
+    resolve_results,
+    run_sweep,
+)
 
 
 def toy_job(config: dict, run_dir: Path) -> dict:
@@ -152,3 +166,106 @@ def test_ray_backend_without_ray_installed_is_a_clear_error(tmp_path, monkeypatc
     monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` sees when the extra is not installed
     with pytest.raises(ValueError, match=r"pip install 'onlinegp\[ray\]'"):
         run_sweep(specs(), toy_job, tmp_path, RunnerOptions(backend="ray", quiet=True))
+
+
+def kept(results: Path, spec: RunSpec) -> Path:
+    return results / "toy" / spec.config_hash
+
+
+def sweep_kept(specs_, root: Path, results: Path, **options):
+    opts = RunnerOptions(quiet=True, results=results, **options)
+    return run_sweep(specs_, toy_job, root, opts, title="toy", summary=("metrics.csv",))
+
+
+def test_results_tree_keeps_small_summaries_that_a_fresh_root_restores(tmp_path):
+    results = tmp_path / "results"
+    first = sweep_kept(specs(), tmp_path / "out", results)
+    assert first.results == results / "toy" and [r.status for r in first.runs] == ["done"] * 4
+    for spec in specs():
+        saved = kept(results, spec)
+        assert sorted(p.name for p in saved.iterdir()) == [MARKER, "metrics.csv", SPEC_FILE]  # not calls.log
+        assert json.loads((saved / SPEC_FILE).read_text()) == {
+            "run_id": spec.run_id,
+            "config_hash": spec.config_hash,
+            "config": spec.config,
+        }
+        assert (saved / MARKER).read_text() == (tmp_path / "out" / spec.run_id / MARKER).read_text()
+
+    clone = sweep_kept(specs(), tmp_path / "clone", results)  # a fresh checkout: the tree, an empty sweep root
+    assert [r.status for r in clone.runs] == ["skipped"] * 4 and all(r.restored for r in clone.runs)
+    assert [r.value for r in clone.runs] == [r.value for r in first.runs]
+    assert read_values(tmp_path / "clone") == read_values(tmp_path / "out")
+    assert not list((tmp_path / "clone").rglob("calls.log"))  # nothing ran
+    assert not any(r.restored for r in sweep_kept(specs(), tmp_path / "clone", results).runs)  # finished there now
+
+    changed = sweep_kept(specs(epochs=5), tmp_path / "clone", results)  # new configs: run, kept beside the old
+    assert [r.status for r in changed.runs] == ["done"] * 4
+    assert len(list((results / "toy").iterdir())) == 8
+
+
+def test_runs_finished_earlier_are_kept_and_fresh_runs_replace_them(tmp_path):
+    out, results = tmp_path / "out", tmp_path / "results"
+    run_sweep(specs(), toy_job, out, RunnerOptions(quiet=True))  # no results tree
+    later = sweep_kept(specs(), out, results)
+    assert [r.status for r in later.runs] == ["skipped"] * 4 and not any(r.restored for r in later.runs)
+    assert all(is_finished(kept(results, s), s) for s in specs())
+
+    (kept(results, specs()[0]) / "metrics.csv").write_text("stale\n")
+    fresh = sweep_kept(specs(), out, results, fresh=True)
+    assert [r.status for r in fresh.runs] == ["done"] * 4
+    assert all(calls(out / s.run_id) == 1 for s in specs())  # run directories were started over
+    assert read_values(out) == {s.run_id: (kept(results, s) / "metrics.csv").read_text() for s in specs()}
+    assert not [p for p in (results / "toy").iterdir() if p.name.startswith(".")]
+
+
+def test_leftovers_of_killed_writers_are_removed(tmp_path):
+    store = tmp_path / "results" / "toy"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = f".tmp-{os.getpid()}-live"  # a running process's summary in the making is left alone
+    for name in (f".tmp-{dead.pid}-abc", f".old-{dead.pid}-0123", live):
+        (store / name).mkdir(parents=True)
+    sweep_kept(specs(), tmp_path / "out", tmp_path / "results")
+    assert [p.name for p in store.iterdir() if p.name.startswith(".")] == [live]
+
+
+def test_results_options(tmp_path):
+    with pytest.raises(ValueError, match="plain directory name"):
+        run_sweep(specs(), toy_job, tmp_path, RunnerOptions(quiet=True, results=tmp_path / "r"), title="a/b")
+    assert resolve_results(None, enabled=False) is None and resolve_results("x", enabled=False) is None
+    assert resolve_results("x") == Path("x") and resolve_results(None) == default_results_root()
+    assert default_results_root() == Path(__file__).resolve().parents[1] / "results"  # this checkout's, from anywhere
+
+
+def test_cli_on_a_fresh_clone_restores_every_kept_run(tmp_path):
+    from typer.testing import CliRunner
+
+    from onlinegp.cli import app
+
+    args = ["bench", "poam-table1", "--envs", "seafloor", "--methods", "poam", "--seeds", "0", "--budget", "120",
+            "--num-inducing", "20", "--num-steps", "1"]  # fmt: skip
+    results = tmp_path / "results"
+    first = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a"), "--results", str(results), "--quiet"])
+    assert first.exit_code == 0, first.output
+    saved = sorted((results / "poam-table1").iterdir())
+    assert len(saved) == 1
+    for path in saved:
+        assert sorted(p.name for p in path.iterdir()) == [
+            MARKER,
+            "config.json",
+            "lengthscale.npz",
+            "metrics.csv",
+            SPEC_FILE,
+        ]
+
+    env = {"ONLINEGP_RESULTS": str(results), "COLUMNS": "300"}
+    clone = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b"), "--resume"], env=env)
+    assert clone.exit_code == 0, clone.output
+    assert "0 run now, 1 already finished (1 restored from" in clone.output
+    assert (tmp_path / "b/summary.md").read_text() == (tmp_path / "a/summary.md").read_text()
+    assert (tmp_path / "b/poam-table1-lengthscales.png").is_file()
+    assert not list((tmp_path / "b").rglob("model.pt"))
+
+    alone = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "c"), "--no-results"], env=env)
+    assert alone.exit_code == 0 and "1 run now" in alone.output
+    assert sorted((results / "poam-table1").iterdir()) == saved

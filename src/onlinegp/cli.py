@@ -72,8 +72,8 @@ def mission_command(
     env: str = typer.Option(
         None,
         "--env",
-        help="bundled environment (see --list-envs) or a .npy/.npz/.tif file; "
-        "default: valley-ridges, the most non-stationary",
+        help="bundled environment (see --list-envs) or a DEM file (.npy, .npz, .csv, .tif): columns are x (west to "
+        "east), row 0 is the south edge (see --first-row); default: valley-ridges, the most non-stationary",
     ),
     model: str = typer.Option("poam", "--model", help="registered model (see --list-models)"),
     budget: int = typer.Option(5000, "--budget", help="number of samples to collect"),
@@ -122,9 +122,33 @@ def mission_command(
     interpolation: str = typer.Option(
         None, "--interpolation", help="field between cells: linear or nearest (overrides the profile)"
     ),
+    extent: str = typer.Option(
+        None,
+        "--extent",
+        help="DEM file's frame: normalised (default: the paper's box, longer side over [-31, 31] m, aspect ratio "
+        "kept, values scaled to 0-255), native (the file's own: a GeoTIFF's georeferencing, or --cell-size; values "
+        "in its units) or XMIN,XMAX,YMIN,YMAX in metres",
+    ),
+    cell_size: str = typer.Option(
+        None, "--cell-size", help="with --extent native: metres per cell (or DX,DY); south-west corner at (0, 0)"
+    ),
+    array: str = typer.Option(None, "--array", help="which array of an .npz that holds several"),
+    first_row: str = typer.Option(
+        None, "--first-row", help="south (default: row 0 is y min) or north (north-up arrays, images)"
+    ),
+    nodata: float = typer.Option(
+        None, "--nodata", help="cell value meaning no data (NaN always does); filled from the nearest valid cell"
+    ),
+    values: str = typer.Option(
+        None, "--values", help="scaled (to 0-255) or native (the file's units); default: scaled iff --extent normalised"
+    ),
+    noise_std: float = typer.Option(None, "--noise-std", help="sensor noise std in the field's units (default 1)"),
+    speed: float = typer.Option(None, "--speed", help="vehicle speed in m/s (default 1)"),
     stop_after_epochs: int = typer.Option(None, "--stop-after-epochs", hidden=True),
 ) -> None:
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
+    import warnings
+
     from .rig import fields
     from .rig import mission as rig_mission
 
@@ -157,6 +181,16 @@ def mission_command(
             sensing_rate=sensing_rate,
             max_turn_rate=max_turn_rate,
             interpolation=interpolation,
+            field_options={
+                k: v
+                for k, v in dict(
+                    extent=extent, cell_size=cell_size, array=array, first_row=first_row, nodata=nodata, values=values
+                ).items()
+                if v is not None
+            }
+            or None,
+            noise_std=noise_std,
+            speed=speed,
         )
         state = None if out is None else rig_mission.run_state(out)
         if resume and state is None:
@@ -171,19 +205,33 @@ def mission_command(
                 f"{out} holds an unfinished mission: pass --resume to continue it or --force to start over"
             )
         default_name = f"{model.lower()}-{_slug(config.env)}-seed{seed}"
-        mission = rig_mission.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", fields.FieldWarning)
+            mission = rig_mission.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)
     except rig_mission.ModelOptionsError as err:
         raise typer.BadParameter(_blame_options(config, items, err)) from err
     except (ValueError, TypeError) as err:
         raise typer.BadParameter(str(err)) from err
+    for warning in caught:
+        typer.echo(f"warning: {warning.message}", err=True)
+    if not quiet and config.env.lower() not in fields.ENVIRONMENTS:
+        typer.echo(f"field {mission.field.name}: {mission.field.description}")
     if resume and state == "finished":
         typer.echo(f"the mission in {out} is already complete ({mission.num_samples} samples): nothing to resume")
         return
-    pilot = mission.pilot_size()
+    try:
+        pilot = mission.pilot_size()
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
     if config.budget <= pilot:
         typer.echo(
             f"warning: the budget ({config.budget}) is at or below the pilot survey's {pilot} samples: the mission "
-            "will be the pilot survey only, with no decision epochs",
+            "will be the pilot survey only, with no decision epochs"
+            + (
+                " (over a DEM's own extent, a faster --speed covers more ground per sample)"
+                if extent not in (None, "normalised")
+                else ""
+            ),
             err=True,
         )
     if out is None:
@@ -308,13 +356,60 @@ def _bench_command(name: str, run: Callable[..., None], options: dict[str, tuple
     return register
 
 
-def _run_command(name: str, target: str, out: str, out_help: str = "output directory", quiet: str = "no progress bar"):
+def _results_options() -> dict[str, tuple[type, typer.models.OptionInfo]]:
+    """The committed-results options of a sweep command (onlinegp.bench.runner); :func:`_results_arguments` reads
+    them."""
+    from .bench.runner import RESULTS_ENV
+
+    return {
+        "results": (
+            str,
+            typer.Option(
+                None,
+                "--results",
+                envvar=RESULTS_ENV,
+                help="results tree: every finished run's summary is kept in DIR/BENCH/CONFIG_HASH and a run found "
+                "there is restored, not run (default: results/ of the onlinegp git checkout, else of the current "
+                "directory)",
+            ),
+        ),
+        "no_results": (bool, typer.Option(False, "--no-results", help="neither use nor keep a results tree")),
+        "resume": (
+            bool,
+            typer.Option(
+                True,
+                "--resume/--fresh",
+                help="skip runs finished in --out or kept in --results (default), or run every run again, replacing "
+                "its directory and kept summary",
+            ),
+        ),
+    }
+
+
+def _results_arguments(results: str | None, no_results: bool, resume: bool) -> dict:
+    """RunnerOptions' ``results`` and ``fresh`` from the options of :func:`_results_options`."""
+    from .bench.runner import resolve_results
+
+    return {"results": resolve_results(results, not no_results), "fresh": not resume}
+
+
+def _run_command(
+    name: str,
+    target: str,
+    out: str,
+    out_help: str = "output directory",
+    quiet: str = "no progress bar",
+    sweep: bool = False,
+):
     """``_bench_command`` for an experiment that is one call of ``onlinegp.bench.<target>`` (``module.function``,
     imported when run) with the options, ``--out`` (default *out*), ``--quiet`` (help *quiet*) and ``log=typer.echo``;
-    a ValueError it raises is a usage error."""
+    a ValueError it raises is a usage error. A ``sweep`` also takes :func:`_results_options`, passed on as
+    ``results`` and ``fresh``."""
 
     def run(**arguments) -> None:
         module, function = target.split(".")
+        if sweep:
+            arguments.update(_results_arguments(*(arguments.pop(k) for k in ("results", "no_results", "resume"))))
         try:
             getattr(importlib.import_module(f"{__package__}.bench.{module}"), function)(**arguments, log=typer.echo)
         except ValueError as err:
@@ -326,6 +421,7 @@ def _run_command(name: str, target: str, out: str, out_help: str = "output direc
         {
             "out": (str, typer.Option(out, "--out", help=out_help)),
             "quiet": (bool, typer.Option(False, "--quiet", "-q", help=quiet)),
+            **(_results_options() if sweep else {}),
         },
     )
 
@@ -347,6 +443,9 @@ def bench_wgpr_command(
     backend: str = typer.Option("local", "--backend", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --backend ray)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or tables"),
+    results: str = _results_options()["results"][1],
+    no_results: bool = _results_options()["no_results"][1],
+    resume: bool = _results_options()["resume"][1],
 ) -> None:
     """Kepler et al. 2021 (WGPR): two-regime toy, Tables II-III (time, RMSE) and RMSE/rate vs number of models
     (Fig. 2)."""
@@ -354,7 +453,13 @@ def bench_wgpr_command(
     from .bench.runner import RunnerOptions
 
     try:
-        options = RunnerOptions(workers=workers, backend=backend, address=address, quiet=quiet)
+        options = RunnerOptions(
+            workers=workers,
+            backend=backend,
+            address=address,
+            quiet=quiet,
+            **_results_arguments(results, no_results, resume),
+        )
         result = bench_wgpr.run(
             out,
             datasets,
@@ -372,19 +477,38 @@ def bench_wgpr_command(
         for text in result["tables"].values():
             typer.echo(text)
         typer.echo(f"written to {result['out']}")
+        if result["results"] is not None:
+            typer.echo(f"run summaries kept in {result['results']} ({result['restored']} restored from there)")
     if result["failed"]:
         typer.echo(f"{len(result['failed'])} run(s) failed: " + ", ".join(r for r, _ in result["failed"]), err=True)
         raise typer.Exit(1)
 
 
 # -------------------------------------------------------------------------------------------------------- bench poam
-def _poam_bench(kind: str, out: str, workers: int, backend: str, address: str | None, quiet: bool, **arguments) -> None:
+def _poam_bench(
+    kind: str,
+    out: str,
+    workers: int,
+    backend: str,
+    address: str | None,
+    quiet: bool,
+    results: str | None,
+    no_results: bool,
+    resume: bool,
+    **arguments,
+) -> None:
     """Run one of the experiments of Chen et al. 2024 (onlinegp.bench.poam) and report; exit 1 if any run failed."""
     from .bench import poam as bench_poam
     from .bench.runner import RunnerOptions
 
     try:
-        options = RunnerOptions(workers=workers, backend=backend, address=address, quiet=quiet)
+        options = RunnerOptions(
+            workers=workers,
+            backend=backend,
+            address=address,
+            quiet=quiet,
+            **_results_arguments(results, no_results, resume),
+        )
         report = getattr(bench_poam, kind)(out=out, options=options, **arguments)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
@@ -424,6 +548,7 @@ def _poam_command(name: str, out: str):
             ),
         ),
         "quiet": (bool, typer.Option(False, "--quiet", "-q", help="no progress bar or table")),
+        **_results_options(),
     }
 
     return _bench_command(name, functools.partial(_poam_bench, name.removeprefix("poam-")), shared)
@@ -490,11 +615,18 @@ def bench_wiski_bo(
 @_run_command("wiski-uci", "wiski.run_uci", out="runs/wiski-uci")
 def bench_wiski_uci(
     datasets: str = list_option("skillcraft,elevators,protein,kin40k", "--datasets", "comma-separated UCI sets"),
-    models: str = list_option("wiski,osgpr,osvgp,exact", "--models", "comma-separated registered models"),
+    models: str = list_option(
+        "wiski,osgpr,osvgp,exact", "--models", "comma-separated registered models, all on the shared learnt projection"
+    ),
+    all_input_models: str = list_option(
+        "wiski,osgpr", "--all-input-models", "comma-separated models also run on all D inputs (a second table)"
+    ),
     max_points: int = typer.Option(500, "--max-points", help="points streamed one at a time after pre-training"),
     eval_every: int = typer.Option(50, "--eval-every", help="evaluate on the test set every this many points"),
     max_test: int = typer.Option(1000, "--max-test", help="at most this many test points"),
-    pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
+    pretrain_steps: int = typer.Option(
+        200, "--pretrain-steps", help="full-batch steps on the 5% pre-training batch (Table C.1: 200 epochs)"
+    ),
     exact_max: int = typer.Option(1500, "--exact-max", help="run the exact GP only up to this many points"),
     seed: int = _WISKI_OPTIONS["seed"](),
 ) -> None:
@@ -578,6 +710,7 @@ def stream_command(
     out="runs/vips-table1",
     out_help="output directory (resumable)",
     quiet="no progress bar or table",
+    sweep=True,
 )
 def bench_vips_table1(
     datasets: str = list_option(

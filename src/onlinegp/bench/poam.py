@@ -12,7 +12,8 @@ likelihood starts at σ² = 1.0 and POAM's family runs the exact M-step (:func:`
 
 Each run is one mission (:func:`onlinegp.rig.mission.run_mission`) in its own directory
 ``<out>/[<setting>/]<env>/<method>/seed-<k>``; the runner (:mod:`onlinegp.bench.runner`) executes them locally or on
-Ray and skips finished ones. The summary follows Table I: for every run the SMSE, MSLL and update time are averaged
+Ray and skips finished ones; a run's small files (:data:`SUMMARY_FILES`) are what the tables and figures read, and
+what the runner keeps in the committed results tree (``results/<experiment>/``). The summary follows Table I: for every run the SMSE, MSLL and update time are averaged
 over all its evaluations (every decision epoch, the pilot survey included); the table shows the mean ± standard
 deviation (numpy's, ddof = 0) over seeds with the minimum as subscript and the maximum as superscript.
 """
@@ -29,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ..io import write_csv
+from ..io import atomic_write, write_csv
 from ..models import MODELS, POAM
 from ..rig.fields import DEFAULT_ENV, ENVIRONMENTS, load_field
-from ..rig.mission import MissionConfig, build_model, lengthscale_grid, open_mission, run_mission
+from ..rig.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
 from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
 
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
@@ -46,6 +47,10 @@ PAPER_SETTINGS = {"num_inducing": 500, "num_steps": 10, "kernel": "ak", "budget"
 SUMMARY_KEYS = ("smse", "msll", "update_time")
 HEADERS = {"smse": "Averaged SMSE ↓", "msll": "Averaged MSLL ↓", "update_time": "Averaged update time (s) ↓"}
 LABELS = {"ssgp++": "SSGP++", "ovc": "OVC", "ovc++": "OVC++", "poam": "POAM", "full": "FULL"}
+LENGTHSCALE_FILE = "lengthscale.npz"
+LENGTHSCALE_RESOLUTION = 60
+#: a run's files that the summary and figures read (kept in the results tree; not the model, checkpoint or survey)
+SUMMARY_FILES = ("config.json", "metrics.csv", LENGTHSCALE_FILE)
 
 
 def paper_model_options(method: str) -> dict[str, Any]:
@@ -144,7 +149,23 @@ def mission_job(config: dict, run_dir: Path) -> dict:
     that holds a finished run of other settings (the runner only calls this when the config changed) starts afresh."""
     mission = open_mission(MissionConfig(**config), run_dir, resume=not is_finished(run_dir))
     result = run_mission(mission, run_dir, quiet=True)
+    write_lengthscales(mission, run_dir / LENGTHSCALE_FILE)
     return {k: result.final[k] for k in ("num_samples", "smse", "msll", "rmse")}
+
+
+def write_lengthscales(mission: Any, path: Path) -> None:
+    """Fig. 7's data of a finished mission, small enough to commit: the learnt length-scale on a
+    :data:`LENGTHSCALE_RESOLUTION`² grid of the task extent and the inducing inputs (nothing for models without a
+    length-scale)."""
+    grid = mission.field.grid(LENGTHSCALE_RESOLUTION, tuple(mission.config.task_extent))
+    ls = lengthscale_grid(mission.model, grid)
+    if ls is None:
+        return
+    Z = getattr(mission.model, "inducing_inputs", None)
+    arrays = {"lengthscale": ls.reshape(LENGTHSCALE_RESOLUTION, LENGTHSCALE_RESOLUTION).astype(np.float32)}
+    if Z is not None:
+        arrays["inducing"] = np.asarray(Z.detach(), dtype=np.float32)
+    atomic_write(path, lambda fh: np.savez_compressed(fh, **arrays))
 
 
 # ---------------------------------------------------------------------- reading runs back
@@ -327,11 +348,9 @@ def curve_figures(records: Sequence[RunRecord], out: Path, keys: Sequence[str], 
     return files
 
 
-def lengthscale_figure(
-    records: Sequence[RunRecord], specs: Sequence[RunSpec], root: Path, path: Path, resolution: int = 60
-) -> Path | None:
+def lengthscale_figure(records: Sequence[RunRecord], specs: Sequence[RunSpec], root: Path, path: Path) -> Path | None:
     """Fig. 7: ground truth per environment and each method's learnt length-scale map with its inducing inputs,
-    from the final model of the lowest seed. Methods without a length-scale (non-AK kernels) are left out."""
+    from the lowest seed's :data:`LENGTHSCALE_FILE`. Methods without a length-scale (non-AK kernels) are left out."""
     from ..plots import plot_lengthscale_grid
 
     config_of = {spec.run_id: spec.config for spec in specs}
@@ -340,21 +359,16 @@ def lengthscale_figure(
         if r.setting == records[0].setting:
             first.setdefault((r.env, r.method), r)
     truths, maps = {}, {}
+    n = LENGTHSCALE_RESOLUTION
     for (env, method), r in first.items():
         config = MissionConfig(**config_of[r.run_dir.relative_to(root).as_posix()])
         fld = load_field(config.env)
-        grid = fld.grid(resolution, tuple(config.task_extent))
-        truths.setdefault(env, (fld(grid).reshape(resolution, resolution), list(config.task_extent)))
-        model = build_model(config)
-        model.load(str(r.run_dir / "model.pt"))
-        ls = lengthscale_grid(model, grid)
-        if ls is None:
+        truths.setdefault(env, (fld(fld.grid(n, tuple(config.task_extent))).reshape(n, n), list(config.task_extent)))
+        if not (r.run_dir / LENGTHSCALE_FILE).is_file():
             continue
-        Z = getattr(model, "inducing_inputs", None)
-        maps[(label(method), env)] = (
-            ls.reshape(resolution, resolution),
-            None if Z is None else np.asarray(Z.detach(), dtype=np.float64),
-        )
+        with np.load(r.run_dir / LENGTHSCALE_FILE) as saved:
+            inducing = saved["inducing"].astype(np.float64) if "inducing" in saved else None
+            maps[(label(method), env)] = (saved["lengthscale"].astype(np.float64), inducing)
     if not maps:
         return None
     return plot_lengthscale_grid(truths, maps, path)
@@ -371,10 +385,13 @@ class Report:
     def describe(self) -> str:
         s = self.sweep
         counts = {k: len(s.by_status(k)) for k in ("done", "skipped", "failed")}
+        restored = sum(r.restored for r in s.runs)
         lines = [
             f"{len(s.runs)} runs under {s.root}: {counts['done']} run now, {counts['skipped']} already "
-            f"finished, {counts['failed']} failed"
+            f"finished{f' ({restored} restored from {s.results})' if restored else ''}, {counts['failed']} failed"
         ]
+        if s.results is not None:
+            lines.append(f"run summaries kept in {s.results}")
         lines += [f"  FAILED {r.run_id}: {r.error} (traceback: {r.run_dir / 'error.txt'})" for r in s.failed]
         lines += [f"{k}: {v}" for k, v in self.files.items()]
         return "\n".join(lines)
@@ -390,7 +407,7 @@ def run_experiment(
     """Run (or resume) every mission of ``exp`` and write the summary table, curves and figures to ``out``."""
     out = Path(out)
     specs = exp.specs()
-    sweep = run_sweep(specs, mission_job, out, options, title=exp.name)
+    sweep = run_sweep(specs, mission_job, out, options, title=exp.name, summary=SUMMARY_FILES)
     records = collect(out, specs)
     files: dict[str, Path] = {}
     if records:

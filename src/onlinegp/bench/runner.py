@@ -15,13 +15,36 @@ A run is finished when its directory holds :data:`MARKER`, written atomically af
 the hash of the run's config; finished runs are skipped, so rerunning an interrupted sweep resumes it (a run whose
 config changed is run again). A failing run leaves its traceback in ``run_dir/error.txt``, is reported, and does not
 stop the others.
+
+Committed results. With ``RunnerOptions.results`` set (the ``onlinegp bench`` commands set it by default), every
+finished run's small summary is kept in a tree meant to be committed to git::
+
+    <results>/<title>/<config_hash>/spec.json    run id, config hash and config
+                                    <summary>    the files ``run_sweep(..., summary=PATTERNS)`` names (metrics, ...)
+                                    DONE.json    the run's marker: hash, job value, seconds, code version
+
+``<title>`` is the bench's name (``poam-table1``, ``vips-table1``, ``wgpr``); checkpoints, models and figures stay
+in the sweep root only. A run whose summary is in the tree counts as finished: its summary is copied into the sweep
+root (marker last) instead of running it, so a fresh clone with an empty sweep root rebuilds the tables without
+recomputing; a run finished in the sweep root but missing from the tree is added to it. The key is the config's
+hash, not the code version: ``fresh=True`` (``--fresh``) runs every spec again, replacing its run directory and,
+when it finishes, its summary. Only the sweep's own process writes the tree: a summary is assembled in a hidden
+``.tmp-<pid>-*`` directory beside its final place and renamed into place whole, so a run killed at any point (a
+worker, the parent, a lost Ray task) leaves either no ``<config_hash>`` directory or a complete one; leftovers of a
+killed process are removed by the next sweep. Local worker processes die with the sweep's process (Linux), so none
+keeps writing into a run directory that a rerun uses. The CLI's tree is ``--results DIR``, else ``$ONLINEGP_RESULTS``,
+else :func:`default_results_root`; ``--no-results`` turns it off.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
+import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,7 +64,11 @@ from ..io import atomic_write
 MARKER = "DONE.json"
 ERROR_FILE = "error.txt"
 SWEEP_FILE = "sweep.json"
+SPEC_FILE = "spec.json"
+RESULTS_DIR = "results"
+RESULTS_ENV = "ONLINEGP_RESULTS"  # the CLI's default for --results, when set
 BACKENDS = ("local", "ray")
+_SCRATCH = re.compile(r"\.(?:tmp|old)-(\d+)-")  # a summary being written, or one being replaced, by process <pid>
 
 JobFn = Callable[[dict, Path], Any]
 
@@ -68,15 +95,18 @@ class RunResult:
     seconds: float = 0.0
     value: Any = None
     error: str | None = None
+    restored: bool = False  # skipped because its committed summary was copied into the sweep root
 
 
 @dataclass
 class RunnerOptions:
-    """How to execute a sweep (the ``--workers/--backend/--address/--quiet`` options of every bench command).
+    """How to execute a sweep (the ``--workers/--backend/--address/--quiet/--results/--fresh`` options of every bench
+    command).
 
     ``threads`` is the number of torch/BLAS threads per run (default: the machine's cores divided by ``workers``
     for local processes, ``cpus_per_run`` for Ray tasks, unchanged in-process); ``cpus_per_run`` is the CPUs Ray
-    reserves per task.
+    reserves per task. ``results`` is the root of the committed results tree (None: none); ``fresh`` runs every
+    spec again, finished or committed (see the module docstring).
     """
 
     workers: int = 1
@@ -85,6 +115,8 @@ class RunnerOptions:
     quiet: bool = False
     threads: int | None = None
     cpus_per_run: int = 1
+    results: str | Path | None = None
+    fresh: bool = False
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -105,6 +137,7 @@ class SweepResult:
 
     root: Path
     runs: list[RunResult] = field(default_factory=list)
+    results: Path | None = None  # this sweep's directory in the committed results tree
 
     def by_status(self, status: str) -> list[RunResult]:
         return [r for r in self.runs if r.status == status]
@@ -184,6 +217,98 @@ def _check_specs(specs: Sequence[RunSpec]) -> None:
         _canonical(spec.config, rid)
 
 
+# ---------------------------------------------------------------------- the committed results tree
+def default_results_root() -> Path:
+    """``results/`` of the git checkout onlinegp runs from (an editable install or a source tree), wherever the
+    command runs; for an installed package, ``results/`` in the current directory."""
+    checkout = Path(__file__).resolve().parents[3]
+    if (checkout / ".git").exists() and (checkout / "pyproject.toml").is_file():
+        return checkout / RESULTS_DIR
+    return Path.cwd() / RESULTS_DIR
+
+
+def resolve_results(path: str | Path | None, enabled: bool = True) -> Path | None:
+    """The results root of the CLI's ``--results DIR`` / ``--no-results``: None when not ``enabled``, else ``path``
+    or :func:`default_results_root`."""
+    if not enabled:
+        return None
+    return Path(path) if path is not None else default_results_root()
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _summary_files(run_dir: Path, patterns: Sequence[str]) -> list[str]:
+    found = {p.relative_to(run_dir).as_posix() for pattern in patterns for p in run_dir.glob(pattern) if p.is_file()}
+    return sorted(found - {MARKER, ERROR_FILE, SPEC_FILE})
+
+
+def save_summary(run_dir: Path, dest: Path, spec: RunSpec, patterns: Sequence[str]) -> None:
+    """Copy a finished run's summary (``patterns`` under ``run_dir``, then its marker) to ``dest``, whole or not at all:
+    it is assembled in a hidden directory beside ``dest`` and renamed into place (replacing an older summary)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".tmp-{os.getpid()}-"))
+    try:
+        (tmp / SPEC_FILE).write_text(
+            json.dumps({"run_id": spec.run_id, "config_hash": spec.config_hash, "config": spec.config}, indent=1)
+        )
+        for rel in [*_summary_files(run_dir, patterns), MARKER]:
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(run_dir / rel, tmp / rel)
+        for path in [*tmp.rglob("*"), tmp]:
+            _sync(path)
+        tmp.chmod(0o755)  # mkdtemp's directories are private
+        try:
+            os.rename(tmp, dest)
+        except OSError:  # an older summary is there (a fresh run): swap it out
+            old = dest.with_name(f".old-{os.getpid()}-{dest.name}")
+            os.rename(dest, old)
+            os.rename(tmp, dest)
+            shutil.rmtree(old)
+        _sync(dest.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def restore_summary(src: Path, run_dir: Path) -> None:
+    """Copy a committed summary into ``run_dir``, its marker last (a copy cut short leaves the run unfinished)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / ERROR_FILE).unlink(missing_ok=True)
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src).as_posix()
+        if path.is_file() and rel not in (MARKER, SPEC_FILE):
+            (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, run_dir / rel)
+    atomic_write(run_dir / MARKER, (src / MARKER).read_bytes())
+
+
+def _alive(pid: int) -> bool:
+    if os.name != "posix":  # os.kill would end the process there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _remove_leftovers(store: Path) -> None:
+    """Remove the half-written summaries of processes that were killed while writing them."""
+    if store.is_dir():
+        for path in store.iterdir():
+            m = _SCRATCH.match(path.name)
+            if m and path.is_dir() and not _alive(int(m.group(1))):
+                shutil.rmtree(path, ignore_errors=True)
+
+
 # ---------------------------------------------------------------------- executing one run
 @lru_cache(maxsize=1)
 def code_version() -> str:
@@ -206,6 +331,16 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         return __version__
     return f"{__version__} (git {commit}{'+dirty' if dirty else ''})"
+
+
+def _init_worker(threads: int | None, parent: int) -> None:
+    """A local worker process: limit its threads, and on Linux have it killed when the sweep's process dies (so no
+    orphan keeps writing into a run directory that a rerun uses)."""
+    _set_threads(threads)
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the sweep died before the call
+            os._exit(1)
 
 
 def _set_threads(threads: int | None) -> None:
@@ -337,7 +472,10 @@ def _run_processes(
 ) -> Iterator[RunResult]:
     threads = opts.threads or max(1, (os.cpu_count() or 1) // opts.workers)
     with ProcessPoolExecutor(
-        max_workers=opts.workers, mp_context=get_context("spawn"), initializer=_set_threads, initargs=(threads,)
+        max_workers=opts.workers,
+        mp_context=get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(threads, os.getpid()),
     ) as pool:
         pending = {pool.submit(_execute, fn, spec.config, str(root / spec.run_id)): spec for spec in todo}
         bar.update(running=min(opts.workers, len(pending)))
@@ -421,32 +559,60 @@ def _run_ray(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, ba
 
 
 def run_sweep(
-    specs: Sequence[RunSpec], fn: JobFn, root: str | Path, options: RunnerOptions | None = None, title: str = "runs"
+    specs: Sequence[RunSpec],
+    fn: JobFn,
+    root: str | Path,
+    options: RunnerOptions | None = None,
+    title: str = "runs",
+    summary: Sequence[str] = (),
 ) -> SweepResult:
-    """Execute every unfinished spec with ``fn(config, root / run_id)``; see the module docstring."""
+    """Execute every unfinished spec with ``fn(config, root / run_id)``; see the module docstring. ``title`` names the
+    sweep (progress bar, and its directory in the results tree); ``summary`` holds the glob patterns, relative to a
+    run directory, of the small files kept in the results tree."""
     opts = options or RunnerOptions()
     specs = list(specs)
     _check_specs(specs)
     code_version()  # this process's code, before any edit made while the sweep runs
     root = Path(root)
+    store = None
+    if opts.results is not None:
+        if not title or title != Path(title).name or title.startswith("."):
+            raise ValueError(f"a sweep kept in the results tree needs a plain directory name as title, got {title!r}")
+        store = Path(opts.results) / title
+        _remove_leftovers(store)
     root.mkdir(parents=True, exist_ok=True)
     atomic_write(root / SWEEP_FILE, json.dumps({"runs": [asdict(s) for s in specs]}, indent=1))
     results: dict[str, RunResult] = {}
     todo = []
     for spec in specs:
-        if is_finished(root / spec.run_id, spec):
-            marker = json.loads((root / spec.run_id / MARKER).read_text())
-            results[spec.run_id] = RunResult(
-                spec.run_id, root / spec.run_id, "skipped", marker.get("seconds", 0.0), marker.get("value")
-            )
-        else:
+        run_dir = root / spec.run_id
+        if opts.fresh:
+            shutil.rmtree(run_dir, ignore_errors=True)
             todo.append(spec)
+            continue
+        committed = store is not None and is_finished(store / spec.config_hash, spec)
+        restored = committed and not is_finished(run_dir, spec)
+        if restored:
+            restore_summary(store / spec.config_hash, run_dir)
+        if not is_finished(run_dir, spec):
+            todo.append(spec)
+            continue
+        if store is not None and not committed:  # finished before the results tree kept it
+            save_summary(run_dir, store / spec.config_hash, spec, summary)
+        marker = json.loads((run_dir / MARKER).read_text())
+        results[spec.run_id] = RunResult(
+            spec.run_id, run_dir, "skipped", marker.get("seconds", 0.0), marker.get("value"), restored=restored
+        )
     if opts.backend == "ray":
         execute = _run_ray
     else:
         execute = _run_inprocess if opts.workers == 1 else _run_processes
+    by_id = {spec.run_id: spec for spec in todo}
     with _Progress(len(specs), len(specs) - len(todo), opts.quiet, title) as bar:
         if todo:
             for result in execute(fn, todo, root, opts, bar):
+                if result.status == "done" and store is not None:
+                    spec = by_id[result.run_id]
+                    save_summary(result.run_dir, store / spec.config_hash, spec, summary)
                 results[result.run_id] = result
-    return SweepResult(root, [results[s.run_id] for s in specs])
+    return SweepResult(root, [results[s.run_id] for s in specs], store)

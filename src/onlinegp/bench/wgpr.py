@@ -18,7 +18,8 @@ Training time is the wall-clock time of the ``update`` calls (plus LGPR's offlin
 (noisy targets, except the bathymetry grid, which is the truth), in the data's units. The splitting thresholds
 (ε, SOLAR's w_gen and ℓ_s, LGPR's w_gen) are per dataset in :data:`SETTINGS`, chosen as the paper did, by hand.
 
-Outputs in ``out``: config.json, runs.csv (every run), table_time.{md,csv} (Table II), table_rmse.{md,csv}
+Each run writes ``result.json`` (and the toy's ``toy_predictions.npz``); those (:data:`SUMMARY_FILES`) are kept in
+the committed results tree (``results/wgpr/``) by the runner. Outputs in ``out``: config.json, runs.csv (every run), table_time.{md,csv} (Table II), table_rmse.{md,csv}
 (Table III), sweep.csv and sweep_<dataset>.png (Fig. 2: RMSE and training rate against the number of models as ε
 and w_gen vary), toy.png (Fig. 1) and curves.png (RMSE as batches arrive, Fig. 3).
 """
@@ -51,6 +52,8 @@ BATCH_SIZE = 100
 NUM_INDUCING = 50
 INIT_LENGTHSCALE = 0.3
 TOY_REGIMES = ((0.0, 150.0, 20.0, 0.5), (150.0, 300.0, 5.0, 2.0))  # (from, to, length-scale, signal std)
+#: a run's files that the tables and figures read (the marker carries the result too)
+SUMMARY_FILES = ("result.json", "toy_predictions.npz")
 
 
 def _thresholds(epsilon: float, similarity_lengthscale: float, eps_grid: tuple[float, ...]) -> dict[str, Any]:
@@ -355,7 +358,7 @@ def run(
             default=str,
         )
     )
-    sweep_result = run_sweep(specs, run_job, out / "runs", options, title="wgpr")
+    sweep_result = run_sweep(specs, run_job, out / "runs", options, title="wgpr", summary=SUMMARY_FILES)
     results = [r.value for r in sweep_result.runs if r.status in ("done", "skipped") and r.value]
     write_csv(
         out / "runs.csv",
@@ -395,4 +398,11 @@ def run(
     if table_rows:
         figures["curves"] = plot_rmse_curves(table_rows, out / "curves.png", labels=LABELS)
     failed = [(r.run_id, r.error) for r in sweep_result.failed]
-    return {"tables": texts, "figures": {k: str(v) for k, v in figures.items()}, "failed": failed, "out": str(out)}
+    return {
+        "tables": texts,
+        "figures": {k: str(v) for k, v in figures.items()},
+        "failed": failed,
+        "out": str(out),
+        "results": None if sweep_result.results is None else str(sweep_result.results),
+        "restored": sum(r.restored for r in sweep_result.runs),
+    }
