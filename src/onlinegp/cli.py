@@ -12,6 +12,8 @@ from pathlib import Path
 import typer
 
 from . import __version__
+from .bench.defaults import METHODS as DEFAULTS_METHODS
+from .data import UCI
 from .io import fresh_directory
 from .models.registry import MODELS
 from .options import parse_options
@@ -737,6 +739,28 @@ def bench_vips_table1(
 ) -> None:
     """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted
     UCI streams."""
+
+
+@_run_command(
+    "defaults",
+    "defaults.run_defaults",
+    out="runs/defaults",
+    out_help="output directory (resumable)",
+    quiet="no progress bar or table",
+    sweep=True,
+)
+def bench_defaults(
+    datasets: str = list_option(",".join(UCI), "--datasets", "comma-separated bundled UCI sets"),
+    methods: str = list_option(",".join(DEFAULTS_METHODS), "--methods", "comma-separated registered streaming models"),
+    splits: int = typer.Option(3, "--splits", help="seeded shuffles (seeds 0..splits-1)"),
+    train_size: int = typer.Option(2000, "--train-size", help="training points streamed (fewer on small sets)"),
+    test_size: int = typer.Option(1000, "--test-size", help="held-out points (at most 40% of a set)"),
+    batch_size: int = typer.Option(100, "--batch-size", help="points per update"),
+    exact_iterations: int = typer.Option(100, "--exact-iterations", help="L-BFGS iterations of the exact GP"),
+    workers: int = typer.Option(1, "--workers", help="parallel runs"),
+) -> None:
+    """Every streaming regression method with its defaults against the exact GP on the bundled UCI sets (RMSE ratio,
+    NLPD difference, worst NLPD, update time): the regression check of the defaults."""
 
 
 @_run_command("vips-magnetic", "vips.run_magnetic", out="runs/vips-magnetic", quiet="no progress bar or summary")

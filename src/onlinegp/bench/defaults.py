@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +47,8 @@ METHODS = (
 #: (RMSE ratio, NLPD difference) each method must stay within
 TARGETS = {m: (1.5, 0.5) if m in ("poam", "ovc++", "wiski") else (1.25, 0.3) for m in METHODS}
 NLPD_CEILING = 10.0
+#: the files of a run kept in the results tree (onlinegp.bench.runner)
+SUMMARY = ("metrics.csv",)
 
 
 def split_data(name: str, split: int, train_size: int, test_size: int) -> tuple[np.ndarray, ...]:
@@ -200,36 +203,47 @@ def write_table(table: list[dict], out: Path, caption: str) -> None:
 
 
 def run_defaults(
+    out: str | Path = "runs/defaults",
     datasets: Sequence[str] = UCI,
     methods: Sequence[str] = METHODS,
     splits: int = 3,
     train_size: int = 2000,
     test_size: int = 1000,
     batch_size: int = 100,
-    out: str | Path = "runs/defaults",
-    runner: RunnerOptions | None = None,
+    exact_iterations: int = 100,
+    workers: int = 1,
+    quiet: bool = False,
+    results: Path | None = None,
+    fresh: bool = False,
+    log: Callable[[str], Any] = print,
 ) -> list[dict]:
     """Run (or resume) the sweep and write ``table.md``/``table.csv``/``results.json`` to ``out``."""
     out = Path(out)
     sweep = run_sweep(
-        specs(datasets, methods, splits, train_size, test_size, batch_size),
+        specs(datasets, methods, splits, train_size, test_size, batch_size, exact_iterations),
         defaults_job,
         out,
-        runner,
+        RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh),
         title="defaults",
+        summary=SUMMARY,
     )
-    results = {}
+    for failed in sweep.failed:
+        log(f"run {failed.run_id} failed: {failed.error}")
+    finished = {}
     for r in sweep.runs:
         if r.status in ("done", "skipped"):
             dataset, method, split = r.run_id.split("/")
-            results[dataset, method, int(split.removeprefix("split"))] = r.value
-    table = summarise(results)
+            finished[dataset, method, int(split.removeprefix("split"))] = r.value
+    table = summarise(finished)
     atomic_write(out / "results.json", json.dumps(table, indent=1))
-    caption = (
-        f"Final test RMSE ratio / NLPD difference to the exact GP (✗: outside the target or an NLPD above "
-        f"{NLPD_CEILING:g} at some batch); {train_size} training points in batches of {batch_size}, "
-        f"{test_size} test points, {splits} split(s), every model with its defaults."
-    )
     if table:
+        caption = (
+            f"Final test RMSE ratio / NLPD difference to the exact GP (✗: outside the target or an NLPD above "
+            f"{NLPD_CEILING:g} at some batch); up to {train_size} training points in batches of {batch_size}, "
+            f"up to {test_size} test points, {splits} split(s), every model with its defaults."
+        )
         write_table(table, out, caption)
+        if not quiet:
+            log((out / "table.md").read_text())
+            log(f"wrote {out / 'table.md'}, {out / 'table.csv'}, {out / 'results.json'}")
     return table

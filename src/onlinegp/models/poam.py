@@ -52,7 +52,8 @@ class POAM(KernelGP):
     Args:
         input_dim: number of input dimensions D.
         num_inducing: M, the fixed model size for the default pivoted-Cholesky selector (default 500).
-        kernel: 'ak' (default, Attentive Kernel), 'rbf', 'matern32', ... or any gpytorch Kernel.
+        kernel: 'auto' (default: the Attentive Kernel up to 3 inputs, ARD RBF above), 'ak', 'rbf', 'matern32', ...
+            or any gpytorch Kernel.
         inducing: a selector name ('pivoted', 'random', 'kmeans') or instance (e.g. a VIPS selector).
         num_steps: T, Adam steps per update (default 10); 0 freezes the hyper-parameters.
         batch_size: mini-batch size for the M-step (default 256).
@@ -81,7 +82,7 @@ class POAM(KernelGP):
         input_dim: int | None = None,
         *,
         num_inducing: int = 500,
-        kernel: Any = "ak",
+        kernel: Any = "auto",
         inducing: str | Selector = "pivoted",
         num_steps: int = 10,
         batch_size: int = 256,
