@@ -1,10 +1,19 @@
-"""A full default mission (5000 samples, POAM + Attentive Kernel) end to end: wall time and peak memory.
+"""A full default mission (5000 samples, POAM + Attentive Kernel) end to end: wall time, peak memory and where the
+time goes.
 
-Runs ``onlinegp mission`` in a child process (so its peak resident memory is its own) and reads the final metrics
-from its output folder. The POAM paper's implementation took about 6.5 minutes for such a mission on a 2-core
-machine (DESIGN §5: target ≥ 5x faster, i.e. ≤ 78 s). Opt-in from run_all (``--mission``): it takes minutes.
+Runs ``onlinegp mission`` in a child process (so its peak resident memory and its start-up are its own) through a
+small driver that times, without changing what runs: the mission's start-up (interpreter, imports, model
+construction: everything before ``run_mission``), the checkpoints (``Mission.save`` and the metrics.csv rewrites),
+the planner's candidate predictions (``MaxEntropyPlanner.scores``) and the figures; the metric rows give the
+model updates, the evaluation-grid predictions and planning + driving. Each phase is reported in seconds and as
+a fraction of the child's wall time; ``non_update_fraction`` is everything but the model updates.
 
-    python benchmarks/bench_mission.py [--seed 0] [--budget 5000]
+``--compare SRC`` runs the same mission with another source tree first (``PYTHONPATH=SRC``, e.g. a copy of ``src``
+before a change), then this one, alternating ``--repeats`` times: before/after fractions in the same run conditions.
+The load average is recorded around every run (the machine may be shared). Opt-in from run_all (``--mission``):
+it takes minutes.
+
+    python benchmarks/bench_mission.py [--seed 0] [--budget 5000] [--threads 1] [--compare /tmp/old/src]
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,36 +34,98 @@ from common import write  # noqa: E402
 
 PAPER_MISSION_S = 6.5 * 60
 
+#: the child: times phases by wrapping functions the mission calls through module attributes, then runs the CLI
+DRIVER = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from onlinegp.cli import app
+import onlinegp.rig.mission as mm
+import onlinegp.rig.planners as planners
+acc = {"checkpoint": 0.0, "figures": 0.0, "candidates": 0.0}
+marks = {}
+def timed(key, fn):
+    def inner(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            acc[key] += time.perf_counter() - t
+    return inner
+def run_mission(*args, _run=mm.run_mission, **kwargs):
+    marks["run_start"] = time.perf_counter() - t0
+    try:
+        return _run(*args, **kwargs)
+    finally:
+        marks["run_end"] = time.perf_counter() - t0
+mm.Mission.save = timed("checkpoint", mm.Mission.save)
+mm.write_csv = timed("checkpoint", mm.write_csv)
+mm.write_figures = timed("figures", mm.write_figures)
+planners.MaxEntropyPlanner.scores = timed("candidates", planners.MaxEntropyPlanner.scores)
+mm.run_mission = run_mission
+try:
+    app(sys.argv[2:], standalone_mode=False)
+finally:
+    marks["end"] = time.perf_counter() - t0
+    with open(sys.argv[1], "w") as fh:
+        json.dump({**acc, **marks}, fh)
+"""
 
-def run(seed: int = 0, budget: int | None = None, threads: int | None = None) -> dict:
-    exe = Path(sys.executable).with_name("onlinegp")
-    with tempfile.TemporaryDirectory() as out:
-        cmd = [str(exe), "mission", "--out", out, "--seed", str(seed), "--quiet"]
+
+def run(seed: int = 0, budget: int | None = None, threads: int | None = None, src: str | None = None) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out, timings = Path(tmp) / "run", Path(tmp) / "timings.json"
+        cmd = [sys.executable, "-c", DRIVER, str(timings), "mission", "--out", str(out), "--seed", str(seed), "-q"]
         if budget:
             cmd += ["--budget", str(budget)]
         env = dict(os.environ, MPLBACKEND="Agg")
         if threads:
             env["OMP_NUM_THREADS"] = str(threads)
+        if src:
+            env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+        load_before = os.getloadavg()[0]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, env=env)
         wall = time.perf_counter() - t0
-        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        metrics = json.loads((Path(out) / "metrics.json").read_text())
-    rows = metrics["rows"] if isinstance(metrics, dict) and "rows" in metrics else metrics
-    final = rows[-1]
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = json.loads(timings.read_text())
+        metrics = json.loads((out / "metrics.json").read_text())
+    rows = metrics["rows"]
+    step_s = float(metrics["summary"]["wall_time"])
+    update = sum(r["update_time"] for r in rows)
+    predict = sum(r["prediction_time"] for r in rows)
+    plan_drive = sum(r["plan_drive_time"] for r in rows)
+    run_s = t["run_end"] - t["run_start"]
+    phases = {
+        "update": update,
+        "eval_prediction": predict,
+        "planner_prediction": t["candidates"],
+        "plan_drive_other": plan_drive - t["candidates"],
+        "epoch_other": step_s - update - predict - plan_drive,  # metrics, learnt hyper-parameters
+        "checkpoints": t["checkpoint"],
+        "figures": t["figures"],
+        "outputs_other": run_s - step_s - t["checkpoint"] - t["figures"],  # model.pt, survey, metrics.json
+        "startup_exit": wall - run_s,  # interpreter, imports, model construction; interpreter exit
+    }
     return {
         "config": {
             "seed": seed,
             "budget": budget or 5000,
             "threads": threads or os.environ.get("OMP_NUM_THREADS", "torch default"),
+            "src": src or "this checkout",
         },
         "wall_s": wall,
-        "peak_rss_mib": peak_kib / 1024,
+        "cpu_s": (usage.ru_utime + usage.ru_stime) - (before.ru_utime + before.ru_stime),
+        "loadavg_before_after": [load_before, os.getloadavg()[0]],
+        "peak_rss_mib": usage.ru_maxrss / 1024,
         "paper_mission_s": PAPER_MISSION_S,
         "speedup_vs_paper": PAPER_MISSION_S / wall,
         "epochs": len(rows),
-        "total_update_s": float(sum(r.get("update_time", 0.0) for r in rows)),
-        "final": {k: final[k] for k in ("smse", "msll", "rmse", "nlpd") if k in final},
+        "phases_s": phases,
+        "fractions": {k: v / wall for k, v in phases.items()},
+        "non_update_fraction": 1.0 - update / wall,
+        "total_update_s": update,
+        "final": {k: rows[-1][k] for k in ("smse", "msll", "rmse", "nlpd") if k in rows[-1]},
     }
 
 
@@ -62,11 +134,32 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--compare", default=None, help="another source tree to run first (PYTHONPATH); writes bench_mission_compare"
+    )
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each tree (alternating) with --compare")
     parser.add_argument("--tag", default="", help="suffix of the result file (e.g. a thread setting)")
     args = parser.parse_args(argv)
-    out = run(args.seed, args.budget, args.threads)
-    path = write("bench_mission" + (f"_{args.tag}" if args.tag else ""), out)
-    print({k: v for k, v in out.items() if k != "config"}, "->", path)
+    if args.compare is None:
+        out = run(args.seed, args.budget, args.threads)
+    else:
+        runs: dict[str, list[dict]] = {"before": [], "after": []}
+        for _ in range(args.repeats):
+            for name, src in (("before", args.compare), ("after", None)):
+                runs[name].append(run(args.seed, args.budget, args.threads, src))
+                r = runs[name][-1]
+                print(name, round(r["wall_s"], 1), "s, non-update", round(r["non_update_fraction"], 3), flush=True)
+        out = {"runs": runs}
+        for name, rs in runs.items():
+            out[name] = {
+                "wall_s": statistics.median(r["wall_s"] for r in rs),
+                "non_update_fraction": statistics.median(r["non_update_fraction"] for r in rs),
+                "fractions": {k: statistics.median(r["fractions"][k] for r in rs) for k in rs[0]["fractions"]},
+            }
+        out["same_final_metrics"] = all(a["final"] == b["final"] for a, b in zip(runs["before"], runs["after"]))
+    name = "bench_mission" + ("_compare" if args.compare else "") + (f"_{args.tag}" if args.tag else "")
+    path = write(name, out)
+    print(json.dumps({k: v for k, v in out.items() if k != "runs"}, indent=1, default=float), "->", path)
     return out
 
 

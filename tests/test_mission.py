@@ -2,6 +2,7 @@
 
 import csv
 import json
+import math
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from typer.testing import CliRunner
 
 from onlinegp import metrics
 from onlinegp.cli import app
-from onlinegp.rig.mission import Mission, MissionConfig, build_model
+from onlinegp.rig.mission import Mission, MissionConfig, build_model, open_mission, run_mission
 
 runner = CliRunner()
 BASE = ["mission", "--budget", "700", "--num-inducing", "60", "--num-steps", "2", "--seed", "3"]
@@ -111,6 +112,27 @@ def test_different_seed_differs():
     r1, r2 = one.step(), two.step()
     assert r1["num_samples"] == r2["num_samples"]  # same Bézier survey
     assert r1["smse"] != r2["smse"]  # different noise and model initialisation
+
+
+@pytest.mark.parametrize("every", [0.0, math.inf])
+def test_checkpoints_every_interval_and_at_the_last_epoch_resume_exactly(tmp_path, monkeypatch, every):
+    """Checkpoints (with metrics.csv) after every epoch with a zero interval, else only at the last epoch of a
+    call; a mission resumed from the checkpoint of a stopped call ends with the uninterrupted metrics."""
+    saves = []
+    save = Mission.save
+    monkeypatch.setattr(Mission, "save", lambda self, path: saves.append(self.epoch) or save(self, path))
+    config = dict(budget=700, num_inducing=30, num_steps=1, seed=3)
+    whole = run_mission(MissionConfig(**config), tmp_path / "whole", quiet=True, checkpoint_every=every)
+    epochs = len(whole.rows)
+    assert saves == (list(range(epochs)) if every == 0 else [epochs - 1])
+    saves.clear()
+    out = tmp_path / "parts"
+    run_mission(MissionConfig(**config), out, quiet=True, stop_after_epochs=2, checkpoint_every=every)
+    assert saves == ([0, 1] if every == 0 else [1]) and len(_rows(out)) == 2
+    resumed = run_mission(open_mission(MissionConfig(**config), out, resume=True), out, quiet=True)
+    assert [[r[k] for k in METRIC_COLUMNS] for r in resumed.rows] == [
+        [r[k] for k in METRIC_COLUMNS] for r in whole.rows
+    ]
 
 
 def test_resume_with_other_options_is_refused(runs):

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from .kernels import dense, diagonal
 from .linalg import JitterLog, cholesky, trisolve
-from .posterior import InducingPosterior, VariationalQ, kuu, kuv
+from .posterior import KUU_JITTER, InducingPosterior, VariationalQ, kuu, kuv, with_jitter
 
 LOG2PI = math.log(2 * math.pi)
 
@@ -325,6 +325,150 @@ def online_bound(
 ) -> Tensor:
     """Bui et al. (2017) online collapsed bound on the batch (X, y) given the old summary (total, not per datum)."""
     return online_terms(kernel, noise, Z, X, y, old, jitter_log).value
+
+
+@dataclass
+class _OldSummary:
+    """What the online bound needs of the old summary, θ-independent: L_u, Γ = L_Dₒ L_Dₒᵀ − I,
+    Λ = L_u⁻ᵀ Γ L_u⁻¹ (= S⁻¹ − K_uu^old⁻¹), L_Dₒβₒ, b = L_u⁻ᵀ L_Dₒ βₒ and the constant log|L_Dₒ| − ½‖βₒ‖²."""
+
+    Lu: Tensor
+    Gamma: Tensor
+    Lam: Tensor
+    LDb: Tensor
+    b: Tensor
+    constant: Tensor
+
+    @classmethod
+    def of(cls, old: InducingPosterior) -> "_OldSummary":
+        Lu, LDo, beta_o = old.Lu.detach(), old.LW.detach(), old.beta.detach()
+        Gamma = LDo @ LDo.mT - torch.eye(LDo.shape[0], dtype=LDo.dtype, device=LDo.device)
+        Lam = trisolve(Lu, trisolve(Lu, Gamma, transpose=True).mT, transpose=True)
+        LDb = LDo @ beta_o
+        constant = LDo.diagonal().log().sum() - 0.5 * (beta_o @ beta_o)
+        return cls(Lu, Gamma, 0.5 * (Lam + Lam.mT), LDb, trisolve(Lu, LDb, transpose=True), constant)
+
+
+class OnlineBound:
+    """The online collapsed bound of Bui et al. (2017) (:func:`online_bound`) at fixed inducing inputs, for an
+    optimiser's repeated evaluations under changing θ and σ² (SSGP++'s Adam steps; Chen et al. 2024, app. A4).
+
+    Once per batch: the θ-independent pieces of the old summary (:class:`_OldSummary`) and the union of the
+    inputs [Z_old; X_n] (plus any inducing input in neither), of which Z, Z_old and X_n are index sets. Per call:
+    one symmetric kernel matrix on the union (instead of K_vv, K_vf, K_uv and K_uu^new separately) and the bound
+    with its closed-form gradient (:class:`_OnlineBoundFunction`). Values and gradients equal :func:`online_bound`'s
+    to round-off (tests/test_fast_paths.py).
+    """
+
+    def __init__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        Z: Tensor,
+        X: Tensor,
+        y: Tensor,
+        old: InducingPosterior | None = None,
+        jitter_log: JitterLog | None = None,
+    ):
+        self.kernel, self.y, self.jitter_log = kernel, y, jitter_log
+        Zo = X[:0] if old is None else old.Z.detach()
+        base = torch.cat([Zo, X])
+        match = (Z.unsqueeze(1) == base.unsqueeze(0)).all(-1)
+        found = match.any(1)
+        self.iv = match.to(torch.uint8).argmax(1)
+        self.iv[~found] = base.shape[0] + torch.arange(int((~found).sum()), device=Z.device)
+        self.U = torch.cat([base, Z[~found]])
+        self.Mo, self.N = Zo.shape[0], X.shape[0]
+        self.X = X
+        self.Z = Z
+        self.old = None if old is None else _OldSummary.of(old)
+        self.same = (Zo.unsqueeze(1) == Z.unsqueeze(0)).all(-1).to(Z.dtype)  # where kuv adds ε
+
+    def __call__(self, noise: Tensor) -> Tensor:
+        """The bound (total over the batch) under the kernel's current parameters and noise σ²."""
+        K = dense(self.kernel, self.U)
+        Mo, N, iv = self.Mo, self.N, self.iv
+        Kvv = with_jitter(K[iv][:, iv])
+        Kvf = K[iv, Mo : Mo + N]
+        kff = diagonal(self.kernel, self.X)
+        if self.old is None:
+            return _OnlineBoundFunction.apply(Kvv, Kvf, kff, noise, None, None, self.y, None, self.jitter_log)
+        eps = KUU_JITTER.get(K.dtype, 1e-6) * diagonal(self.kernel, self.Z).mean().detach()
+        Kuv = K[:Mo, iv] + eps * self.same
+        Kuu = with_jitter(K[:Mo, :Mo])
+        return _OnlineBoundFunction.apply(Kvv, Kvf, kff, noise, Kuv, Kuu, self.y, self.old, self.jitter_log)
+
+
+class _OnlineBoundFunction(torch.autograd.Function):
+    """Value and hand-derived gradient of the online bound (Bui et al. 2017) in the kernel matrices and σ².
+
+    In unwhitened form, with Λ = L_u⁻ᵀ Γ L_u⁻¹, b = L_u⁻ᵀ L_Dₒ βₒ (fixed), P = σ⁻² K_vf K_fv + K_vu Λ K_uv,
+    c = σ⁻² K_vf y + K_vu b and Σ = K_vv + P = L_v D L_vᵀ:
+
+        F = −N/2 log 2πσ² − (yᵀy + Σ k_ff)/2σ² − ½⟨K_uu, Λ⟩ + ½ log|K_vv| − ½ log|Σ| + ½ cᵀΣ⁻¹c
+            + ½ tr(K_vv⁻¹P) + log|L_Dₒ| − ½‖βₒ‖²,
+
+    which is :class:`OnlineTerms`' value (its trace term −½ tr(Γ L_u⁻¹E_uuL_u⁻ᵀ) split into the last two
+    θ-dependent pieces). With γ = L_D⁻ᵀβ (so Σ⁻¹c = L_v⁻ᵀγ) and H = I − D⁻¹ − γγᵀ:
+        ∂F/∂P = ½ L_v⁻ᵀ H L_v⁻¹,      ∂F/∂K_vv = ½ L_v⁻ᵀ (H + I − D) L_v⁻¹,
+        ∂F/∂K_vf = σ⁻² L_v⁻ᵀ (H A_vf + γ yᵀ),   ∂F/∂K_uv = L_u⁻ᵀ (Γ W H + L_Dₒβₒ γᵀ) L_v⁻¹,   ∂F/∂K_uu = −½Λ,
+        ∂F/∂k_ff = −1/2σ²,   ∂F/∂σ² = −N/2σ² + (yᵀy + Σ k_ff)/2σ⁴ − (½⟨H A_vf, A_vf⟩ + γᵀA_vf y)/σ⁴,
+    where A_vf = L_v⁻¹K_vf and W = L_u⁻¹K_uvL_v⁻ᵀ. The forward is the stable form of :func:`online_terms` (D from
+    triangular solves, never Σ); the backward needs D⁻¹ (``torch.cholesky_inverse``) and three triangular solves.
+    """
+
+    @staticmethod
+    def forward(ctx, Kvv, Kvf, kff, noise, Kuv, Kuu, y, old, jitter_log):
+        M, N = Kvf.shape
+        eye = torch.eye(M, dtype=Kvf.dtype, device=Kvf.device)
+        Lv = cholesky(Kvv, jitter_log)
+        Avf = trisolve(Lv, Kvf)
+        D = eye + Avf @ Avf.mT / noise
+        c = Kvf @ y / noise
+        value = -0.5 * N * (LOG2PI + noise.log()) - 0.5 * (y @ y + kff.sum() - Avf.pow(2).sum()) / noise
+        GW = None
+        if old is not None:
+            W = trisolve(Lv, trisolve(old.Lu, Kuv).mT).mT  # L_u⁻¹ K_uv L_v⁻ᵀ
+            GW = old.Gamma @ W
+            WGW = W.mT @ GW  # D₂ − D₃ = Wᵀ Γ W
+            D = D + WGW
+            c = c + Kuv.mT @ old.b
+            value = value + old.constant - 0.5 * (Kuu * old.Lam).sum() + 0.5 * WGW.diagonal().sum()
+        D = 0.5 * (D + D.mT)
+        LD = cholesky(D, jitter_log)
+        beta = trisolve(LD, trisolve(Lv, c))
+        ctx.save_for_backward(Lv, Avf, D, LD, beta, GW, noise, y, kff)
+        ctx.old = old
+        return value + 0.5 * (beta @ beta) - LD.diagonal().log().sum()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        Lv, Avf, D, LD, beta, GW, noise, y, kff = ctx.saved_tensors
+        old = ctx.old
+        M, N = Avf.shape
+        eye = torch.eye(M, dtype=D.dtype, device=D.device)
+        gamma = trisolve(LD, beta, transpose=True)
+        H = eye - torch.cholesky_inverse(LD) - torch.outer(gamma, gamma)
+        HA = H @ Avf
+        left = trisolve(Lv, torch.cat([H + eye - D, HA + torch.outer(gamma, y)], -1), transpose=True)
+        rhs = left[:, :M].mT  # (H + I − D) L_v⁻¹
+        if old is not None:
+            Y = GW @ H + torch.outer(old.LDb, gamma)
+            rhs = torch.cat([rhs, Y.mT], -1)
+        right = trisolve(Lv, rhs, transpose=True)
+        g_vv = (0.5 * grad) * right[:, :M]
+        g_vf = (grad / noise) * left[:, M:]
+        g_ff = (-0.5 * grad / noise) * torch.ones_like(kff)
+        g_noise = grad * (
+            -0.5 * N / noise
+            + 0.5 * (y @ y + kff.sum()) / noise**2
+            - (0.5 * (HA * Avf).sum() + gamma @ (Avf @ y)) / noise**2
+        )
+        g_uv = g_uu = None
+        if old is not None:
+            g_uv = grad * trisolve(old.Lu, right[:, M:].mT, transpose=True)
+            g_uu = (-0.5 * grad) * old.Lam
+        return g_vv, g_vf, g_ff, g_noise.reshape(noise.shape), g_uv, g_uu, None, None, None
 
 
 def online_svgp_elbo(

@@ -97,6 +97,14 @@ def default_lengthscale(input_dim: int) -> float:
     return 0.3 if input_dim <= 3 else 0.3 * math.sqrt(input_dim / 2)
 
 
+def kernel_name(name: str, input_dim: int) -> str:
+    """The kernel a name stands for at this input width: 'auto' resolved (see :func:`make_kernel`), lower case."""
+    key = str(name).lower()
+    if key == "auto":
+        return "ak" if input_dim <= MAX_AK_INPUTS else "rbf"
+    return key
+
+
 def make_kernel(
     name: str | gpytorch.kernels.Kernel, input_dim: int, dtype: torch.dtype = torch.float64, **options
 ) -> gpytorch.kernels.Kernel:
@@ -109,9 +117,7 @@ def make_kernel(
     """
     if isinstance(name, gpytorch.kernels.Kernel):
         return name.to(dtype)
-    key = str(name).lower()
-    if key == "auto":
-        key = "ak" if input_dim <= MAX_AK_INPUTS else "rbf"
+    key = kernel_name(name, input_dim)
     if key in ("ak", "attentive"):
         base = AttentiveKernel(input_dim, **options)
     elif key == "rbf":

@@ -104,8 +104,9 @@ class OSGPR(KernelGP):
         n = xs.shape[0]
         Zp = torch.nn.Parameter(Z.clone()) if self.optimize_inducing else Z
 
-        # Z fixed: kernel work shared across the evaluations and a closed-form gradient (same values)
-        fixed_z = None if self.optimize_inducing else OnlineBound(self.kernel, Z, xs, ys, old, self.jitter)
+        # SSGP++ (Adam, Z fixed): kernel work shared across the steps and a closed-form gradient (same values)
+        adam_fixed_z = self.optimizer_name == "adam" and not self.optimize_inducing
+        fixed_z = OnlineBound(self.kernel, Z, xs, ys, old, self.jitter) if adam_fixed_z else None
 
         def bound() -> Tensor:
             if fixed_z is not None:

@@ -8,10 +8,11 @@ mean and std), RMSE, NLPD, MAE, sample and inducing counts, and update (wall and
 driving times.
 
 Missions are deterministic for a seed (one NumPy generator drives the planner, the noise and the random start;
-the model is built under ``torch`` seeded with the same seed and carries its own generator) and resumable: after
-every epoch an atomic checkpoint holds the model's ``state_dict``, the vehicle, planner and generator states, all
-collected samples and the metric rows, so a resumed mission ends with exactly the metrics of an uninterrupted one
-(bit for bit on the same machine and thread count; BLAS reductions may round differently elsewhere).
+the model is built under ``torch`` seeded with the same seed and carries its own generator) and resumable: an
+atomic checkpoint (at most :data:`CHECKPOINT_EVERY_S` seconds apart, and after the last epoch of a run) holds the
+model's ``state_dict``, the vehicle, planner and generator states, all collected samples and the metric rows, so a
+mission resumed from it ends with exactly the metrics of an uninterrupted one (bit for bit on the same machine and
+thread count; BLAS reductions may round differently elsewhere).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -33,11 +34,14 @@ import torch
 from .. import metrics
 from ..base import OnlineGP
 from ..io import atomic_write, write_csv
+from ..kernels import kernel_name
 from ..models.registry import MODELS, make_model
-from ..replay import Survey
 from .fields import DEFAULT_ENV, Field, FieldWarning, load_field
 from .planners import PLANNERS, bezier_pilot, make_planner, random_pilot
 from .robot import DiffDrive, PointSensor
+
+if TYPE_CHECKING:
+    from ..replay import Survey
 
 METRIC_KEYS = ("smse", "msll", "rmse", "nlpd", "mae")
 CHECKPOINT = "checkpoint.pt"
@@ -45,6 +49,9 @@ SURVEY = "survey.npz"
 #: files only a finished mission leaves (written after its last epoch)
 FINISHED = ("metrics.json", "model.pt")
 INITS = ("bezier", "random")
+#: seconds between checkpoints (each rewrites about 10 MB for POAM at M = 500, and metrics.csv with it): a killed
+#: mission loses at most this much work; a stopped or finished one is checkpointed at its last epoch
+CHECKPOINT_EVERY_S = 30.0
 #: settings added after sweeps were recorded: left out of :meth:`MissionConfig.to_dict` at their default (None), so
 #: earlier runs' configs (sweep hashes, checkpoints) stay the same
 LATER_KEYS = ("field_options", "noise_std", "speed")
@@ -234,7 +241,7 @@ def resolved_model(config: MissionConfig, model: OnlineGP) -> dict:
     if getattr(model, "num_steps", None) is not None:
         options["num_steps"] = int(model.num_steps)
     if isinstance(getattr(model, "_kernel_spec", None), str):
-        options["kernel"] = model._kernel_spec
+        options["kernel"] = kernel_name(model._kernel_spec, model.input_dim or 2)  # a mission's inputs are 2-D
     for key in ("num_inducing", "num_steps", "kernel", "noise"):
         options.setdefault(key, None)
     kernel = getattr(model, "kernel", None)
@@ -435,6 +442,8 @@ class Mission:
     def survey(self) -> Survey:
         """The samples so far as a replayable survey log (batch boundaries, evaluation grid, per-epoch metrics and
         the model's settings), for ``onlinegp replay``."""
+        from ..replay import Survey  # imports matplotlib: not needed before a mission's end
+
         xmin, xmax, ymin, ymax = self.config.task_extent
         rows = self.rows
         return Survey(
@@ -616,12 +625,14 @@ def run_mission(
     quiet: bool = False,
     stop_after_epochs: int | None = None,
     echo: Callable[[str], None] = print,
+    checkpoint_every: float = CHECKPOINT_EVERY_S,
 ) -> MissionResult:
     """Run ``mission`` (fresh from a config, or from :func:`open_mission`, possibly resumed) to its budget,
-    writing config.json, metrics.csv/json, a checkpoint after every epoch, the final model and figures to ``out``.
+    writing config.json, metrics.csv/json, checkpoints, the final model and figures to ``out``.
 
-    ``stop_after_epochs`` stops after that many epochs of this call, leaving the resumable checkpoint that a
-    killed run leaves behind.
+    The checkpoint (and metrics.csv) is written after the first epoch that ends ``checkpoint_every`` seconds or more
+    after the last one (0: after every epoch) and after the last epoch of the call. ``stop_after_epochs`` stops
+    after that many epochs of this call, leaving the resumable checkpoint that a killed run leaves behind.
     """
     mission = Mission(mission) if isinstance(mission, MissionConfig) else mission
     config = mission.config
@@ -659,14 +670,18 @@ def run_mission(
             completed=mission.num_samples,
             **(fmt(mission.rows[-1]) if mission.rows else {"epoch": "-", "smse": "-", "msll": "-"}),
         )
+        saved = time.perf_counter()
         while not mission.done and (stop_after_epochs is None or ran < stop_after_epochs):
             row = mission.step()
-            mission.save(ckpt)
+            ran += 1
             if mission.epoch == 0:  # the model's size and kernel are known once it has seen the pilot survey
                 info.update(_recorded_config(config, mission.model))
                 atomic_write(out / "config.json", json.dumps(info, indent=2))
-            write_csv(out / "metrics.csv", mission.rows)
-            ran += 1
+            last = mission.done or ran == stop_after_epochs
+            if last or time.perf_counter() - saved >= checkpoint_every:
+                mission.save(ckpt)
+                write_csv(out / "metrics.csv", mission.rows)
+                saved = time.perf_counter()
             progress.update(task, completed=mission.num_samples, **fmt(row))
     if not mission.done:
         return MissionResult(mission.rows, out, {"checkpoint": ckpt}, completed=False)
