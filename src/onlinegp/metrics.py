@@ -7,10 +7,10 @@ All take tensors or arrays of the same length: targets ``y``, predictive ``mean`
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import torch
-from scipy.stats import norm
 
 LOG2PI = math.log(2 * math.pi)
 
@@ -61,7 +61,7 @@ def calibration(y, mean, var, levels=(0.5, 0.8, 0.9, 0.95)) -> dict[float, float
     """Fraction of targets inside the central predictive interval of each level (ideal: the level itself)."""
     y, mean, var = _np(y, mean, var)
     z = np.abs(y - mean) / np.sqrt(var)
-    return {float(p): float(np.mean(z <= norm.ppf(0.5 + p / 2))) for p in levels}
+    return {float(p): float(np.mean(z <= NormalDist().inv_cdf(0.5 + p / 2))) for p in levels}
 
 
 def all_metrics(y, mean, var, y_train_mean: float, y_train_std: float) -> dict[str, float]:
