@@ -1,13 +1,17 @@
-"""WISKI update time per observation against the number of points seen (DESIGN §5: constant time).
+"""WISKI update time per observation against the number of points seen (DESIGN §5: constant time), for the Kronecker
+grid algebra and the dense reference (``algebra='dense'``), against one dense m × m Cholesky on the same machine.
 
-For each grid (2-D, m = 16² = 256; 3-D, m = 10³ = 1000) a model absorbs N points of a smooth synthetic field
-(in chunks, with no hyper-parameter steps: the caches WᵀW, Wᵀy, yᵀy are then exactly what one-at-a-time updates
+For each grid (2-D, m = 16² = 256; 3-D, m = 10³ = 1000) and algebra a model absorbs N points of a smooth synthetic
+field (in chunks, with no hyper-parameter steps: the caches WᵀW, Wᵀy, yᵀy are then exactly what one-at-a-time updates
 would have left, as tests/test_wiski.py checks), and then the next ``--points`` single observations are timed, each
-with its one Adam step and the predictor refresh (the full per-observation work of Algorithm 1). The timed updates
-of the different N are interleaved, so that load changes on a shared machine hit every N alike. Also reported:
-the bytes of the model's checkpoint (memory independent of N) and prediction time for 2500 points.
+with its one Adam step (the per-observation work of Algorithm 1; the prediction caches are rebuilt lazily, at the
+next prediction, whose time is reported apart). The timed updates of every (algebra, N) and a Cholesky of a dense
+m × m SPD matrix are interleaved, so that load changes on a shared machine hit them alike, and the ratio
+update / Cholesky is the machine-independent figure. Also reported: the bytes of the model's checkpoint (memory
+independent of N) and the time of the first prediction at 2500 points after an update (cache rebuild included).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_wiski.py [--sizes 1000,20000] [--points 20] [--threads 1]
+        [--algebras kronecker,dense] [--dense-sizes 1000]
 """
 
 from __future__ import annotations
@@ -44,42 +48,63 @@ def checkpoint_bytes(model: WISKI) -> int:
     return buf.getbuffer().nbytes
 
 
-def measure(dim: int, grid_size: int, sizes: list[int], points: int, seed: int = 0) -> list[dict]:
-    """Models at every N in ``sizes``; their timed single-point updates are interleaved (one each in turn), so a
-    change in machine load during the run affects every N alike."""
-    models, streams = [], []
-    for n in sizes:
-        X, y = data(n + points, dim, seed)
-        model = WISKI(dim, grid_size=grid_size, num_steps=0, x_bounds=[[-1.0] * dim, [1.0] * dim], seed=seed)
-        for i in range(0, n, 2000):
-            model.update(X[i : min(i + 2000, n)], y[i : min(i + 2000, n)])
-        model.num_steps = 1
-        models.append(model)
-        streams.append((X[n:], y[n:]))
-    times = [[] for _ in sizes]
-    phases = [[] for _ in sizes]
+def measure(
+    dim: int, grid_size: int, sizes: list[int], points: int, algebras: dict[str, list[int]], seed: int = 0
+) -> list[dict]:
+    """Models at every (algebra, N) in ``algebras``; their timed single-point updates and a dense m × m Cholesky are
+    interleaved (one each in turn), so that a change in machine load affects them all alike."""
+    runs = []
+    for algebra, ns in algebras.items():
+        for n in (n for n in sizes if n in ns):
+            X, y = data(n + points, dim, seed)
+            model = WISKI(
+                dim,
+                grid_size=grid_size,
+                algebra=algebra,
+                num_steps=0,
+                pretrain_steps=0,
+                x_bounds=[[-1.0] * dim, [1.0] * dim],
+                seed=seed,
+            )
+            for i in range(0, n, 2000):
+                model.update(X[i : min(i + 2000, n)], y[i : min(i + 2000, n)])
+            model.num_steps = 1
+            runs.append({"algebra": algebra, "num_data": n, "model": model, "X": X[n:], "y": y[n:], "t": [], "ph": []})
+    m = grid_size**dim
+    M = torch.randn(m, m, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    spd = M @ M.mT + m * torch.eye(m, dtype=torch.float64)
+    chol = []
     for p in range(points):
-        for k, (model, (X, y)) in enumerate(zip(models, streams)):
+        t0 = time.perf_counter()
+        torch.linalg.cholesky(spd)
+        chol.append(time.perf_counter() - t0)
+        for run in runs:
             t0 = time.perf_counter()
-            report = model.update(X[p : p + 1], y[p : p + 1])
-            times[k].append(time.perf_counter() - t0)
-            phases[k].append(report.timings)
+            report = run["model"].update(run["X"][p : p + 1], run["y"][p : p + 1])
+            run["t"].append(time.perf_counter() - t0)
+            run["ph"].append(report.timings)
     Xt, _ = data(2500, dim, seed + 1)
     rows = []
-    for k, (n, model) in enumerate(zip(sizes, models)):
+    chol_median = statistics.median(chol)
+    for run in runs:
+        model = run["model"]
         t0 = time.perf_counter()
         model.predict(Xt)
         predict = time.perf_counter() - t0
+        times = run["t"]
         rows.append(
             {
                 "dim": dim,
                 "m": model.num_inducing,
-                "num_data": n,
-                "update_median_s": statistics.median(times[k]),
-                "update_min_s": min(times[k]),
-                "update_max_s": max(times[k]),
-                "phases_median_s": {key: statistics.median(ph[key] for ph in phases[k]) for key in phases[k][0]},
-                "predict_2500_s": predict,
+                "algebra": run["algebra"],
+                "num_data": run["num_data"],
+                "update_median_s": statistics.median(times),
+                "update_min_s": min(times),
+                "update_max_s": max(times),
+                "cholesky_median_s": chol_median,
+                "update_over_cholesky": statistics.median(times) / chol_median,
+                "phases_median_s": {key: statistics.median(ph[key] for ph in run["ph"]) for key in run["ph"][0]},
+                "predict_2500_after_update_s": predict,
                 "checkpoint_bytes": checkpoint_bytes(model),
             }
         )
@@ -92,26 +117,39 @@ def main() -> dict:
     ap.add_argument("--points", type=int, default=20, help="single-point updates timed at each N")
     ap.add_argument("--grids", default="2:16,3:10", help="comma-separated dim:grid_size")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--algebras", default="kronecker,dense", help="comma-separated WISKI algebras")
+    ap.add_argument("--dense-sizes", default="1000", help="the N at which the (slow) dense algebra is timed")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    dense_sizes = [int(s) for s in args.dense_sizes.split(",")]
+    algebras = {a: dense_sizes if a == "dense" else sizes for a in args.algebras.split(",")}
     rows = []
     for spec in args.grids.split(","):
         dim, g = (int(v) for v in spec.split(":"))
-        for row in measure(dim, g, [int(s) for s in args.sizes.split(",")], args.points):
+        for row in measure(dim, g, sorted(set(sizes) | set(dense_sizes)), args.points, algebras):
             rows.append(row)
-            n = row["num_data"]
             print(
-                f"d={dim} m={row['m']:5d} N={n:6d}: update median {1e3 * row['update_median_s']:.1f} ms "
-                f"(min {1e3 * row['update_min_s']:.1f}), predict 2500 {1e3 * row['predict_2500_s']:.1f} ms, "
+                f"d={dim} m={row['m']:5d} {row['algebra']:9s} N={row['num_data']:6d}: update median "
+                f"{1e3 * row['update_median_s']:.1f} ms (min {1e3 * row['update_min_s']:.1f}) = "
+                f"{row['update_over_cholesky']:.1f} x Cholesky ({1e3 * row['cholesky_median_s']:.1f} ms), "
+                f"predict 2500 after an update {1e3 * row['predict_2500_after_update_s']:.1f} ms, "
                 f"checkpoint {row['checkpoint_bytes'] / 1e6:.2f} MB",
                 flush=True,
             )
     ratios = {}
-    for dim in {r["dim"] for r in rows}:
-        rs = sorted((r for r in rows if r["dim"] == dim), key=lambda r: r["num_data"])
-        ratios[f"d{dim}_update_ratio_N{rs[-1]['num_data']}_over_N{rs[0]['num_data']}"] = (
-            rs[-1]["update_median_s"] / rs[0]["update_median_s"]
-        )
+    for dim in sorted({r["dim"] for r in rows}):
+        for algebra in algebras:
+            rs = sorted((r for r in rows if r["dim"] == dim and r["algebra"] == algebra), key=lambda r: r["num_data"])
+            if len(rs) > 1:
+                ratios[f"d{dim}_{algebra}_update_ratio_N{rs[-1]['num_data']}_over_N{rs[0]['num_data']}"] = (
+                    rs[-1]["update_median_s"] / rs[0]["update_median_s"]
+                )
+        same = {r["algebra"]: r for r in rows if r["dim"] == dim and r["num_data"] == dense_sizes[0]}
+        if {"kronecker", "dense"} <= set(same):
+            ratios[f"d{dim}_dense_over_kronecker_N{dense_sizes[0]}"] = (
+                same["dense"]["update_median_s"] / same["kronecker"]["update_median_s"]
+            )
     print(json.dumps(ratios, indent=1))
     result = {
         "benchmark": "wiski",

@@ -1,4 +1,5 @@
-"""WISKI against dense SKI computations (W K_UU Wᵀ + D), cache updates, Lanczos, checkpoints, classification."""
+"""WISKI against dense SKI computations (W K_UU Wᵀ + D), both algebras (Kronecker and the dense reference), cache
+updates, Lanczos, the paper's set-up, checkpoints, classification."""
 
 import copy
 import math
@@ -7,12 +8,16 @@ import pytest
 import torch
 from conftest import state_equal
 
+from onlinegp.kronecker import kron_congruence, kron_dense, kron_matmul, logdet_quad
 from onlinegp.models.registry import make_model
-from onlinegp.models.wiski import WISKI, CubicGrid, WISKIClassifier
+from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier
 from onlinegp.posterior import kuu
 
 D = torch.float64
 BOUNDS2 = [[-1.0, -1.0], [1.0, 1.0]]
+ALGEBRAS = ["kronecker", "dense"]
+#: the tests below check exactness update by update: the first batch takes ``num_steps`` steps like every other
+STEPS = dict(pretrain_steps=0)
 
 
 def toy(n=80, dim=2, seed=0):
@@ -51,11 +56,13 @@ def assert_close(a, b, tol=1e-6):
     assert torch.allclose(a, b, rtol=tol, atol=tol * max(1.0, float(b.abs().max()))), float((a - b).abs().max())
 
 
+@pytest.mark.parametrize("algebra", ALGEBRAS)
 @pytest.mark.parametrize("num_steps", [0, 1])
-def test_matches_dense_ski_after_single_and_batch_updates(num_steps):
+def test_matches_dense_ski_after_single_and_batch_updates(num_steps, algebra):
     X, y = toy()
     Xs = torch.rand(7, 2, dtype=D, generator=torch.Generator().manual_seed(5)) * 2.2 - 1.1
-    model = WISKI(2, grid_size=10, num_steps=num_steps, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+    model = WISKI(2, grid_size=10, num_steps=num_steps, algebra=algebra, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+    assert model.algebra == algebra
     n = 0
     for b in (20, 1, 1, 4, 1, 3):
         model.update(X[n : n + b], y[n : n + b])
@@ -71,13 +78,13 @@ def test_matches_dense_ski_after_single_and_batch_updates(num_steps):
 
 def test_caches_equal_recomputation_from_all_data():
     X, y = toy(60)
-    model = WISKI(2, grid_size=9, num_steps=1, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+    model = WISKI(2, grid_size=9, num_steps=1, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
     n = stream(model, X, y)
     W = model.grid.dense(X[:n])
     assert torch.allclose(model.WtW, W.T @ W, atol=1e-12)
     assert torch.allclose(model.Wty, W.T @ y[:n], atol=1e-12)
     assert math.isclose(float(model.yty), float(y[:n] @ y[:n]), rel_tol=1e-12)
-    batch = WISKI(2, grid_size=9, num_steps=0, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+    batch = WISKI(2, grid_size=9, num_steps=0, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
     batch.update(X[:n], y[:n])
     assert torch.allclose(model.WtW, batch.WtW, atol=1e-12) and torch.allclose(model.Wty, batch.Wty, atol=1e-12)
 
@@ -101,7 +108,7 @@ def test_lanczos_full_rank_equals_cholesky():
     X, y = toy(50)
     Xs = torch.rand(6, 2, dtype=D, generator=torch.Generator().manual_seed(3)) * 2 - 1
     models = [
-        WISKI(2, grid_size=7, num_steps=1, root=root, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+        WISKI(2, grid_size=7, num_steps=1, root=root, algebra="dense", x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
         for root in ("cholesky", "lanczos")
     ]
     for m in models:
@@ -110,18 +117,21 @@ def test_lanczos_full_rank_equals_cholesky():
     assert_close(b.mean, a.mean)
     assert_close(b.cov_f, a.cov_f)
     assert_close(models[1].log_marginal_likelihood(), models[0].log_marginal_likelihood())
-    low = WISKI(2, grid_size=7, num_steps=1, root="lanczos", rank=30, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+    low = WISKI(2, grid_size=7, num_steps=1, root="lanczos", rank=30, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
     stream(low, X, y, pattern=(20, 1, 1, 5))
     pred = low.predict(Xs)
-    assert low.R.shape == (49, 30) and bool(torch.isfinite(pred.mean).all())
+    assert low.predictive_caches()[0].shape == (49, 30) and bool(torch.isfinite(pred.mean).all())
     assert float((pred.mean - a.mean).abs().max()) < 0.3
 
 
-def test_fixed_noise_matches_dense():
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_fixed_noise_matches_dense(algebra):
     X, y = toy(40)
     noise = 0.05 + torch.rand(40, dtype=D, generator=torch.Generator().manual_seed(2))
     Xs = torch.rand(5, 2, dtype=D) * 2 - 1
-    model = WISKI(2, grid_size=8, num_steps=1, fixed_noise=True, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+    model = WISKI(
+        2, grid_size=8, num_steps=1, fixed_noise=True, algebra=algebra, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS
+    )
     n = stream(model, X, y, pattern=(15, 1, 1, 4), noise=noise)
     pred = model.predict(Xs, full_cov=True)
     mean, cov, mll = dense_ski(model, X[:n], y[:n], Xs, noise=noise[:n])
@@ -131,9 +141,12 @@ def test_fixed_noise_matches_dense():
     assert_close(model.log_marginal_likelihood(), mll)
 
 
-def test_projection_for_high_dimensional_inputs():
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_projection_for_high_dimensional_inputs(algebra):
     X, y = toy(60, dim=5)
-    model = WISKI(5, grid_size=12, num_steps=2, x_bounds=[[-1.0] * 5, [1.0] * 5], y_stats=(0.0, 1.0))
+    model = WISKI(
+        5, grid_size=12, num_steps=2, algebra=algebra, x_bounds=[[-1.0] * 5, [1.0] * 5], y_stats=(0.0, 1.0), **STEPS
+    )
     model.update(X[:30], y[:30])
     h_first = model.features(X[:30]).detach()
     assert bool((h_first.abs() < 1).all())
@@ -150,11 +163,16 @@ def test_projection_for_high_dimensional_inputs():
     assert torch.allclose(model.WtW, W.T @ W, atol=1e-10)
     pred = model.predict(X[40:50])
     assert bool(torch.isfinite(pred.mean).all()) and bool((pred.var_f > 0).all())
+    # the predictions are those of dense SKI over the stored features
+    Kuu = kuu(model.kernel, model.U).detach()
+    Ws = model.grid.dense(model.features(X[40:50]).detach())
+    K = W @ Kuu @ W.T + model.noise.detach() * torch.eye(31, dtype=D)
+    assert_close(pred.mean, Ws @ Kuu @ W.T @ torch.linalg.solve(K, torch.cat([y[:30], y[30:31]])))
 
 
 def test_checkpoint_round_trip_and_resume():
     X, y = toy(40, dim=5)
-    kw = dict(grid_size=8, num_steps=1, x_bounds=[[-1.0] * 5, [1.0] * 5])
+    kw = dict(grid_size=8, num_steps=1, pretrain_steps=5, x_bounds=[[-1.0] * 5, [1.0] * 5])
     a = WISKI(5, **kw)
     stream(a, X, y, pattern=(20, 1, 1))
     b = WISKI(5, **kw)
@@ -186,6 +204,13 @@ def test_constructor_validation_and_registry():
         WISKI(2, grid_size=[8, 8, 8])
     with pytest.raises(ValueError):
         WISKI(2, grid_size=8, root="lanczos", rank=65)
+    with pytest.raises(ValueError):
+        WISKI(2, algebra="toeplitz")
+    with pytest.raises(ValueError):
+        WISKI(2, algebra="kronecker", root="lanczos")
+    with pytest.raises(ValueError):
+        WISKI(2, algebra="kronecker", kernel="matern52")
+    assert WISKI(2, kernel="matern52").algebra == "dense" and WISKI(2).algebra == "kronecker"
     fixed = WISKI(2, grid_size=8, fixed_noise=True)
     with pytest.raises(ValueError):
         fixed.update(torch.zeros(2, 2), torch.zeros(2))
@@ -200,7 +225,7 @@ def test_classifier_beats_chance_on_separable_blobs():
     labels = torch.randint(0, 3, (150,), generator=g)
     centres = torch.tensor([[-1.0, -1.0], [1.0, -1.0], [0.0, 1.2]], dtype=D)
     X = centres[labels] + 0.3 * torch.randn(150, 2, dtype=D, generator=g)
-    clf = WISKIClassifier(2, 3, grid_size=10, num_steps=1, x_bounds=[[-2.5, -2.5], [2.5, 2.5]])
+    clf = WISKIClassifier(2, 3, grid_size=10, num_steps=1, pretrain_steps=20, x_bounds=[[-2.5, -2.5], [2.5, 2.5]])
     clf.update(X[:20], labels[:20])
     for i in range(20, 60):
         clf.update(X[i : i + 1], labels[i : i + 1])
@@ -214,6 +239,126 @@ def test_classifier_beats_chance_on_separable_blobs():
     with pytest.raises(ValueError):
         clf.update(X[:2], torch.tensor([0, 3]))
     assert state_equal(before, clf.state_dict())
-    twin = WISKIClassifier(2, 3, grid_size=10, num_steps=1, x_bounds=[[-2.5, -2.5], [2.5, 2.5]], seed=7)
+    twin = WISKIClassifier(
+        2, 3, grid_size=10, num_steps=1, pretrain_steps=20, x_bounds=[[-2.5, -2.5], [2.5, 2.5]], seed=7
+    )
     twin.load_state_dict(before)
     assert torch.equal(twin.predict_proba(X[100:]), clf.predict_proba(X[100:]))
+
+
+# ---------------------------------------------------------------------------------------------- the Kronecker algebra
+def test_kronecker_products_match_dense():
+    g = torch.Generator().manual_seed(0)
+    F = [torch.randn(k, k, dtype=D, generator=g) for k in (3, 5, 4)]
+    Fd = kron_dense(F)
+    assert torch.allclose(Fd, torch.kron(torch.kron(F[0], F[1]), F[2]))
+    B = torch.randn(60, 7, dtype=D, generator=g)
+    assert torch.allclose(kron_matmul(F, B), Fd @ B, atol=1e-12)
+    assert torch.allclose(kron_matmul(F, B, transpose=True), Fd.T @ B, atol=1e-12)
+    assert torch.allclose(kron_matmul(F, B[:, 0]), Fd @ B[:, 0], atol=1e-12)
+    A = B @ B.T
+    assert torch.allclose(kron_congruence(F, A), Fd.T @ A @ Fd, atol=1e-10)
+
+
+def test_kronecker_factors_give_kuu_on_the_grid():
+    model = WISKI(3, grid_size=[5, 6, 4], kernel_options={"lengthscale": 0.9}, x_bounds=[[-1.0] * 3, [1.0] * 3])
+    with torch.no_grad():
+        model.kernel.base_kernel.lengthscale = torch.tensor([[0.4, 0.7, 1.3]], dtype=D)
+        model.kernel.outputscale = 2.5
+    L = kron_dense(model.kuu_factors())
+    assert torch.allclose(L @ L.T, kuu(model.kernel, model.U), rtol=1e-6, atol=1e-7)
+    assert torch.equal(L, torch.tril(L))  # a Kronecker product of lower triangles is the Cholesky factor
+
+
+def test_logdet_quad_gradient_matches_autograd():
+    g = torch.Generator().manual_seed(3)
+    M = torch.randn(9, 9, dtype=D, generator=g)
+    S0 = (M @ M.T).requires_grad_(True)
+    b0 = torch.randn(9, dtype=D, generator=g).requires_grad_(True)
+    logdet, quad, LQ = logdet_quad(S0, b0)
+    ga = torch.autograd.grad(2 * logdet - 0.5 * quad, (S0, b0))
+    Q1, b1 = S0.detach().clone().requires_grad_(True), b0.detach().clone().requires_grad_(True)
+    ref = 2 * torch.logdet(Q1 + torch.eye(9, dtype=D)) - 0.5 * b1 @ torch.linalg.solve(Q1 + torch.eye(9, dtype=D), b1)
+    assert torch.allclose(LQ @ LQ.T, S0.detach() + torch.eye(9, dtype=D))
+    gb = torch.autograd.grad(ref, (Q1, b1))
+    assert (
+        torch.allclose(logdet, torch.logdet(Q1 + torch.eye(9, dtype=D)))
+        and torch.allclose(ga[0], gb[0])
+        and torch.allclose(ga[1], gb[1])
+    )
+
+
+@pytest.mark.parametrize("dim,grid", [(2, 9), (3, 5)])
+def test_kronecker_marginal_likelihood_and_gradient_equal_dense(dim, grid):
+    X, y = toy(70, dim=dim)
+    models = [
+        WISKI(
+            dim,
+            grid_size=grid,
+            num_steps=0,
+            algebra=a,
+            x_bounds=[[-1.0] * dim, [1.0] * dim],
+            y_stats=(0.0, 1.0),
+            **STEPS,
+        )
+        for a in ALGEBRAS
+    ]
+    grads = []
+    for model in models:
+        with torch.no_grad():
+            model.kernel.base_kernel.lengthscale = torch.linspace(0.4, 0.8, dim, dtype=D)
+        model.update(X, y)
+        mll = model._posterior(model.WtW, model.Wty, model.yty, model.logdet_noise, model.num_data, False).mll
+        params = [model.kernel.raw_outputscale, model.kernel.base_kernel.raw_lengthscale, model.likelihood.raw_noise]
+        grads.append((float(mll), torch.cat([g.reshape(-1) for g in torch.autograd.grad(mll, params)])))
+    assert math.isclose(grads[0][0], grads[1][0], rel_tol=1e-7)
+    assert_close(grads[0][1], grads[1][1])
+    assert math.isclose(grads[0][0], dense_ski(models[1], X, y, X[:2])[2], rel_tol=1e-7)
+
+
+def test_prediction_caches_rebuilt_lazily_and_on_parameter_change():
+    X, y = toy(40)
+    model = WISKI(2, grid_size=8, num_steps=1, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+    model.update(X[:30], y[:30])
+    assert model._cache is None  # an update does not build R
+    R1, _ = model.predictive_caches()
+    assert model.predictive_caches()[0] is R1  # built once, reused
+    with torch.no_grad():
+        model.kernel.base_kernel.lengthscale = torch.tensor([[0.5, 0.5]], dtype=D)
+    pred = model.predict(X[30:])
+    mean, _, _ = dense_ski(model, X[:30], y[:30], X[30:])
+    assert_close(pred.mean, mean)
+    model.update(X[30:31], y[30:31])
+    assert model._cache is None
+
+
+def test_paper_setup_defaults():
+    """Stanton et al. 2021, Table C.1 and the authors' feature map: rates, pre-training schedule, length-scale 0.693."""
+    model = WISKI(5, x_bounds=[[-1.0] * 5, [1.0] * 5])
+    assert (model.lr, model.lr_projection, model.pretrain_steps) == (5e-3, 5e-4, 200)
+    assert (model.pretrain_lr, model.pretrain_lr_projection) == (5e-2, 5e-3)
+    assert torch.allclose(model.kernel.base_kernel.lengthscale, torch.full((1, 2), 0.693, dtype=D))
+    assert model.grid.size == 256 and model.algebra == "kronecker"
+    proj = model.projection
+    assert isinstance(proj, InputProjection) and proj.linear.bias is not None and not proj.norm.affine
+    x = torch.randn(50, 5, dtype=D)
+    z = proj.linear(x)
+    h = proj(x, batch_stats=True)
+    assert torch.allclose(h, torch.tanh((z - z.mean(0)) / (z.var(0, unbiased=False) + proj.norm.eps).sqrt() / 2))
+    # the first batch takes 200 cosine-annealed steps: the learning rate ends at zero, the online optimiser is fresh
+    X, y = toy(40, dim=5)
+    steps = []
+    model.pretrain_steps = 7
+    original = model._adam
+
+    def spy(lr, lr_projection):
+        adam = original(lr, lr_projection)
+        steps.append(adam)
+        return adam
+
+    model._adam = spy
+    model.update(X, y)
+    assert len(steps) == 1 and [g["lr"] for g in steps[0].param_groups] == [0.0, 0.0]
+    assert [g["initial_lr"] for g in steps[0].param_groups] == [5e-2, 5e-3]
+    assert all(s["step"] == 7 for s in steps[0].state.values())
+    assert len(model.optimizer.state) == 0

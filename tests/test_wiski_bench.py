@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from onlinegp.bench.wiski import run_banana, run_bo, run_uci
+from onlinegp.bench.wiski import _wiski_options, run_banana, run_bo, run_uci
 
 
 def test_uci_stream_writes_metrics(tmp_path):
@@ -12,6 +12,7 @@ def test_uci_stream_writes_metrics(tmp_path):
         tmp_path,
         datasets=["skillcraft"],
         models=["wiski", "exact", "not-a-model"],
+        all_input_models=["osgpr"],
         max_points=6,
         eval_every=3,
         max_test=50,
@@ -19,7 +20,11 @@ def test_uci_stream_writes_metrics(tmp_path):
         quiet=True,
         log=lambda s: None,
     )
-    assert {r["model"] for r in rows} == {"wiski", "exact"}
+    assert {(r["inputs"], r["model"]) for r in rows} == {
+        ("shared", "wiski"),
+        ("shared", "exact"),
+        ("all", "osgpr (all inputs)"),
+    }
     assert [r["num_data"] for r in rows if r["model"] == "wiski"] == [151, 154, 157]
     assert all(r["rmse"] > 0 and r["update_time"] > 0 for r in rows)
     for name in ("config.json", "metrics.csv", "metrics.json", "uci.png"):
@@ -61,3 +66,11 @@ def test_bo_loop(tmp_path):
     )
     assert [r["num_data"] for r in rows if r["model"] == "wiski"] == [8, 11]
     assert all(r["best"] <= 0 for r in rows) and (tmp_path / "bo.png").is_file()
+
+
+def test_table_c1_rates_per_dataset():
+    """Stanton et al. 2021, Table C.1: elevators and protein learn slower than skillcraft; unlisted sets take its row."""
+    sk, el = _wiski_options("skillcraft", 200), _wiski_options("elevators", 200)
+    assert (sk["pretrain_lr"], sk["pretrain_lr_projection"], sk["lr"], sk["lr_projection"]) == (5e-2, 5e-3, 5e-3, 5e-4)
+    assert (el["pretrain_lr"], el["pretrain_lr_projection"], el["lr"], el["lr_projection"]) == (1e-2, 1e-3, 1e-3, 1e-4)
+    assert _wiski_options("kin40k", 7) == {**sk, "pretrain_steps": 7} and sk["grid_size"] == 16

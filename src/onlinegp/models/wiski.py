@@ -1,9 +1,9 @@
 """WISKI: Woodbury-inversion structured kernel interpolation (Stanton et al. 2021, §4 and appendix A).
 
 SKI approximates K_XX ≈ W K_UU Wᵀ with U a product grid of m inducing points (≤ 3 dimensions) and W sparse
-cubic (Keys) interpolation weights, 4^d non-zeros per row. With a root K_UU ≈ L Lᵀ (Cholesky, r = m, or a
-rank-r Lanczos root) and the noise precision folded in (A = WᵀD⁻¹W, c = WᵀD⁻¹y, D = σ²I or fixed noise),
-the Woodbury identity (Eqs. 5-15, appendix A.5) gives, with Q' = I + Lᵀ A L = L_Q L_Qᵀ and β = L_Q⁻¹ Lᵀ c:
+cubic (Keys) interpolation weights, 4^d non-zeros per row. With a root K_UU = L Lᵀ and the noise precision folded in
+(A = WᵀD⁻¹W, c = WᵀD⁻¹y, D = σ²I or fixed noise), the Woodbury identity (Eqs. 5-15, appendix A.5) gives, with
+Q' = I + Lᵀ A L = L_Q L_Qᵀ and β = L_Q⁻¹ Lᵀ c:
 
     log p(y) = −½ [yᵀD⁻¹y − ‖β‖² + log|Q'| + log|D| + n log 2π]
     mean(x*) = w*ᵀ L Q'⁻¹ Lᵀ c = w*ᵀ α,        α = R β,   R = L L_Q⁻ᵀ
@@ -11,18 +11,36 @@ the Woodbury identity (Eqs. 5-15, appendix A.5) gives, with Q' = I + Lᵀ A L = 
 
 For D = σ²I this is the SGPR form of :mod:`onlinegp.posterior` with u = f(U), whose W is Q'. The only data-dependent
 state is WᵀW, Wᵀy, yᵀy and n (precision-weighted for fixed noise): each observation adds a 4^d × 4^d block (Eqs. 16-17),
-constant time, and the marginal likelihood (Eq. 13) costs O(m² r + r³) whatever n is (O(m³) with the Cholesky root,
-which is recomputed after every hyper-parameter step), so one Adam step per observation keeps the hyper-parameters
-learning in constant time (Algorithm 1). Predictions cost O(4^d r) per point (sparse W*, cached R and α).
+constant time. The paper keeps a rank-r root of WᵀW updated by rank-one steps (§4.2, O(m r²) per point); here WᵀW is
+kept itself (O(16^d) per point, exact at every rank), which is the same Q' = I + Lᵀ(WᵀW)L.
 
-For D > 3 inputs a learnt feature map h(x) = tanh(BN(A x)) to [-1, 1]² is used (§4.3, appendix A.4): past
-interpolation vectors are frozen, so the projection's gradient only sees the newest points: the objective of
-each step is the marginal likelihood of all data with the stored caches fixed and the new batch's w(h(x; φ))
-differentiable, exactly Eq. 18 (A.5) for one point. θ and φ take their Adam step together on that objective,
-then the batch is absorbed with the stepped φ (the paper takes the φ step, absorbs, then the θ step; here θ's
-gradient is taken at the pre-step φ, saving a second pass). Batch-norm uses the first batch's statistics
-(gradients through them on that batch, as in batch training); they are then frozen, so that later single points
-are normalised by the same map as the stored ones, while its affine part keeps learning.
+Two algebras compute Q' (``algebra``):
+
+* ``'kronecker'`` (the default for the RBF kernel): K_UU = ⊗_d K_d on the product grid (Saatçi 2012; Wilson &
+  Nickisch 2015), L = ⊗_d chol(K_d) from the small per-dimension matrices, Lᵀ A L by mode products in O(m² Σ_d g_d),
+  one m × m Cholesky of Q' and, for the gradient, Q'⁻¹ from that factor (:mod:`onlinegp.kronecker`): no dense m × m
+  kernel matrix is formed or factorised, and no m³ matrix product is taken.
+* ``'dense'``: K_UU formed and factorised densely (Cholesky, or a rank-r Lanczos root), Lᵀ A L by dense products, the
+  gradient by autograd through the factorisation: the slow reference the tests compare the fast path with.
+
+The prediction caches R and α (an m³ triangular solve) are rebuilt lazily at the first prediction after an update or a
+change of any parameter, not after every point. So one Adam step per observation (Algorithm 1) costs
+O(m² Σ_d g_d + m³) whatever n is, and predictions O(4^d m) per point.
+
+For D > 3 inputs a learnt feature map h(x) = tanh(BN(A x + b) / 2) to [-1, 1]² is used (§4.3, §5.1: "a linear
+projection ... transformed via a batch-norm operation and the non-linear tanh"; the bias, the batch-norm without affine
+parameters and the halved argument are the authors' released implementation's): past interpolation vectors are
+frozen, so the projection's gradient only sees the newest points: the objective of each step is the marginal
+likelihood of all data with the stored caches fixed and the new batch's w(h(x; φ)) differentiable, exactly Eq. 18
+(A.5) for one point. θ and φ take their Adam step together on that objective, then the batch is absorbed with the
+stepped φ (Algorithm 1 absorbs first, then steps φ and θ in turn; here θ's gradient is taken at the pre-step φ,
+saving a second pass). Batch-norm uses the first batch's statistics (gradients through them on that batch, as in
+batch training); they are then frozen, so that later single points are normalised by the same map as the stored ones.
+
+The set-up defaults follow Stanton et al. 2021, Table C.1 (skillcraft and powerplant rows): the first batch is
+pre-training, 200 full-batch Adam steps (epochs) at 5e-2 (θ) and 5e-3 (φ) with cosine annealing to zero, then one
+step per update at 5e-3 (θ) and 5e-4 (φ); the RBF length-scale starts at 0.693 (gpytorch's default, softplus(0)).
+Elevators and protein use 1e-2/1e-3 and 1e-3/1e-4 (:data:`onlinegp.bench.wiski.TABLE_C1`).
 
 ``WISKIClassifier`` is Dirichlet-based classification (Milios et al. 2018; Stanton et al. 2021, §5.2, appendix A.5): one
 fixed-noise WISKI regression per class on transformed one-hot targets, class probabilities by sampling.
@@ -35,12 +53,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import gpytorch
 import torch
 from torch import Tensor, nn
 
 from ..base import KernelGP, PhaseTimer
+from ..kernels import dense
+from ..kronecker import kron_congruence, kron_dense, kron_matmul, logdet_quad
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
-from ..posterior import kuu
+from ..posterior import kuu, with_jitter
 from ..training import gradient_steps
 from ..validation import as_tensor_2d
 from .registry import register
@@ -49,6 +70,8 @@ LOG2PI = math.log(2 * math.pi)
 
 #: default points per dimension: m = 256 in 1-D and 2-D (Stanton et al. 2021, Table C.1), 10³ = 1000 in 3-D (§5.3)
 DEFAULT_GRID = {1: 256, 2: 16, 3: 10}
+#: initial RBF length-scale (gpytorch's default, softplus(0), which the authors' runs kept; Stanton et al. 2021, App. C)
+DEFAULT_LENGTHSCALE = 0.693
 
 
 class CubicGrid:
@@ -76,10 +99,13 @@ class CubicGrid:
     def size(self) -> int:
         return math.prod(self.sizes)
 
+    def axes(self) -> list[Tensor]:
+        """The grid's coordinates along each dimension (g_d,)."""
+        return [self.lower - h + h * torch.arange(g, dtype=self.dtype) for g, h in zip(self.sizes, self.spacing)]
+
     def points(self) -> Tensor:
         """The (m, d) grid, in the row-major order of the flattened indices."""
-        axes = [self.lower - h + h * torch.arange(g, dtype=self.dtype) for g, h in zip(self.sizes, self.spacing)]
-        return torch.cartesian_prod(*axes).reshape(self.size, self.dim)
+        return torch.cartesian_prod(*self.axes()).reshape(self.size, self.dim)
 
     def weights(self, x: Tensor) -> tuple[Tensor, Tensor, int]:
         """Indices (n, 4^d) and cubic weights (n, 4^d) of each row of ``x`` (n, d), and how many were clamped."""
@@ -160,7 +186,8 @@ class SKIPosterior:
         jitter_log: JitterLog | None = None,
         predictive: bool = True,
     ) -> "SKIPosterior":
-        """From a root L of K_UU and precision-weighted A = WᵀD⁻¹W, c = WᵀD⁻¹y, yy = yᵀD⁻¹y, log|D|.
+        """From a dense root L of K_UU and precision-weighted A = WᵀD⁻¹W, c = WᵀD⁻¹y, yy = yᵀD⁻¹y, log|D|: dense
+        products and autograd through the Cholesky of Q' (the reference algebra).
 
         ``predictive=False`` skips R and α (an m²r solve the marginal likelihood alone does not need)."""
         LtA = L.mT @ A
@@ -171,21 +198,54 @@ class SKIPosterior:
         mll = -0.5 * (yy - beta @ beta + 2 * LQ.diagonal().log().sum() + logdet_noise + n * LOG2PI)
         if not predictive:
             return cls(mll=mll, R=None, alpha=None)
-        R = trisolve(LQ, L.mT).mT
+        return cls.finish(mll, LQ, L.mT, beta)
+
+    @classmethod
+    def from_kronecker(
+        cls,
+        factors: list[Tensor],
+        A: Tensor,
+        c: Tensor,
+        yy: Tensor,
+        logdet_noise: Tensor,
+        n: int,
+        jitter_log: JitterLog | None = None,
+        predictive: bool = True,
+        scale: Tensor | None = None,
+    ) -> "SKIPosterior":
+        """As :meth:`from_terms` with L = ⊗_d C_d given by its per-dimension factors: Q' = I + Lᵀ A L by mode products
+        (O(m² Σ_d g_d)), one m × m Cholesky, and the gradient of log|Q'| and ‖β‖² through Q'⁻¹ (O(m³), no m³ product).
+        A scalar precision s (A = s WᵀW, c = s Wᵀy) is best passed as ``scale`` with the unscaled A and c: it then
+        enters through the first factor (√s C_1, a g_1 × g_1 product) instead of a pass over the m × m A."""
+        root = factors if scale is None else [factors[0] * scale.sqrt(), *factors[1:]]
+        b = kron_matmul(factors, c, transpose=True) * (1.0 if scale is None else scale)
+        logdet, quad, LQ = logdet_quad(kron_congruence(root, A), b, jitter_log)
+        mll = -0.5 * (yy - quad + logdet + logdet_noise + n * LOG2PI)
+        if not predictive:
+            return cls(mll=mll, R=None, alpha=None)
+        return cls.finish(mll, LQ, kron_dense([C.mT for C in factors]), trisolve(LQ, b.detach()))
+
+    @classmethod
+    def finish(cls, mll: Tensor, LQ: Tensor, Lt: Tensor, beta: Tensor) -> "SKIPosterior":
+        """With the prediction caches R = L L_Q⁻ᵀ (from Lᵀ) and α = R β."""
+        R = trisolve(LQ, Lt).mT
         return cls(mll=mll, R=R, alpha=R @ beta)
 
 
 class InputProjection(nn.Module):
-    """h(x) = tanh(BN(A x)) to [-1, 1]^k (Stanton et al. 2021, §4.3, §5.1); batch-norm statistics frozen after the first
-    batch."""
+    """h(x) = tanh(BN(A x + b) / 2) to [-1, 1]^k (Stanton et al. 2021, §4.3, §5.1; the text says "a linear projection
+    ... batch-norm ... tanh", the bias, the batch-norm without affine parameters and the halved argument are from the
+    authors' released code). The batch-norm statistics are frozen after the first batch, so from then on the bias
+    shifts the features and learns with A."""
 
     def __init__(self, input_dim: int, out_dim: int = 2, seed: int = 0, dtype: torch.dtype = torch.float64):
         super().__init__()
         gen = torch.Generator().manual_seed(int(seed))
-        self.linear = nn.Linear(input_dim, out_dim, bias=False).to(dtype)
+        self.linear = nn.Linear(input_dim, out_dim).to(dtype)
         with torch.no_grad():
             self.linear.weight.copy_(torch.randn(out_dim, input_dim, generator=gen, dtype=dtype) / math.sqrt(input_dim))
-        self.norm = nn.BatchNorm1d(out_dim).to(dtype)  # holds γ, β and the frozen statistics
+            self.linear.bias.zero_()
+        self.norm = nn.BatchNorm1d(out_dim, affine=False).to(dtype)  # holds the frozen statistics
 
     def forward(self, x: Tensor, batch_stats: bool = False) -> Tensor:
         z = self.linear(x)
@@ -193,7 +253,7 @@ class InputProjection(nn.Module):
             mu, var = z.mean(0), z.var(0, unbiased=False)
         else:
             mu, var = self.norm.running_mean, self.norm.running_var
-        return torch.tanh((z - mu) / (var + self.norm.eps).sqrt() * self.norm.weight + self.norm.bias)
+        return torch.tanh((z - mu) / (var + self.norm.eps).sqrt() / 2)
 
     @torch.no_grad()
     def freeze_statistics(self, x: Tensor) -> None:
@@ -213,16 +273,24 @@ class WISKI(KernelGP):
         input_dim: D. Up to 3 the grid is over the (scaled) inputs; above, over a learnt 2-D projection.
         grid_size: points per grid dimension (int or list); default 256 (1-D), 16 (2-D), 10 (3-D).
         margin: the grid's interpolable range is [-1 - margin, 1 + margin] in scaled inputs (default 0.1).
-        kernel: 'rbf' (default, ARD), 'matern52', ... or a gpytorch Kernel over the grid dimensions.
-        num_steps: Adam steps per update (default 1, Algorithm 1); 0 freezes the hyper-parameters.
-        lr: Adam learning rate of kernel and noise (default 1e-2); ``lr_projection`` of the projection (1e-3).
-        root: 'cholesky' (r = m) or 'lanczos' (rank ``rank`` root of K_UU; basis held fixed in the gradient).
+        kernel: 'rbf' (default, ARD, length-scale starting at 0.693), 'matern52', ... or a gpytorch Kernel over the grid
+            dimensions.
+        algebra: 'kronecker' (per-dimension factors; needs a ScaleKernel(RBFKernel), the default kernel), 'dense' (the
+            reference: dense K_UU, autograd through its factorisations) or 'auto' (default: kronecker where it
+            applies, i.e. an RBF kernel and the Cholesky root).
+        num_steps: Adam steps per update after the first (default 1, Algorithm 1); 0 freezes the hyper-parameters.
+        lr: Adam learning rate of kernel and noise online (default 5e-3); ``lr_projection`` of the projection (5e-4).
+        pretrain_steps: full-batch Adam steps on the first batch (default 200, Table C.1's T_batch), at
+            ``pretrain_lr`` (5e-2) and ``pretrain_lr_projection`` (5e-3), cosine-annealed to zero; 0 makes the first
+            update an ordinary one (``num_steps`` steps at ``lr``).
+        root: 'cholesky' (r = m) or 'lanczos' (rank ``rank`` root of K_UU, dense algebra; basis held fixed in the
+            gradient).
         fixed_noise: heteroscedastic fixed-noise likelihood (appendix A.5): ``update(x, y, noise=...)``.
         projection_dim: grid dimensions of the learnt projection when D > 3 (default 2).
-        kernel_options, noise, x_bounds, y_stats, seed, dtype: as for every :class:`~onlinegp.base.KernelGP`.
+        **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
     """
 
-    _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "R", "alpha")
+    _dynamic = ("WtW", "Wty", "yty", "logdet_noise")
 
     def __init__(
         self,
@@ -231,20 +299,31 @@ class WISKI(KernelGP):
         grid_size: int | list[int] | None = None,
         margin: float = 0.1,
         kernel: Any = "rbf",
+        algebra: str = "auto",
         num_steps: int = 1,
-        lr: float = 1e-2,
-        lr_projection: float = 1e-3,
+        lr: float = 5e-3,
+        lr_projection: float = 5e-4,
+        pretrain_steps: int = 200,
+        pretrain_lr: float = 5e-2,
+        pretrain_lr_projection: float = 5e-3,
         root: str = "cholesky",
         rank: int | None = None,
         fixed_noise: bool = False,
         projection_dim: int = 2,
+        kernel_options: dict | None = None,
         **options: Any,
     ):
-        super().__init__(input_dim, kernel=kernel, **options)
+        if isinstance(kernel, str):
+            kernel_options = {"lengthscale": DEFAULT_LENGTHSCALE, **(kernel_options or {})}
+        super().__init__(input_dim, kernel=kernel, kernel_options=kernel_options, **options)
         if root not in ("cholesky", "lanczos"):
             raise ValueError(f"root must be 'cholesky' or 'lanczos', got {root!r}")
-        if num_steps < 0:
-            raise ValueError(f"num_steps must be >= 0, got {num_steps}")
+        if algebra not in ("auto", "kronecker", "dense"):
+            raise ValueError(f"algebra must be 'auto', 'kronecker' or 'dense', got {algebra!r}")
+        if algebra == "kronecker" and root != "cholesky":
+            raise ValueError("the Lanczos root is only available with algebra='dense'")
+        if num_steps < 0 or pretrain_steps < 0:
+            raise ValueError(f"num_steps and pretrain_steps must be >= 0, got {num_steps} and {pretrain_steps}")
         if not 1 <= projection_dim <= 3:
             raise ValueError(f"projection_dim must be 1, 2 or 3 (the grid is exponential in it), got {projection_dim}")
         self._grid_size, self.margin, self.projection_dim, self._rank = (
@@ -253,11 +332,15 @@ class WISKI(KernelGP):
             int(projection_dim),
             rank,
         )
-        self.lr, self.lr_projection, self.root = lr, lr_projection, root
+        self.lr, self.lr_projection, self.root, self._algebra = lr, lr_projection, root, algebra
+        self.pretrain_steps, self.pretrain_lr, self.pretrain_lr_projection = (
+            int(pretrain_steps),
+            pretrain_lr,
+            pretrain_lr_projection,
+        )
         self.fixed_noise = bool(fixed_noise)
         self.num_steps = int(num_steps)
-        self.R: Tensor | None = None
-        self.alpha: Tensor | None = None
+        self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (parameters it was built under, R, α)
         self._batch_noise: Tensor | None = None
 
     def _kernel_dim(self, input_dim: int) -> int:
@@ -276,17 +359,27 @@ class WISKI(KernelGP):
         if self._rank is not None and not 1 <= int(self._rank) <= m:
             raise ValueError(f"rank must be between 1 and the grid size m = {m}, got {self._rank}")
         self.rank = m if self._rank is None else int(self._rank)
+        separable = isinstance(self.kernel, gpytorch.kernels.ScaleKernel) and isinstance(
+            self.kernel.base_kernel, gpytorch.kernels.RBFKernel
+        )
+        if self._algebra == "kronecker" and not separable:
+            raise ValueError("algebra='kronecker' needs a ScaleKernel(RBFKernel) (a product over dimensions)")
+        self.algebra = "kronecker" if self._algebra != "dense" and separable and self.root == "cholesky" else "dense"
         self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
-        noise_params = [] if self.fixed_noise else list(self.likelihood.parameters())
-        groups = [{"params": list(self.kernel.parameters()) + noise_params, "lr": self.lr}]
-        if self.projection is not None:
-            groups.append({"params": list(self.projection.parameters()), "lr": self.lr_projection})
-        self.optimizer = torch.optim.Adam(groups)
+        self.optimizer = self._adam(self.lr, self.lr_projection)
         self.register_buffer("U", self.grid.points())
         self.WtW = torch.zeros(m, m, dtype=self.dtype)
         self.Wty = torch.zeros(m, dtype=self.dtype)
         self.yty = torch.zeros((), dtype=self.dtype)
         self.logdet_noise = torch.zeros((), dtype=self.dtype)
+
+    def _adam(self, lr: float, lr_projection: float) -> torch.optim.Adam:
+        """Adam over θ (kernel, and noise unless fixed) at ``lr`` and the projection's φ at ``lr_projection``."""
+        noise_params = [] if self.fixed_noise else list(self.likelihood.parameters())
+        groups = [{"params": list(self.kernel.parameters()) + noise_params, "lr": lr}]
+        if self.projection is not None:
+            groups.append({"params": list(self.projection.parameters()), "lr": lr_projection})
+        return torch.optim.Adam(groups)
 
     # ------------------------------------------------------------------ the public extras
     def update(self, x: Any, y: Any, noise: Any = None):
@@ -317,6 +410,15 @@ class WISKI(KernelGP):
             raise RuntimeError("the model has seen no data yet")
         return float(self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, self.num_data, False).mll)
 
+    @torch.no_grad()
+    def predictive_caches(self) -> tuple[Tensor, Tensor]:
+        """R (m, r) and α (m,) of the current data and parameters, rebuilt only when either changed since the last."""
+        key = torch.cat([p.detach().reshape(-1) for p in self.parameters()])
+        if self._cache is None or not torch.equal(self._cache[0], key):
+            post = self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, self.num_data)
+            self._cache = (key, post.R, post.alpha)
+        return self._cache[1], self._cache[2]
+
     @property
     def num_inducing(self) -> int | None:
         return None if self.input_dim is None else self.grid.size
@@ -344,14 +446,34 @@ class WISKI(KernelGP):
         T = Qb.mT @ K @ Qb
         return Qb @ cholesky(0.5 * (T + T.mT), self.jitter)
 
+    def kuu_factors(self) -> list[Tensor]:
+        """Per-dimension Cholesky roots C_d of K_d + ε_d I (ε_d as :func:`~onlinegp.posterior.kuu`'s), so that
+        ⊗_d C_d C_dᵀ = K_UU up to the jitters; the outputscale is in the first factor. K_d is the base kernel on the
+        d-th axis with the other coordinates at 0, where a product kernel contributes k(0, 0) = 1."""
+        base, factors = self.kernel.base_kernel, []
+        for d, axis in enumerate(self.grid.axes()):
+            Z = torch.zeros(axis.shape[0], self.grid_dim, dtype=self.dtype)
+            Z[:, d] = axis
+            K = dense(base, Z)
+            if d == 0:
+                K = self.kernel.outputscale * K
+            factors.append(cholesky(with_jitter(K), self.jitter))
+        return factors
+
     def _posterior(
         self, WtW: Tensor, Wty: Tensor, yty: Tensor, logdet_noise: Tensor, n: int, predictive: bool = True
     ) -> SKIPosterior:
-        L = self.kuu_root()
-        if self.fixed_noise:
-            return SKIPosterior.from_terms(L, WtW, Wty, yty, logdet_noise, n, self.jitter, predictive)
-        s2 = self.noise
-        return SKIPosterior.from_terms(L, WtW / s2, Wty / s2, yty / s2, n * s2.log(), n, self.jitter, predictive)
+        prec = None
+        if not self.fixed_noise:
+            s2 = self.noise
+            prec, yty, logdet_noise = 1.0 / s2, yty / s2, n * s2.log()
+        if self.algebra == "kronecker":
+            return SKIPosterior.from_kronecker(
+                self.kuu_factors(), WtW, Wty, yty, logdet_noise, n, self.jitter, predictive, prec
+            )
+        if prec is not None:
+            WtW, Wty = WtW * prec, Wty * prec
+        return SKIPosterior.from_terms(self.kuu_root(), WtW, Wty, yty, logdet_noise, n, self.jitter, predictive)
 
     def _new_terms(self, xs: Tensor, ys: Tensor, prec: Tensor | None, batch_stats: bool):
         idx, val, clamped = self.grid.weights(self.features(xs, batch_stats))
@@ -374,27 +496,41 @@ class WISKI(KernelGP):
             return self._posterior(*terms[:3], logdet, n, predictive=False).mll
 
         with timer("hyperparameters"):
-            value = gradient_steps([self.optimizer], mll, self.num_steps, scale=n)
+            if self.num_data == 0 and self.pretrain_steps > 0:
+                value = self._pretrain(mll, n)
+            else:
+                value = gradient_steps([self.optimizer], mll, self.num_steps, scale=n)
         with timer("caches"), torch.no_grad():
             if first_stats:
                 self.projection.freeze_statistics(xs)
             WtW, Wty, yty, clamped = self._new_terms(xs, ys, prec, False)
             self.WtW, self.Wty, self.yty, self.logdet_noise = WtW, Wty, yty, logdet
-        with timer("predictor"), torch.no_grad():
-            post = self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, n)
-            self.R, self.alpha = post.R, post.alpha
-        return {"objective": value, "mll": float(post.mll), "clamped": clamped, "noise": float(self.noise.detach())}
+            self._cache = None
+        return {"objective": value, "clamped": clamped, "noise": float(self.noise.detach())}
+
+    def _pretrain(self, mll, n: int) -> float:
+        """``pretrain_steps`` full-batch Adam steps at the pre-training rates, cosine-annealed to zero (Stanton et al.
+        2021, Table C.1); a fresh Adam, so the online optimiser starts from zero moments as after batch training."""
+        adam = self._adam(self.pretrain_lr, self.pretrain_lr_projection)
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(adam, T_max=self.pretrain_steps)
+        for _ in range(self.pretrain_steps):
+            value = gradient_steps([adam], mll, 1, scale=n)
+            schedule.step()
+        return value
 
     def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
+        R, alpha = self.predictive_caches()
         Ws = self.grid.sparse(self.features(xs))
-        mean = torch.sparse.mm(Ws, self.alpha.unsqueeze(-1)).squeeze(-1)
-        Rw = torch.sparse.mm(Ws, self.R)  # rows (Rᵀ w*)ᵀ: O(4^d r) per point
+        mean = torch.sparse.mm(Ws, alpha.unsqueeze(-1)).squeeze(-1)
+        Rw = torch.sparse.mm(Ws, R)  # rows (Rᵀ w*)ᵀ: O(4^d r) per point
         if full_cov:
             cov = Rw @ Rw.mT
             return mean, cov.diagonal().clone(), cov
         return mean, Rw.pow(2).sum(-1), None
 
     # ------------------------------------------------------------------ checkpoints
+    def _load_extra_state(self, state: dict) -> None:
+        self._cache = None  # rebuilt from the loaded state at the next prediction
 
 
 class WISKIClassifier(nn.Module):
