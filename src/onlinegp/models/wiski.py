@@ -278,7 +278,8 @@ class WISKI(KernelGP):
         algebra: 'kronecker' (per-dimension factors; needs a ScaleKernel(RBFKernel), the default kernel), 'dense' (the
             reference: dense K_UU, autograd through its factorisations) or 'auto' (default: kronecker where it
             applies, i.e. an RBF kernel and the Cholesky root).
-        num_steps: Adam steps per update after the first (default 1, Algorithm 1); 0 freezes the hyper-parameters.
+        num_steps: Adam steps per update after the first (default: one per new observation, as Algorithm 1 takes
+            one step per point, so a batch of B points gets B steps); 0 freezes the hyper-parameters.
         lr: Adam learning rate of kernel and noise online (default 5e-3); ``lr_projection`` of the projection (5e-4).
         pretrain_steps: full-batch Adam steps on the first batch (default 200, Table C.1's T_batch), at
             ``pretrain_lr`` (5e-2) and ``pretrain_lr_projection`` (5e-3), cosine-annealed to zero; 0 makes the first
@@ -300,7 +301,7 @@ class WISKI(KernelGP):
         margin: float = 0.1,
         kernel: Any = "rbf",
         algebra: str = "auto",
-        num_steps: int = 1,
+        num_steps: int | None = None,
         lr: float = 5e-3,
         lr_projection: float = 5e-4,
         pretrain_steps: int = 200,
@@ -322,7 +323,7 @@ class WISKI(KernelGP):
             raise ValueError(f"algebra must be 'auto', 'kronecker' or 'dense', got {algebra!r}")
         if algebra == "kronecker" and root != "cholesky":
             raise ValueError("the Lanczos root is only available with algebra='dense'")
-        if num_steps < 0 or pretrain_steps < 0:
+        if (num_steps is not None and num_steps < 0) or pretrain_steps < 0:
             raise ValueError(f"num_steps and pretrain_steps must be >= 0, got {num_steps} and {pretrain_steps}")
         if not 1 <= projection_dim <= 3:
             raise ValueError(f"projection_dim must be 1, 2 or 3 (the grid is exponential in it), got {projection_dim}")
@@ -339,7 +340,7 @@ class WISKI(KernelGP):
             pretrain_lr_projection,
         )
         self.fixed_noise = bool(fixed_noise)
-        self.num_steps = int(num_steps)
+        self.num_steps = None if num_steps is None else int(num_steps)
         self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (parameters it was built under, R, α)
         self._batch_noise: Tensor | None = None
 
@@ -499,7 +500,8 @@ class WISKI(KernelGP):
             if self.num_data == 0 and self.pretrain_steps > 0:
                 value = self._pretrain(mll, n)
             else:
-                value = gradient_steps([self.optimizer], mll, self.num_steps, scale=n)
+                steps = xs.shape[0] if self.num_steps is None else self.num_steps
+                value = gradient_steps([self.optimizer], mll, steps, scale=n)
         with timer("caches"), torch.no_grad():
             if first_stats:
                 self.projection.freeze_statistics(xs)
