@@ -124,3 +124,16 @@ def test_stream_run_writes_rows_and_files(tmp_path):
     )
     assert len(exact) == 1 and exact[0]["num_inducing"] == 192
     assert rows[-1]["rmse"] < 1.3 * exact[0]["rmse"]
+
+
+def test_stream_keeps_the_finished_batches_of_an_interrupted_run(tmp_path):
+    config = StreamConfig("concrete", "osgpr", batches=4, max_size=200, seed=0, options={"num_steps": 5})
+
+    def interrupt(row, model, x):
+        if row["batch"] == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_stream(config, tmp_path / "run", on_batch=interrupt)
+    lines = (tmp_path / "run" / "metrics.csv").read_text().splitlines()
+    assert len(lines) == 1 + 2 and lines[2].startswith("2,")

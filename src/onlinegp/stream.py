@@ -98,7 +98,8 @@ def run_stream(
 
     Model 'exact' is refitted from scratch on all data seen so far with L-BFGS, only at ``eval_batches``
     (1-based; default every batch) since it costs O(N³). ``on_batch(row, model, batch_inputs)`` is called after
-    every evaluated batch (e.g. to draw maps).
+    every evaluated batch (e.g. to draw maps). With ``out``, ``metrics.csv`` is rewritten after every evaluated
+    batch, so an interrupted run keeps the batches it finished.
     """
     ds = load_dataset(config.dataset, **config.dataset_options)
     if config.max_size is not None:
@@ -150,6 +151,9 @@ def run_stream(
         row["predict_time"] = time.perf_counter() - t0
         row.update(standardised_scores(test, pred.mean.numpy(), pred.var_y.numpy(), y_std))
         rows.append(row)
+        if out is not None:  # the scores so far survive an interrupted run
+            Path(out).mkdir(parents=True, exist_ok=True)
+            write_csv(Path(out) / "metrics.csv", rows)
         if on_batch is not None:
             on_batch(row, model, train.X[idx])
     if out is not None:
