@@ -1,10 +1,15 @@
 """Smoke runs of the WISKI benches (paper 002 §5) at toy sizes: they run end to end and write their outputs."""
 
+import inspect
 import json
 
 import pytest
+import torch
+import typer
+from typer.testing import CliRunner
 
-from onlinegp.bench.wiski import _wiski_options, run_banana, run_bo, run_uci
+from onlinegp.bench.wiski import BO_FUNCTIONS, _wiski_options, run_banana, run_bo, run_uci
+from onlinegp.cli import app
 
 
 def test_uci_stream_writes_metrics(tmp_path):
@@ -51,6 +56,7 @@ def test_banana_stream(tmp_path):
 
 @pytest.mark.slow
 def test_bo_loop(tmp_path):
+    pytest.importorskip("botorch")
     rows = run_bo(
         tmp_path,
         functions=["ackley"],
@@ -66,6 +72,52 @@ def test_bo_loop(tmp_path):
     )
     assert [r["num_data"] for r in rows if r["model"] == "wiski"] == [8, 11]
     assert all(r["best"] <= 0 for r in rows) and (tmp_path / "bo.png").is_file()
+
+
+def test_bo_functions_are_the_papers_with_table_2_noise():
+    """Stanton et al. 2021, appendix C.2 and Table 2: six noisy 3-D BoTorch functions, the default everywhere."""
+    assert {name: noise for name, (_, noise) in BO_FUNCTIONS.items()} == {
+        "levy": 10.0,
+        "ackley": 4.0,
+        "styblinski-tang": 20.0,
+        "rastrigin": 10.0,
+        "griewank": 4.0,
+        "michalewicz": 5.0,
+    }
+    test_functions = pytest.importorskip("botorch.test_functions")
+    for cls, noise in BO_FUNCTIONS.values():
+        f = getattr(test_functions, cls)(dim=3, noise_std=noise, negate=True)
+        assert f.dim == 3 and f.noise_std == noise
+    assert inspect.signature(run_bo).parameters["functions"].default == tuple(BO_FUNCTIONS)
+    bench = typer.main.get_command(app).commands["bench"].commands["wiski-bo"]
+    cli_default = next(p.default for p in bench.params if p.name == "functions")
+    assert cli_default.split(",") == list(BO_FUNCTIONS)
+
+
+def test_bo_unknown_function_fails_before_work(tmp_path):
+    with pytest.raises(ValueError, match="rosenbrock"):
+        run_bo(tmp_path, functions=["levy", "rosenbrock"], quiet=True, log=lambda s: None)
+    assert not (tmp_path / "metrics.json").exists()
+    args = ["bench", "wiski-bo", "--functions", "hartmann", "--num-restarts", "2", "--raw-samples", "8"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 2 and "hartmann" in result.output
+
+
+@pytest.mark.slow
+def test_bo_loop_on_the_appendix_functions(tmp_path):
+    """A step on each added function: the best noise-free value never decreases and stays below the optimum."""
+    pytest.importorskip("botorch")
+    names = ["styblinski-tang", "rastrigin", "griewank", "michalewicz"]
+    rows = run_bo(
+        tmp_path, functions=names, models=["exact"], iterations=2, init_steps=1, steps=1, num_restarts=1,
+        raw_samples=8, mc_samples=8, quiet=True, log=lambda s: None,
+    )  # fmt: skip
+    assert [r["function"] for r in rows] == [n for n in names for _ in range(2)]
+    # noise-free maxima of the negated functions (Michalewicz: below 3, its sum of three terms each at most 1)
+    optimum = {"styblinski-tang": 39.16617 * 3, "rastrigin": 0.0, "griewank": 0.0, "michalewicz": 3.0}
+    for name in names:
+        best = [r["best"] for r in rows if r["function"] == name]
+        assert best[0] <= best[1] <= optimum[name] and torch.isfinite(torch.tensor(best)).all()
 
 
 def test_table_c1_rates_per_dataset():

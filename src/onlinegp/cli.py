@@ -86,7 +86,11 @@ def mission_command(
         help="run directory (default: a new runs/mission/MODEL-ENV-seedK[-N], never an existing one); one that "
         "holds a mission needs --resume or --force",
     ),
-    planner: str = typer.Option("max-entropy", "--planner", help="max-entropy, random or lawnmower"),
+    planner: str = typer.Option(
+        "max-entropy",
+        "--planner",
+        help="max-entropy, nipv (integrated-variance reduction, 64 candidates: slower), random or lawnmower",
+    ),
     init: str = typer.Option("bezier", "--init", help="pilot survey: bezier, or random (Chen et al. 2024, app. B)"),
     num_inducing: int = typer.Option(None, "--num-inducing", help="model size M (model default if unset)"),
     num_steps: int = typer.Option(
@@ -604,14 +608,20 @@ _WISKI_OPTIONS = {
 
 @_run_command("wiski-bo", "wiski.run_bo", out="runs/wiski-bo")
 def bench_wiski_bo(
-    functions: str = list_option("levy,ackley", "--functions", "comma-separated: levy, ackley"),
+    functions: str = list_option(
+        "levy,ackley,styblinski-tang,rastrigin,griewank,michalewicz",
+        "--functions",
+        "comma-separated noisy 3-D BoTorch test functions (default: the six of Stanton et al. 2021, appendix C.2)",
+    ),
     models: str = list_option("wiski,exact", "--models", "comma-separated registered models"),
     iterations: int = typer.Option(20, "--iterations", help="BO iterations (q points each)"),
     seeds: str = list_option("0", "--seeds", "comma-separated seeds", int),
     grid_size: int = typer.Option(8, "--grid-size", help="WISKI grid points per dimension (m = g³)"),
     steps: int = typer.Option(5, "--steps", help="Adam steps per BO iteration (50 on the initial points)"),
+    num_restarts: int = typer.Option(4, "--num-restarts", help="L-BFGS-B restarts of the acquisition (paper: 10)"),
+    raw_samples: int = typer.Option(64, "--raw-samples", help="random samples to start them from (paper: 512)"),
 ) -> None:
-    """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D Levy and Ackley with WISKI and an exact GP."""
+    """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D test functions with WISKI and an exact GP."""
 
 
 @_run_command("wiski-uci", "wiski.run_uci", out="runs/wiski-uci")

@@ -5,6 +5,8 @@
 * :func:`random_pilot`: the random initialisation of appendix B (start and first samples uniform in the extent).
 * :class:`MaxEntropyPlanner`: 2000 uniform candidates scored by normalised predictive entropy minus 0.5 ×
   normalised distance from the vehicle; the best one is the next goal.
+* :class:`NIPVPlanner`: uniform candidates scored by the reduction of the integrated posterior variance over the
+  extent (BoTorch's ``qNegIntegratedPosteriorVariance``), traded off against distance as above.
 * :class:`RandomPlanner`: a uniform random goal (appendix B); :class:`LawnmowerPlanner`: a boustrophedon sweep.
 
 Every planner has ``plan(model, position, rng) -> goal (2,)`` and ``state()``/``load_state()`` for checkpoints.
@@ -12,10 +14,12 @@ Every planner has ``plan(model, position, rng) -> goal (2,)`` and ``state()``/``
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from typing import Any
 
 import numpy as np
+import torch
 from scipy.special import comb
 
 TASK_EXTENT = (-30.0, 30.0, -30.0, 30.0)
@@ -110,6 +114,81 @@ class MaxEntropyPlanner:
         pass
 
 
+class NIPVPlanner(MaxEntropyPlanner):
+    """Go to the candidate maximising normalised integrated-variance reduction − ``distance_weight`` × normalised
+    distance.
+
+    The reduction of a candidate x is mean_m var[f(m)] − mean_m var[f(m) | y(x)] over ``num_mc_points`` fixed
+    uniform integration points m: the negative integrated posterior variance (NIPV) of Seo et al. 2000 as BoTorch's
+    ``qNegIntegratedPosteriorVariance`` computes it, through :class:`~onlinegp.botorch.OnlineGPModel` (the model
+    conditioned on one noisy observation at x without hyper-parameter steps). Each candidate costs a copy and an
+    update of the model (0.13-0.16 s for POAM at M = 450-500 on a loaded 2-core machine), hence far fewer
+    candidates than the max-entropy planner's 2000: the default 64 took 5-15 s (median 10.5 s) per epoch of a
+    1500-sample valley-ridges mission, and its best candidate reaches 91% of the reduction of the best of 256
+    (32: 83%; measured on the same mission at 900 samples).
+
+    Args:
+        extent: the task extent (xmin, xmax, ymin, ymax). num_candidates: uniform candidates per epoch (default 64).
+        distance_weight: weight of the normalised distance (default 0.5, as for max-entropy).
+        num_mc_points: integration points, uniform over the extent (default 256). seed: their seed (default 0).
+        chunk_size: candidates conditioned at once (copies of the model held in memory together; default 16).
+    """
+
+    def __init__(
+        self,
+        extent: tuple[float, float, float, float] = TASK_EXTENT,
+        num_candidates: int = 64,
+        distance_weight: float = 0.5,
+        num_mc_points: int = 256,
+        seed: int = 0,
+        chunk_size: int = 16,
+    ):
+        super().__init__(extent, num_candidates, distance_weight)
+        if importlib.util.find_spec("botorch") is None:
+            raise ValueError("the nipv planner needs BoTorch: pip install 'onlinegp[bo]'")
+        if num_mc_points < 1 or chunk_size < 1:
+            raise ValueError(f"num_mc_points and chunk_size must be >= 1, got {num_mc_points} and {chunk_size}")
+        self.chunk_size = int(chunk_size)
+        self.mc_points = _uniform(extent, int(num_mc_points), np.random.default_rng(seed))
+
+    def variance_reductions(self, model: Any, candidates: np.ndarray) -> np.ndarray:
+        """Integrated variance of f over the mc points now minus after one noisy observation at each candidate.
+
+        For POAM, whose q(u) lags the hyper-parameters of its last M-step, every conditioned copy also rebuilds q
+        at the current ones: a nearly constant offset (14 of a median 15 at 900 samples on valley-ridges) that the
+        normalised score, and so the choice, does not see."""
+        from botorch.acquisition.active_learning import qNegIntegratedPosteriorVariance
+        from botorch.sampling.normal import SobolQMCNormalSampler
+
+        from ..botorch import OnlineGPModel
+
+        mc_points = torch.as_tensor(self.mc_points, dtype=model.dtype)
+        # one fixed fantasy: the conditioned variance does not depend on its value, and a seeded sampler leaves
+        # torch's global generator (and so the mission's determinism) untouched
+        nipv = qNegIntegratedPosteriorVariance(
+            OnlineGPModel(model), mc_points, sampler=SobolQMCNormalSampler(torch.Size([1]), seed=0)
+        )
+        X = torch.as_tensor(candidates, dtype=model.dtype)[:, None, :]
+        with torch.no_grad():
+            now = model.predict(mc_points).var_f.mean()
+            after = torch.cat([-nipv(X[i : i + self.chunk_size]) for i in range(0, X.shape[0], self.chunk_size)])
+        return (now - after).cpu().numpy().astype(np.float64)
+
+    def scores(self, model: Any, candidates: np.ndarray, position: np.ndarray) -> np.ndarray:
+        """Score of each candidate: normalised variance reduction − ``distance_weight`` × normalised distance."""
+        dist = np.hypot(*(candidates - np.asarray(position)[None, :2]).T)
+        return _normalise(self.variance_reductions(model, candidates)) - self.distance_weight * _normalise(dist)
+
+    def state(self) -> dict:
+        return {"mc_points": self.mc_points.copy()}
+
+    def load_state(self, state: dict) -> None:
+        mc_points = np.asarray(state["mc_points"], dtype=np.float64)
+        if mc_points.ndim != 2 or mc_points.shape[1] != 2:
+            raise ValueError(f"mc_points must be an (n, 2) array, got shape {mc_points.shape}")
+        self.mc_points = mc_points
+
+
 class RandomPlanner(MaxEntropyPlanner):
     """A uniformly random goal in the extent, ignoring the model (appendix B's uninformed planner)."""
 
@@ -145,15 +224,24 @@ class LawnmowerPlanner:
 
 PLANNERS = {
     "max-entropy": (MaxEntropyPlanner, "2000 uniform candidates, normalised entropy − 0.5 × normalised distance"),
+    "nipv": (
+        NIPVPlanner,
+        "64 uniform candidates, normalised integrated-variance reduction − 0.5 × normalised distance",
+    ),
     "random": (RandomPlanner, "a uniformly random goal each epoch (model-independent path)"),
     "lawnmower": (LawnmowerPlanner, "boustrophedon sweep over 10 lanes"),
 }
 
 
 def make_planner(name: str, extent: tuple[float, float, float, float] = TASK_EXTENT, **options: Any):
+    """The planner registered as ``name`` over ``extent``. A mission passes every planner its ``num_candidates``
+    (the max-entropy planner's 2000) and ``distance_weight``: the lawnmower takes neither, and NIPV keeps its own,
+    much smaller, candidate count (build :class:`NIPVPlanner` directly to change it)."""
     key = name.lower()
     if key not in PLANNERS:
         raise ValueError(f"unknown planner {name!r}; available: {', '.join(PLANNERS)}")
     if key == "lawnmower":
         options = {k: v for k, v in options.items() if k == "num_lanes"}
+    if key == "nipv":
+        options = {k: v for k, v in options.items() if k != "num_candidates"}
     return PLANNERS[key][0](extent, **options)
