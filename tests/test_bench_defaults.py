@@ -77,3 +77,15 @@ def test_cli_rejects_an_unknown_method(tmp_path):
     )
     assert result.exit_code != 0
     assert "unknown method" in result.output
+
+
+def test_the_batch_sparse_reference_has_a_row_but_no_target(tmp_path):
+    out = tmp_path / "runs"
+    kwargs = dict(datasets=["concrete"], splits=1, train_size=150, test_size=80, batch_size=50, quiet=True)
+    table = run_defaults(out, methods=["osgpr", "sgpr"], exact_iterations=5, **kwargs)
+    rows = {r["method"]: r for r in table}
+    assert set(rows) == {"osgpr", "sgpr"} and rows["sgpr"]["meets_target"]
+    # one batch of all 150 points: the whole training set absorbed at once
+    metrics = (out / "concrete/sgpr/split0/metrics.csv").read_text().splitlines()
+    assert len(metrics) == 2 and metrics[1].split(",")[1] == "150"
+    assert "batch SGPR" in (out / "table.md").read_text()

@@ -761,7 +761,11 @@ def bench_vips_table1(
 )
 def bench_defaults(
     datasets: str = list_option(",".join(UCI), "--datasets", "comma-separated bundled UCI sets"),
-    methods: str = list_option(",".join(DEFAULTS_METHODS), "--methods", "comma-separated registered streaming models"),
+    methods: str = list_option(
+        ",".join(DEFAULTS_METHODS),
+        "--methods",
+        "comma-separated registered streaming models, and sgpr: the batch sparse GP of the same size (a reference)",
+    ),
     splits: int = typer.Option(3, "--splits", help="seeded shuffles (seeds 0..splits-1)"),
     train_size: int = typer.Option(2000, "--train-size", help="training points streamed (fewer on small sets)"),
     test_size: int = typer.Option(1000, "--test-size", help="held-out points (at most 40% of a set)"),

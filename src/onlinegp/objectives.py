@@ -22,6 +22,16 @@ from .posterior import KUU_JITTER, InducingPosterior, VariationalQ, kuu, kuv, wi
 LOG2PI = math.log(2 * math.pi)
 
 
+def log_prior(module: torch.nn.Module) -> Tensor | float:
+    """Σ log p(θ) over the priors registered on a gpytorch module and its children (gpytorch's ``named_priors``;
+    e.g. :func:`~onlinegp.kernels.default_lengthscale_prior`); 0 when there are none. Each method adds it once to
+    the objective of each hyper-parameter fit, whose data term approximates log p(y_1:t | θ) of all data seen."""
+    total: Tensor | float = 0.0
+    for _, owner, prior, closure, _ in module.named_priors():
+        total = total + prior.log_prob(closure(owner)).sum()
+    return total
+
+
 def sgpr_bound(
     kernel: gpytorch.kernels.Kernel, noise: Tensor, Z: Tensor, X: Tensor, y: Tensor, jitter_log: JitterLog | None = None
 ) -> Tensor:

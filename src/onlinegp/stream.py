@@ -30,7 +30,7 @@ from .io import write_csv
 from .linalg import CholeskyError
 from .metrics import nlpd, rmse
 from .models.registry import make_model
-from .objectives import exact_mll
+from .objectives import exact_mll, log_prior
 
 
 @dataclass
@@ -73,7 +73,7 @@ def lbfgs_exact_gp(model: "OnlineGP", X: np.ndarray, y: np.ndarray, max_iter: in
     def closure() -> torch.Tensor:
         opt.zero_grad(set_to_none=False)
         try:
-            loss = -exact_mll(model.kernel, model.noise, xs, ys) / xs.shape[0]
+            loss = -(exact_mll(model.kernel, model.noise, xs, ys) + log_prior(model.kernel)) / xs.shape[0]
         except CholeskyError:
             return torch.tensor(float("inf"), dtype=model.dtype)
         loss.backward()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -314,6 +315,80 @@ def write_per_run(records: Sequence[RunRecord], path: Path, keys: Sequence[str] 
     return write_csv(path, [dict(zip(columns, row)) for row in rows], columns)
 
 
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test: P(a split at least this uneven) when wins and losses are equally likely (ties
+    dropped)."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired_comparisons(
+    records: Sequence[RunRecord], reference: str = "poam", keys: Sequence[str] = ("smse", "msll")
+) -> list[dict[str, Any]]:
+    """``reference`` against every other method, run by run on the same (setting, environment, seed): wins
+    (``reference``'s epoch-averaged metric lower), losses, ties, per environment and over all environments, with the
+    sign test's p-value. Seeds without both runs are left out."""
+    by_key = {(r.setting, r.env, r.method, r.seed): r for r in records}
+    rows = []
+    for setting in dict.fromkeys(r.setting for r in records):
+        envs = list(dict.fromkeys(r.env for r in records if r.setting == setting))
+        others = [m for m in dict.fromkeys(r.method for r in records if r.setting == setting) if m != reference]
+        for other in others:
+            for key in keys:
+                total = [0, 0, 0]
+                for env in [*envs, "all"]:
+                    counts = [0, 0, 0]
+                    for (s, e, m, seed), ref in by_key.items():
+                        if (s, m) != (setting, reference) or (env != "all" and e != env):
+                            continue
+                        rival = by_key.get((setting, e, other, seed))
+                        if rival is None:
+                            continue
+                        a, b = ref.averaged(key), rival.averaged(key)
+                        counts[0 if a < b else 1 if a > b else 2] += 1
+                    if env == "all":
+                        counts = total
+                    else:
+                        total = [t + c for t, c in zip(total, counts)]
+                    if sum(counts):
+                        rows.append(
+                            {
+                                "setting": setting,
+                                "env": env,
+                                "reference": reference,
+                                "other": other,
+                                "metric": key,
+                                "wins": counts[0],
+                                "losses": counts[1],
+                                "ties": counts[2],
+                                "sign_test_p": sign_test(counts[0], counts[1]),
+                            }
+                        )
+    return rows
+
+
+def write_paired(rows: Sequence[dict], out: Path, name: str = "paired") -> dict[str, Path]:
+    """``<name>.csv`` and ``<name>.md``: the reference's wins/losses/ties against each method, with p-values."""
+    csv_path, md_path = out / f"{name}.csv", out / f"{name}.md"
+    write_csv(csv_path, rows, list(rows[0]) if rows else ["setting"])
+    lines = [
+        "| Setting | Environment | Comparison | Metric | Wins | Losses | Ties | Sign test p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        env = "**all**" if r["env"] == "all" else r["env"]
+        lines.append(
+            f"| {r['setting'] or '-'} | {env} | {label(r['reference'])} vs {label(r['other'])} | "
+            f"{HEADERS.get(r['metric'], r['metric']).split(' ↓')[0]} | {r['wins']} | {r['losses']} | {r['ties']} | "
+            f"{r['sign_test_p']:.3g} |"
+        )
+    md_path.write_text("\n".join(lines) + "\n")
+    return {"paired_csv": csv_path, "paired_md": md_path}
+
+
 # ---------------------------------------------------------------------- figures
 def curves(records: Sequence[RunRecord], key: str, num_points: int = 100) -> dict[tuple[str, str, str], dict]:
     """Fig. 5's curves: per group, ``key`` against samples as mean ± std over seeds.
@@ -424,6 +499,8 @@ def run_experiment(
         )
         files.update(write_summary(summarise(records), out, "summary", exp.title, caption))
         files["per_run_csv"] = write_per_run(records, out / "runs.csv")
+        if any(r.method == "poam" for r in records):
+            files.update(write_paired(paired_comparisons(records), out))
         files.update(curve_figures(records, out, curve_keys, exp.name))
         if lengthscales:
             ls = lengthscale_figure(records, specs, out, out / f"{exp.name}-lengthscales.png")

@@ -15,6 +15,7 @@ __all__ = [
     "AttentiveKernel",
     "CrossCovariance",
     "default_lengthscale",
+    "default_lengthscale_prior",
     "dense",
     "diagonal",
     "make_kernel",
@@ -97,6 +98,25 @@ def default_lengthscale(input_dim: int) -> float:
     return 0.3 if input_dim <= 3 else 0.3 * math.sqrt(input_dim / 2)
 
 
+#: width σ of the log-normal length-scale prior above ``MAX_AK_INPUTS`` inputs (Hvarfner et al. 2024: √3)
+LENGTHSCALE_PRIOR_WIDTH = math.sqrt(3.0)
+
+
+def default_lengthscale_prior(input_dim: int) -> gpytorch.priors.LogNormalPrior | None:
+    """The prior on each ARD length-scale of the stationary kernels above ``MAX_AK_INPUTS`` inputs (None up to it,
+    keeping the mapping settings of Chen et al. 2024): log-normal of width √3 whose location grows with ½ log D, as
+    in Hvarfner et al. 2024 (BoTorch's default), placed so that its mode is the start :func:`default_lengthscale`.
+
+    Every method adds log p(θ) to the objective of each hyper-parameter fit. Without it a length-scale fitted on a
+    small first batch can run off to 1e5 (the input looks irrelevant in 100 points), where its gradient vanishes, so
+    the input stays switched off for the rest of the stream: on pumadyn32nm (32 inputs) OSGPR's third relevant
+    input did, and its test RMSE stayed at 1.36x the exact GP's for all 20 batches."""
+    if input_dim <= MAX_AK_INPUTS:
+        return None
+    width = LENGTHSCALE_PRIOR_WIDTH
+    return gpytorch.priors.LogNormalPrior(math.log(default_lengthscale(input_dim)) + width**2, width)
+
+
 def kernel_name(name: str, input_dim: int) -> str:
     """The kernel a name stands for at this input width: 'auto' resolved (see :func:`make_kernel`), lower case."""
     key = str(name).lower()
@@ -113,21 +133,27 @@ def make_kernel(
 
     A gpytorch ``Kernel`` instance is returned as is (moved to ``dtype``). For the stationary kernels,
     ``lengthscale`` sets the initial length-scale and ``ard=False`` shares one length-scale across dimensions
-    (default: one per dimension); the initial length-scale defaults to :func:`default_lengthscale`.
+    (default: one per dimension); the initial length-scale defaults to :func:`default_lengthscale`, and
+    ``lengthscale_prior`` (a gpytorch prior, or None for none) to :func:`default_lengthscale_prior`.
     """
     if isinstance(name, gpytorch.kernels.Kernel):
         return name.to(dtype)
     key = kernel_name(name, input_dim)
     if key in ("ak", "attentive"):
         base = AttentiveKernel(input_dim, **options)
-    elif key == "rbf":
-        base = gpytorch.kernels.RBFKernel(ard_num_dims=input_dim if options.get("ard", True) else None)
+        return gpytorch.kernels.ScaleKernel(base).to(dtype)
+    prior = options.get("lengthscale_prior", default_lengthscale_prior(input_dim))
+    priors = {} if prior is None else {"lengthscale_prior": prior}
+    if key == "rbf":
+        base = gpytorch.kernels.RBFKernel(ard_num_dims=input_dim if options.get("ard", True) else None, **priors)
         base.lengthscale = options.get("lengthscale", default_lengthscale(input_dim))
     elif key.startswith("matern"):
         nu = {"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}.get(key)
         if nu is None:
             raise ValueError(f"unknown kernel {name!r}: choose auto, ak, rbf, matern12, matern32 or matern52")
-        base = gpytorch.kernels.MaternKernel(nu=nu, ard_num_dims=input_dim if options.get("ard", True) else None)
+        base = gpytorch.kernels.MaternKernel(
+            nu=nu, ard_num_dims=input_dim if options.get("ard", True) else None, **priors
+        )
         base.lengthscale = options.get("lengthscale", default_lengthscale(input_dim))
     else:
         raise ValueError(f"unknown kernel {name!r}: choose auto, ak, rbf, matern12, matern32 or matern52")

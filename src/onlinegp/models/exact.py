@@ -11,7 +11,7 @@ from ..base import KernelGP, PhaseTimer
 from ..buffer import GrowingBuffer
 from ..kernels import dense, diagonal
 from ..linalg import cholesky, trisolve
-from ..objectives import exact_mll
+from ..objectives import exact_mll, log_prior
 from ..training import gradient_steps, hyperparameter_optimizer
 from .registry import register
 
@@ -60,7 +60,7 @@ class ExactGP(KernelGP):
         with timer("hyperparameters"):
             value = gradient_steps(
                 [self.optimizer],
-                lambda: exact_mll(self.kernel, self.noise, X, y, self.jitter),
+                lambda: exact_mll(self.kernel, self.noise, X, y, self.jitter) + log_prior(self.kernel),
                 self.num_steps,
                 scale=X.shape[0],
             )

@@ -27,7 +27,7 @@ from torch import Tensor
 from ..base import KernelGP, PhaseTimer
 from ..inducing import Selector, make_selector
 from ..linalg import CholeskyError
-from ..objectives import OnlineBound, online_bound, online_terms
+from ..objectives import OnlineBound, log_prior, online_bound, online_terms
 from ..posterior import InducingPosterior, Predictor
 from ..training import gradient_steps, hyperparameter_optimizer
 from .registry import register
@@ -110,8 +110,8 @@ class OSGPR(KernelGP):
 
         def bound() -> Tensor:
             if fixed_z is not None:
-                return fixed_z(self.noise)
-            return online_bound(self.kernel, self.noise, Zp, xs, ys, old, self.jitter)
+                return fixed_z(self.noise) + log_prior(self.kernel)
+            return online_bound(self.kernel, self.noise, Zp, xs, ys, old, self.jitter) + log_prior(self.kernel)
 
         if self.optimizer_name == "adam":
             extra = [torch.optim.Adam([Zp], lr=self.lr)] if self.optimize_inducing else []

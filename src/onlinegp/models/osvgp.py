@@ -31,7 +31,7 @@ from torch import Tensor
 from ..base import KernelGP, PhaseTimer
 from ..inducing import Selector, make_selector
 from ..linalg import cholesky, trisolve
-from ..objectives import online_svgp_elbo, online_terms
+from ..objectives import log_prior, online_svgp_elbo, online_terms
 from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu
 from ..training import gradient_steps, hyperparameter_optimizer
 from .registry import register
@@ -153,7 +153,7 @@ class OSVGP(KernelGP):
                     L_old,
                     self.beta,
                     self.jitter,
-                )
+                ) + log_prior(self.kernel)
 
             optimizers = [variational, self.optimizer]
             value = gradient_steps(

@@ -29,7 +29,7 @@ from ..buffer import GrowingBuffer
 from ..inducing import Selector, make_selector
 from ..kernels import CrossCovariance, diagonal
 from ..linalg import cholesky, trisolve
-from ..objectives import svgp_elbo_cov
+from ..objectives import log_prior, svgp_elbo_cov
 from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, sketch_root, with_jitter
 from ..projected import ProjectedTerms, batch_terms, kernel_theta
 from ..training import gradient_steps, hyperparameter_optimizer
@@ -226,18 +226,10 @@ class POAM(KernelGP):
                 q = self.q
                 if self.sketch is not None and self.sketch < q.root.shape[-1]:
                     q = VariationalQ(q.Z, q.mean, sketch_root(q.root, self.sketch, self.generator), q.logdet)
-            return svgp_elbo_cov(
-                Kuu,
-                Kub,
-                diagonal(self.kernel, xb),
-                self.noise,
-                q.mean,
-                q.root,
-                q.logdet,
-                y_all[idx],
-                n,
-                self.jitter,
+            data_term = svgp_elbo_cov(
+                Kuu, Kub, diagonal(self.kernel, xb), self.noise, q.mean, q.root, q.logdet, y_all[idx], n, self.jitter
             )
+            return data_term + log_prior(self.kernel) / n  # the ELBO is per datum
 
         value = gradient_steps(optimizers, elbo, self.num_steps)
         with torch.no_grad():

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..objectives import online_bound, online_terms
+from ..objectives import log_prior, online_bound, online_terms
 from ..posterior import InducingPosterior
 from ..training import gradient_steps
 from .poam import POAM
@@ -73,7 +73,8 @@ class OnlineELBO(_SummaryAblation):
         xs, ys = self._batch
         return gradient_steps(
             [self.optimizer],
-            lambda: online_bound(self.kernel, self.noise, self.Z, xs, ys, self._previous, self.jitter),
+            lambda: online_bound(self.kernel, self.noise, self.Z, xs, ys, self._previous, self.jitter)
+            + log_prior(self.kernel),
             self.num_steps,
             scale=xs.shape[0],
         )

@@ -28,7 +28,7 @@ from torch import Tensor
 from ..base import KernelGP, PhaseTimer, Prediction
 from ..kernels import dense, diagonal
 from ..linalg import cholesky, trisolve
-from ..objectives import exact_mll
+from ..objectives import exact_mll, log_prior
 from ..validation import as_targets, as_tensor_2d
 from .ensemble import NUMERICAL_FAILURES, LocalEnsemble
 from .registry import register
@@ -235,7 +235,7 @@ class LGPR(_Dominant, KernelGP):
 
         def closure():
             opt.zero_grad(set_to_none=True)
-            loss = -exact_mll(self.kernel, self.noise, xs, ys, self.jitter) / xs.shape[0]
+            loss = -(exact_mll(self.kernel, self.noise, xs, ys, self.jitter) + log_prior(self.kernel)) / xs.shape[0]
             loss.backward()
             return loss
 
