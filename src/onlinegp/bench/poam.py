@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -318,11 +317,9 @@ def write_per_run(records: Sequence[RunRecord], path: Path, keys: Sequence[str] 
 def sign_test(wins: int, losses: int) -> float:
     """Two-sided exact sign test: P(a split at least this uneven) when wins and losses are equally likely (ties
     dropped)."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    from scipy.stats import binomtest
+
+    return float(binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
 
 
 def paired_comparisons(
