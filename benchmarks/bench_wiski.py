@@ -6,12 +6,20 @@ field (in chunks, with no hyper-parameter steps: the caches WᵀW, Wᵀy, yᵀy 
 would have left, as tests/test_wiski.py checks), and then the next ``--points`` single observations are timed, each
 with its one Adam step (the per-observation work of Algorithm 1; the prediction caches are rebuilt lazily, at the
 next prediction, whose time is reported apart). The timed updates of every (algebra, N) and a Cholesky of a dense
-m × m SPD matrix are interleaved, so that load changes on a shared machine hit them alike, and the ratio
-update / Cholesky is the machine-independent figure. Also reported: the bytes of the model's checkpoint (memory
-independent of N) and the time of the first prediction at 2500 points after an update (cache rebuild included).
+m × m SPD matrix (torch's, MKL, the reference of the targets; and SciPy's LAPACK, OpenBLAS, which the Kronecker
+algebra uses) are interleaved, so that load changes on a shared machine hit them alike, and the ratio update / Cholesky
+is the machine-independent figure, in wall and in CPU time (the process's: one thread, so the work done, less
+sensitive to other jobs than wall time). Also reported: the time per phase, the bytes of the model's checkpoint (memory
+independent of N), the time of the first prediction at 2500 points after an update (cache rebuild included) and the
+rank of WᵀW (a rank-r root of it, Stanton et al. 2021 §4.2, saves work only where r is well below m).
+
+``--compare SRC`` also times the Kronecker algebra of another source tree (e.g. a copy of ``src`` from before a change,
+``PYTHONPATH=SRC``) in a worker process driven update by update over JSON lines, interleaved with this tree's updates and
+the Choleskies: rows with ``"tree": "compare"``, and the ratios compare / this. ``--grids 5:16`` times the learnt
+projection (D = 5 inputs onto a 16² grid). Writes ``benchmarks/results/wiski.json``.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_wiski.py [--sizes 1000,20000] [--points 20] [--threads 1]
-        [--algebras kronecker,dense] [--dense-sizes 1000]
+        [--grids 2:16,3:10] [--algebras kronecker,dense] [--dense-sizes 1000] [--compare OLD_SRC]
 """
 
 from __future__ import annotations
@@ -22,10 +30,13 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import torch
+from scipy.linalg import lapack
 
 from onlinegp.models.wiski import WISKI
 
@@ -48,64 +59,138 @@ def checkpoint_bytes(model: WISKI) -> int:
     return buf.getbuffer().nbytes
 
 
+class LocalRun:
+    """A model that has absorbed ``num_data`` points (in chunks, no steps), and the next ``points`` to time."""
+
+    def __init__(self, dim: int, grid_size: int, algebra: str, num_data: int, points: int, seed: int):
+        X, y = data(num_data + points, dim, seed)
+        self.model = WISKI(
+            dim,
+            grid_size=grid_size,
+            algebra=algebra,
+            num_steps=0,
+            pretrain_steps=0,
+            x_bounds=[[-1.0] * dim, [1.0] * dim],
+            seed=seed,
+        )
+        for i in range(0, num_data, 2000):
+            self.model.update(X[i : min(i + 2000, num_data)], y[i : min(i + 2000, num_data)])
+        self.model.num_steps = 1
+        self.X, self.y, self.seed = X[num_data:], y[num_data:], seed
+
+    def update(self, p: int) -> tuple[float, float, dict]:
+        """Wall and CPU seconds and the phase timings of the p-th single-point update (one Adam step)."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        report = self.model.update(self.X[p : p + 1], self.y[p : p + 1])
+        return time.perf_counter() - t0, time.process_time() - c0, report.timings
+
+    def finish(self) -> dict:
+        """The first prediction of 2500 points after the updates (cache rebuild included), checkpoint bytes and the
+        rank of WᵀW (a rank-r root of it, Stanton et al. 2021 §4.2, would only save work for r < m)."""
+        Xt, _ = data(2500, self.model.input_dim, self.seed + 1)
+        t0 = time.perf_counter()
+        self.model.predict(Xt)
+        return {
+            "predict_2500_after_update_s": time.perf_counter() - t0,
+            "checkpoint_bytes": checkpoint_bytes(self.model),
+            "rank_WtW": int(torch.linalg.matrix_rank(self.model.WtW)),
+            "m": self.model.num_inducing,
+        }
+
+
+class RemoteRun:
+    """A :class:`LocalRun` in a worker process that imports another source tree (``--compare``)."""
+
+    def __init__(self, worker: subprocess.Popen, **spec):
+        self.worker = worker
+        self.index = self.call("build", spec)
+
+    def call(self, *command):
+        self.worker.stdin.write(json.dumps(command) + "\n")
+        self.worker.stdin.flush()
+        return json.loads(self.worker.stdout.readline())
+
+    def update(self, p: int) -> tuple[float, float, dict]:
+        return tuple(self.call("update", self.index, p))
+
+    def finish(self) -> dict:
+        return self.call("finish", self.index)
+
+
+def serve() -> None:
+    """The ``--worker`` loop: LocalRuns built, updated and finished on JSON-line commands from stdin."""
+    runs: list[LocalRun] = []
+    for line in sys.stdin:
+        command, *args = json.loads(line)
+        if command == "build":
+            runs.append(LocalRun(**args[0]))
+            reply = len(runs) - 1
+        elif command == "update":
+            reply = runs[args[0]].update(args[1])
+        else:
+            reply = runs[args[0]].finish()
+        print(json.dumps(reply), flush=True)
+
+
 def measure(
-    dim: int, grid_size: int, sizes: list[int], points: int, algebras: dict[str, list[int]], seed: int = 0
+    dim: int,
+    grid_size: int,
+    sizes: list[int],
+    points: int,
+    algebras: dict[str, list[int]],
+    seed: int = 0,
+    worker: subprocess.Popen | None = None,
 ) -> list[dict]:
-    """Models at every (algebra, N) in ``algebras``; their timed single-point updates and a dense m × m Cholesky are
-    interleaved (one each in turn), so that a change in machine load affects them all alike."""
+    """Models at every (algebra, N) in ``algebras`` (and the Kronecker algebra of the ``worker``'s tree at every N);
+    their timed single-point updates and dense m × m Choleskies (torch's, and SciPy's LAPACK, which the Kronecker
+    algebra uses) are interleaved (one each in turn), so that a change in machine load affects them all alike."""
     runs = []
     for algebra, ns in algebras.items():
         for n in (n for n in sizes if n in ns):
-            X, y = data(n + points, dim, seed)
-            model = WISKI(
-                dim,
-                grid_size=grid_size,
-                algebra=algebra,
-                num_steps=0,
-                pretrain_steps=0,
-                x_bounds=[[-1.0] * dim, [1.0] * dim],
-                seed=seed,
-            )
-            for i in range(0, n, 2000):
-                model.update(X[i : min(i + 2000, n)], y[i : min(i + 2000, n)])
-            model.num_steps = 1
-            runs.append({"algebra": algebra, "num_data": n, "model": model, "X": X[n:], "y": y[n:], "t": [], "ph": []})
-    m = grid_size**dim
+            spec = dict(dim=dim, grid_size=grid_size, algebra=algebra, num_data=n, points=points, seed=seed)
+            runs.append({"tree": "this", "algebra": algebra, "num_data": n, "run": LocalRun(**spec)})
+            if worker is not None and algebra == "kronecker":
+                runs.append({"tree": "compare", "algebra": algebra, "num_data": n, "run": RemoteRun(worker, **spec)})
+    m = runs[0]["run"].model.num_inducing  # grid_size^dim, or grid_size² over a learnt projection for dim > 3
     M = torch.randn(m, m, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     spd = M @ M.mT + m * torch.eye(m, dtype=torch.float64)
-    chol = []
+    choleskies = {"torch": lambda: torch.linalg.cholesky(spd), "scipy": lambda: lapack.dpotrf(spd.numpy(), lower=1)}
+    chol: dict[str, list[float]] = {name: [] for name in choleskies}
+    chol_cpu: dict[str, list[float]] = {name: [] for name in choleskies}
+    times: list[list[float]] = [[] for _ in runs]
+    cpu: list[list[float]] = [[] for _ in runs]
+    phases: list[list[dict]] = [[] for _ in runs]
     for p in range(points):
-        t0 = time.perf_counter()
-        torch.linalg.cholesky(spd)
-        chol.append(time.perf_counter() - t0)
-        for run in runs:
-            t0 = time.perf_counter()
-            report = run["model"].update(run["X"][p : p + 1], run["y"][p : p + 1])
-            run["t"].append(time.perf_counter() - t0)
-            run["ph"].append(report.timings)
-    Xt, _ = data(2500, dim, seed + 1)
+        for name, factorise in choleskies.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            factorise()
+            chol[name].append(time.perf_counter() - t0)
+            chol_cpu[name].append(time.process_time() - c0)
+        for run, t, c, ph in zip(runs, times, cpu, phases):
+            seconds, cpu_seconds, timings = run["run"].update(p)
+            t.append(seconds)
+            c.append(cpu_seconds)
+            ph.append(timings)
     rows = []
-    chol_median = statistics.median(chol)
-    for run in runs:
-        model = run["model"]
-        t0 = time.perf_counter()
-        model.predict(Xt)
-        predict = time.perf_counter() - t0
-        times = run["t"]
+    median = statistics.median
+    for run, t, c, ph in zip(runs, times, cpu, phases):
         rows.append(
             {
                 "dim": dim,
-                "m": model.num_inducing,
+                "tree": run["tree"],
                 "algebra": run["algebra"],
                 "num_data": run["num_data"],
-                "update_median_s": statistics.median(times),
-                "update_min_s": min(times),
-                "update_max_s": max(times),
-                "cholesky_median_s": chol_median,
-                "update_over_cholesky": statistics.median(times) / chol_median,
-                "phases_median_s": {key: statistics.median(ph[key] for ph in run["ph"]) for key in run["ph"][0]},
-                "predict_2500_after_update_s": predict,
-                "checkpoint_bytes": checkpoint_bytes(model),
+                "update_median_s": median(t),
+                "update_min_s": min(t),
+                "update_max_s": max(t),
+                "update_cpu_median_s": median(c),
+                "cholesky_median_s": median(chol["torch"]),
+                "cholesky_cpu_median_s": median(chol_cpu["torch"]),
+                "scipy_cholesky_median_s": median(chol["scipy"]),
+                "update_over_cholesky": median(t) / median(chol["torch"]),
+                "update_cpu_over_cholesky_cpu": median(c) / median(chol_cpu["torch"]),
+                "phases_median_s": {key: median(q[key] for q in ph) for key in ph[0]},
+                **run["run"].finish(),
             }
         )
     return rows
@@ -119,36 +204,64 @@ def main() -> dict:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--algebras", default="kronecker,dense", help="comma-separated WISKI algebras")
     ap.add_argument("--dense-sizes", default="1000", help="the N at which the (slow) dense algebra is timed")
+    ap.add_argument("--compare", default=None, help="another source tree (e.g. a copy of src before a change)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.worker:
+        serve()
+        return {}
+    load_start = list(os.getloadavg())
     sizes = [int(s) for s in args.sizes.split(",")]
     dense_sizes = [int(s) for s in args.dense_sizes.split(",")]
     algebras = {a: dense_sizes if a == "dense" else sizes for a in args.algebras.split(",")}
+    worker = None
+    if args.compare is not None:
+        worker = subprocess.Popen(
+            [sys.executable, __file__, "--worker", "--threads", str(args.threads)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(args.compare).resolve())},
+        )
     rows = []
     for spec in args.grids.split(","):
         dim, g = (int(v) for v in spec.split(":"))
-        for row in measure(dim, g, sorted(set(sizes) | set(dense_sizes)), args.points, algebras):
+        for row in measure(dim, g, sorted(set(sizes) | set(dense_sizes)), args.points, algebras, worker=worker):
             rows.append(row)
             print(
-                f"d={dim} m={row['m']:5d} {row['algebra']:9s} N={row['num_data']:6d}: update median "
+                f"d={dim} m={row['m']:5d} {row['tree']:7s} {row['algebra']:9s} N={row['num_data']:6d}: update median "
                 f"{1e3 * row['update_median_s']:.1f} ms (min {1e3 * row['update_min_s']:.1f}) = "
-                f"{row['update_over_cholesky']:.1f} x Cholesky ({1e3 * row['cholesky_median_s']:.1f} ms), "
-                f"predict 2500 after an update {1e3 * row['predict_2500_after_update_s']:.1f} ms, "
-                f"checkpoint {row['checkpoint_bytes'] / 1e6:.2f} MB",
+                f"{row['update_over_cholesky']:.1f} x Cholesky (torch {1e3 * row['cholesky_median_s']:.1f} ms, "
+                f"SciPy {1e3 * row['scipy_cholesky_median_s']:.1f} ms); CPU {1e3 * row['update_cpu_median_s']:.1f} ms "
+                f"= {row['update_cpu_over_cholesky_cpu']:.1f} x Cholesky; phases "
+                + ", ".join(f"{k} {1e3 * v:.1f}" for k, v in row["phases_median_s"].items())
+                + f"; predict 2500 after an update {1e3 * row['predict_2500_after_update_s']:.1f} ms, "
+                f"checkpoint {row['checkpoint_bytes'] / 1e6:.2f} MB, rank(WtW) {row['rank_WtW']}",
                 flush=True,
             )
+    if worker is not None:
+        worker.stdin.close()
+        worker.wait()
     ratios = {}
     for dim in sorted({r["dim"] for r in rows}):
+        this = [r for r in rows if r["dim"] == dim and r["tree"] == "this"]
         for algebra in algebras:
-            rs = sorted((r for r in rows if r["dim"] == dim and r["algebra"] == algebra), key=lambda r: r["num_data"])
+            rs = sorted((r for r in this if r["algebra"] == algebra), key=lambda r: r["num_data"])
             if len(rs) > 1:
                 ratios[f"d{dim}_{algebra}_update_ratio_N{rs[-1]['num_data']}_over_N{rs[0]['num_data']}"] = (
                     rs[-1]["update_median_s"] / rs[0]["update_median_s"]
                 )
-        same = {r["algebra"]: r for r in rows if r["dim"] == dim and r["num_data"] == dense_sizes[0]}
+        same = {r["algebra"]: r for r in this if r["num_data"] == dense_sizes[0]}
         if {"kronecker", "dense"} <= set(same):
             ratios[f"d{dim}_dense_over_kronecker_N{dense_sizes[0]}"] = (
                 same["dense"]["update_median_s"] / same["kronecker"]["update_median_s"]
+            )
+        for old in (r for r in rows if r["dim"] == dim and r["tree"] == "compare"):
+            new = next(r for r in this if r["algebra"] == old["algebra"] and r["num_data"] == old["num_data"])
+            ratios[f"d{dim}_compare_over_this_N{old['num_data']}"] = old["update_median_s"] / new["update_median_s"]
+            ratios[f"d{dim}_compare_over_this_cpu_N{old['num_data']}"] = (
+                old["update_cpu_median_s"] / new["update_cpu_median_s"]
             )
     print(json.dumps(ratios, indent=1))
     result = {
@@ -158,8 +271,10 @@ def main() -> dict:
             "cpus": os.cpu_count(),
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),
+            "load_average_start": load_start,
             "load_average": list(os.getloadavg()),
         },
+        "compare": args.compare,
         "points_timed": args.points,
         "rows": rows,
         "ratios": ratios,

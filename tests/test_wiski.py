@@ -8,7 +8,8 @@ import pytest
 import torch
 from conftest import state_equal
 
-from onlinegp.kronecker import kron_congruence, kron_dense, kron_matmul, logdet_quad
+from onlinegp.kronecker import kron_congruence, kron_dense, kron_logdet_quad, kron_matmul
+from onlinegp.linalg import CholeskyError
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier
 from onlinegp.posterior import kuu
@@ -270,22 +271,35 @@ def test_kronecker_factors_give_kuu_on_the_grid():
     assert torch.equal(L, torch.tril(L))  # a Kronecker product of lower triangles is the Cholesky factor
 
 
-def test_logdet_quad_gradient_matches_autograd():
-    g = torch.Generator().manual_seed(3)
-    M = torch.randn(9, 9, dtype=D, generator=g)
-    S0 = (M @ M.T).requires_grad_(True)
-    b0 = torch.randn(9, dtype=D, generator=g).requires_grad_(True)
-    logdet, quad, LQ = logdet_quad(S0, b0)
-    ga = torch.autograd.grad(2 * logdet - 0.5 * quad, (S0, b0))
-    Q1, b1 = S0.detach().clone().requires_grad_(True), b0.detach().clone().requires_grad_(True)
-    ref = 2 * torch.logdet(Q1 + torch.eye(9, dtype=D)) - 0.5 * b1 @ torch.linalg.solve(Q1 + torch.eye(9, dtype=D), b1)
-    assert torch.allclose(LQ @ LQ.T, S0.detach() + torch.eye(9, dtype=D))
-    gb = torch.autograd.grad(ref, (Q1, b1))
-    assert (
-        torch.allclose(logdet, torch.logdet(Q1 + torch.eye(9, dtype=D)))
-        and torch.allclose(ga[0], gb[0])
-        and torch.allclose(ga[1], gb[1])
-    )
+@pytest.mark.parametrize("sizes", [[3, 5, 4], [6, 7], [9]])
+def test_kron_logdet_quad_value_and_gradient_match_dense_autograd(sizes):
+    """log|I + FᵀAF| and bᵀ(I + FᵀAF)⁻¹b, and their gradients in every factor, A and b, against autograd through
+    the dense F = ⊗_d F_d, a dense log-determinant and a dense solve."""
+    g = torch.Generator().manual_seed(len(sizes))
+    m = math.prod(sizes)
+    F = [(torch.randn(k, k, dtype=D, generator=g).tril() * 0.5 + 1.5 * torch.eye(k, dtype=D)) for k in sizes]
+    B = torch.randn(m, m // 2, dtype=D, generator=g)  # A of rank m/2, as WᵀW of few points
+    A, b = B @ B.T / m, torch.randn(m, dtype=D, generator=g)
+    leaves = [[t.clone().requires_grad_(True) for t in (A, b, *F)] for _ in range(2)]
+    logdet, quad, LQ = kron_logdet_quad(leaves[0][2:], leaves[0][0], leaves[0][1])
+    fast = torch.autograd.grad(1.3 * logdet - 0.7 * quad, leaves[0])
+    Fd = kron_dense(leaves[1][2:])
+    Q = torch.eye(m, dtype=D) + Fd.T @ leaves[1][0] @ Fd
+    ref_logdet, ref_quad = torch.logdet(Q), leaves[1][1] @ torch.linalg.solve(Q, leaves[1][1])
+    slow = torch.autograd.grad(1.3 * ref_logdet - 0.7 * ref_quad, leaves[1])
+    assert torch.allclose(LQ @ LQ.T, Q.detach()) and torch.equal(LQ, LQ.tril())
+    assert math.isclose(logdet.item(), ref_logdet.item(), rel_tol=1e-12)
+    assert math.isclose(quad.item(), ref_quad.item(), rel_tol=1e-12)
+    for got, want in zip(fast, slow):
+        assert_close(got, want, tol=1e-10)
+
+
+def test_kron_logdet_quad_rejects_bad_input():
+    F = [torch.eye(3, dtype=D), torch.eye(2, dtype=D)]
+    with pytest.raises(ValueError, match="lower triangular"):
+        kron_logdet_quad([F[0], torch.ones(2, 2, dtype=D)], torch.eye(6, dtype=D), torch.ones(6, dtype=D))
+    with pytest.raises(CholeskyError, match="positive semi-definite"):
+        kron_logdet_quad(F, -2 * torch.eye(6, dtype=D), torch.ones(6, dtype=D))
 
 
 @pytest.mark.parametrize("dim,grid", [(2, 9), (3, 5)])
@@ -310,7 +324,7 @@ def test_kronecker_marginal_likelihood_and_gradient_equal_dense(dim, grid):
         model.update(X, y)
         mll = model._posterior(model.WtW, model.Wty, model.yty, model.logdet_noise, model.num_data, False).mll
         params = [model.kernel.raw_outputscale, model.kernel.base_kernel.raw_lengthscale, model.likelihood.raw_noise]
-        grads.append((float(mll), torch.cat([g.reshape(-1) for g in torch.autograd.grad(mll, params)])))
+        grads.append((mll.item(), torch.cat([g.reshape(-1) for g in torch.autograd.grad(mll, params)])))
     assert math.isclose(grads[0][0], grads[1][0], rel_tol=1e-7)
     assert_close(grads[0][1], grads[1][1])
     assert math.isclose(grads[0][0], dense_ski(models[1], X, y, X[:2])[2], rel_tol=1e-7)

@@ -4,29 +4,51 @@ On a product grid a separable kernel's K_UU is ⊗_d K_d, one small g_d × g_d m
 order of the flattened grid (last dimension fastest, as ``torch.kron``). A product with ⊗_d F_d is a sequence of
 mode products, O(k m Σ_d g_d) for k columns instead of O(k m²); the two-sided product Fᵀ A F of a dense m × m A costs
 O(m² Σ_d g_d) instead of the 2m³ of two dense products. linear_operator's ``KroneckerProductLinearOperator`` does the
-one-sided product the same way; the two-sided one, and the log-determinant gradient below, it does not offer.
+one-sided product the same way; the two-sided one, and the log-determinant gradient of :func:`kron_logdet_quad` (from
+the mode-wise partial traces of L_Q⁻¹, m³/3, instead of Q⁻¹ and the adjoint of the two-sided product), it does not
+offer.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
+from scipy.linalg import get_lapack_funcs
 from torch import Tensor
 
-from .linalg import JitterLog, cholesky
+from .linalg import CholeskyError
+
+
+def _mode(X: Tensor, M: Tensor, batch: int) -> Tensor:
+    """M (g, g) times each of the ``batch`` consecutive (g, rest) blocks of X's storage: one grid mode of X's rows
+    (``bmm`` of contiguous views, no transposed copy; a 2-D ``matmul`` would fold them into one tall-and-skinny product
+    of copied data, several times slower). M must be contiguous: an expanded transposed M sends MKL's batched product
+    to a path three times slower."""
+    g = M.shape[0]
+    if batch == 1:
+        return M @ X.reshape(g, -1)
+    return torch.bmm(M.expand(batch, g, g), X.reshape(batch, g, -1))
 
 
 def _row_modes(X: Tensor, mats: list[Tensor]) -> Tensor:
     """(⊗_d M_d) X for X (m, k): for each grid mode d, X viewed as (g_1 ⋯ g_{d-1}, g_d, g_{d+1} ⋯ g_D k) is multiplied
-    by M_d batch by batch (``bmm``: contiguous views, no transposed copy; a 2-D ``matmul`` would fold them into one
-    tall-and-skinny product of copied data, several times slower)."""
+    by M_d batch by batch."""
     sizes = [M.shape[-1] for M in mats]
-    shape = X.shape
+    out = X
     for d, M in enumerate(mats):
-        batch = math.prod(sizes[:d])
-        X = torch.bmm(M.expand(batch, -1, -1), X.reshape(batch, sizes[d], -1))
-    return X.reshape(shape)
+        out = _mode(out, M.contiguous(), math.prod(sizes[:d]))
+    return out.reshape(X.shape)
+
+
+def _mode_gram(X: Tensor, Y: Tensor, sizes: list[int], d: int) -> Tensor:
+    """Σ X[r, (…, i, …)] Y[r, (…, j, …)] over the rows r and every grid index but the d-th, (g_d, g_d), for X and Y
+    (k, m) (or (m,)) whose columns are grid points: one pass over them, O(k m g_d)."""
+    g, before = sizes[d], X.numel() // math.prod(sizes[d:])
+    if d == len(sizes) - 1:  # a single product: (g, k m / g) (k m / g, g)
+        return X.reshape(-1, g).mT @ Y.reshape(-1, g)
+    return torch.bmm(X.reshape(before, g, -1), Y.reshape(before, g, -1).mT).sum(0)
 
 
 def kron_matmul(factors: list[Tensor], B: Tensor, transpose: bool = False) -> Tensor:
@@ -36,30 +58,9 @@ def kron_matmul(factors: list[Tensor], B: Tensor, transpose: bool = False) -> Te
 
 def kron_congruence(factors: list[Tensor], A: Tensor) -> Tensor:
     """Fᵀ A F for F = ⊗_d F_d and a symmetric (m, m) A, in O(m² Σ_d g_d): Fᵀ(FᵀA)ᵀ, i.e. the row modes of A, one
-    transposed copy, the row modes again (equal to Fᵀ A F to round-off, as Aᵀ = A).
-
-    For a constant A the gradient in the factors is taken through the second application alone and doubled: with G
-    the symmetric gradient of a symmetric function of Fᵀ A F, both applications contribute the same, A F G. That halves
-    the backward pass. Only differentiate symmetric functions of the result (the log-determinant and quadratic forms
-    of :func:`logdet_quad` are) when A is constant."""
+    transposed copy, the row modes again (equal to Fᵀ A F to round-off, as Aᵀ = A)."""
     Ft = [F.mT for F in factors]
-    if A.requires_grad:
-        return _row_modes(_row_modes(A, Ft).mT.contiguous(), Ft)
-    with torch.no_grad():
-        AF = _row_modes(A, Ft).mT.contiguous()
-    return _row_modes(AF, [_DoubleGrad.apply(F) for F in Ft])
-
-
-class _DoubleGrad(torch.autograd.Function):
-    """The identity, with twice the gradient (one application of a factor standing for two equal ones)."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor) -> Tensor:
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, g: Tensor) -> Tensor:
-        return 2 * g
+    return _row_modes(_row_modes(A, Ft).mT.contiguous(), Ft)
 
 
 def kron_dense(factors: list[Tensor]) -> Tensor:
@@ -70,34 +71,77 @@ def kron_dense(factors: list[Tensor]) -> Tensor:
     return out
 
 
-class _LogdetQuad(torch.autograd.Function):
-    """(log|I + S|, bᵀ(I + S)⁻¹b) from a given Cholesky factor L_Q of Q = I + S; the backward pass is
-    ∂/∂S = g₁ Q⁻¹ − g₂ z zᵀ with z = Q⁻¹b and Q⁻¹ from L_Q (LAPACK potri, 2/3 m³), instead of back-propagating
-    through the factorisation (about 2 m³) and the identity's addition (two more passes over m × m)."""
+def kron_logdet_quad(factors: list[Tensor], A: Tensor, b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """log|Q|, bᵀQ⁻¹b and the lower Cholesky factor L_Q of Q = I + Fᵀ A F, F = ⊗_d F_d with lower triangular
+    factors F_d (Cholesky roots) and A symmetric positive semi-definite (m, m); differentiable in the factors, b and A.
+
+    Forward: Fᵀ A F by mode products, one m × m Cholesky (SciPy's LAPACK, OpenBLAS, in place: on the AMD machines
+    measured 1.3-1.5x faster than torch's MKL potrf) and Q⁻¹b. Backward, in the factors: with z = Q⁻¹b and E_d =
+    I ⊗ F_d⁻¹ dF_d ⊗ I (the change of F in factor d is F E_d), dQ = E_dᵀ(Q - I) + (Q - I)E_d, Q⁻¹(Q - I) = I - Q⁻¹
+    and (Q - I)z = b - z, so that, b held fixed (its own gradient is 2z),
+
+        d log|Q| = 2 tr((I - Q⁻¹) E_d),    d(bᵀQ⁻¹b) = -zᵀ dQ z = -2 (b - z)ᵀ E_d z
+
+    (Stanton et al. 2021, appendix A: the gradient of log|Q'| and ‖β‖² of Eq. 13). Both need only the partial traces
+    of I - Q⁻¹ and of (b - z) zᵀ over every grid index but the d-th, g_d × g_d each: from J = L_Q⁻¹ (LAPACK trtri,
+    m³/3) by one pass over J per factor, instead of Q⁻¹ itself (potri, 2m³/3) and the adjoint of both mode-product
+    passes. The partial trace of I - Q⁻¹ is formed as (m / g_d) I minus that of JᵀJ; for the default grids and
+    length-scales 0.1 to 10 the length-scale gradients agree with the adjoint through Q⁻¹ to 1e-10 or better.
+    The gradient in A, only formed when A requires one, is F Q⁻¹ Fᵀ - (F z)(F z)ᵀ (potri)."""
+    if any(not torch.equal(F.detach(), F.detach().tril()) for F in factors):
+        raise ValueError("kron_logdet_quad needs lower triangular factors (Cholesky roots)")
+    return _KronLogdetQuad.apply(A, b, *factors)
+
+
+def _lapack(array: np.ndarray, *names: str) -> list:
+    """LAPACK routines of ``array``'s type (d- or s-prefixed), from SciPy."""
+    return get_lapack_funcs(names, (array,))
+
+
+class _KronLogdetQuad(torch.autograd.Function):
+    """:func:`kron_logdet_quad`. L_Q lives in C order, i.e. Fortran order's upper triangle U = L_Qᵀ, where LAPACK
+    reads it without a copy."""
 
     @staticmethod
-    def forward(ctx, S: Tensor, b: Tensor, LQ: Tensor) -> tuple[Tensor, Tensor]:
-        z = torch.cholesky_solve(b.unsqueeze(-1), LQ).squeeze(-1)
-        ctx.save_for_backward(LQ, z)
-        return 2 * LQ.diagonal().log().sum(), b @ z
+    def forward(ctx, A: Tensor, b: Tensor, *factors: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        LQ = kron_congruence(factors, A)
+        LQ.diagonal().add_(1.0)
+        U = LQ.numpy().T  # Fortran order: its upper triangle is Q's lower one
+        potrf, potrs = _lapack(U, "potrf", "potrs")
+        _, info = potrf(U, lower=0, overwrite_a=1, clean=1)
+        if info != 0:
+            raise CholeskyError(
+                f"I + Fᵀ A F is not positive definite (LAPACK potrf info {info}): A must be positive semi-definite"
+            )
+        z = torch.from_numpy(potrs(U, b.detach().numpy(), lower=0)[0])
+        ctx.save_for_backward(LQ, b, z, *factors)
+        ctx.mark_non_differentiable(LQ)
+        return 2 * LQ.diagonal().log().sum(), b @ z, LQ
 
     @staticmethod
-    def backward(ctx, g_logdet: Tensor, g_quad: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
-        LQ, z = ctx.saved_tensors
-        gS = gb = None
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g_logdet: Tensor, g_quad: Tensor, _: Tensor) -> tuple[Tensor | None, ...]:
+        LQ, b, z, *factors = ctx.saved_tensors
+        sizes, m = [F.shape[-1] for F in factors], LQ.shape[0]
+        U = LQ.numpy().T
+        grads: list[Tensor | None] = [None] * len(factors)
+        if any(ctx.needs_input_grad[2:]):
+            (trtri,) = _lapack(U, "trtri")
+            J = torch.from_numpy(trtri(U, lower=0)[0].T)  # U⁻¹ = (L_Q⁻¹)ᵀ in Fortran order: L_Q⁻¹ in C order
+            for d, F in enumerate(factors):
+                if ctx.needs_input_grad[2 + d]:
+                    eye = torch.eye(sizes[d], dtype=LQ.dtype)
+                    trace_part = (m // sizes[d]) * eye - _mode_gram(J, J, sizes, d)  # of I - Q⁻¹ = I - JᵀJ
+                    quad_part = _mode_gram(b - z, z, sizes, d)  # of (Q - I) z zᵀ, as (Q - I) z = b - z
+                    rhs = 2 * g_logdet * trace_part - 2 * g_quad * quad_part
+                    grads[d] = torch.linalg.solve_triangular(F.mT, rhs, upper=True)  # F_d⁻ᵀ (…), as E_d = F_d⁻¹dF_d
+        gA = None
         if ctx.needs_input_grad[0]:
-            gS = torch.cholesky_inverse(LQ).mul_(g_logdet).addr_(z, z, alpha=-g_quad)
-        if ctx.needs_input_grad[1]:
-            gb = 2 * g_quad * z
-        return gS, gb, None
-
-
-def logdet_quad(S: Tensor, b: Tensor, jitter_log: JitterLog | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    """log|Q|, bᵀQ⁻¹b (differentiable in S and b) and the lower Cholesky factor L_Q of Q = I + S for a symmetric PSD
-    ``S`` (only its lower triangle is read; jitter escalated and recorded as in :func:`~onlinegp.linalg.cholesky`,
-    the results are then those of Q + jI)."""
-    Q = S.detach().clone()
-    Q.diagonal().add_(1.0)
-    LQ = cholesky(Q, jitter_log)
-    logdet, quad = _LogdetQuad.apply(S, b, LQ)
-    return logdet, quad, LQ
+            (potri,) = _lapack(U, "potri")
+            half = torch.from_numpy(potri(U, lower=0)[0].T)  # Q⁻¹'s lower triangle, zeros above
+            Qinv = half + half.mT
+            Qinv.diagonal().mul_(0.5)
+            Fz = kron_matmul(factors, z)
+            gA = kron_congruence([F.mT for F in factors], Qinv).mul_(g_logdet).addr_(Fz, Fz, alpha=-float(g_quad))
+        gb = 2 * g_quad * z if ctx.needs_input_grad[1] else None
+        return (gA, gb, *grads)

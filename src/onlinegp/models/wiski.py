@@ -18,14 +18,17 @@ Two algebras compute Q' (``algebra``):
 
 * ``'kronecker'`` (the default for the RBF kernel): K_UU = ⊗_d K_d on the product grid (Saatçi 2012; Wilson &
   Nickisch 2015), L = ⊗_d chol(K_d) from the small per-dimension matrices, Lᵀ A L by mode products in O(m² Σ_d g_d),
-  one m × m Cholesky of Q' and, for the gradient, Q'⁻¹ from that factor (:mod:`onlinegp.kronecker`): no dense m × m
-  kernel matrix is formed or factorised, and no m³ matrix product is taken.
+  one m × m Cholesky of Q' (m³/3) and, for the gradient, L_Q⁻¹ (m³/3) whose g_d × g_d partial traces give the
+  gradient in each factor (:func:`onlinegp.kronecker.kron_logdet_quad`): no dense m × m kernel matrix is formed or
+  factorised, Q'⁻¹ itself is not formed, and no m³ matrix product is taken.
 * ``'dense'``: K_UU formed and factorised densely (Cholesky, or a rank-r Lanczos root), Lᵀ A L by dense products, the
   gradient by autograd through the factorisation: the slow reference the tests compare the fast path with.
 
 The prediction caches R and α (an m³ triangular solve) are rebuilt lazily at the first prediction after an update or a
 change of any parameter, not after every point. So one Adam step per observation (Algorithm 1) costs
-O(m² Σ_d g_d + m³) whatever n is, and predictions O(4^d m) per point.
+O(m² Σ_d g_d + 2m³/3) whatever n is (about 5x one m × m Cholesky at m = 1000, ``benchmarks/bench_wiski.py``), and
+predictions O(4^d m) per point. Without a projection a new point's terms are added to WᵀW once, in place, before the
+step (``KernelGP.update`` restores its copy of the state if the step fails).
 
 For D > 3 inputs a learnt feature map h(x) = tanh(BN(A x + b) / 2) to [-1, 1]² is used (§4.3, §5.1: "a linear
 projection ... transformed via a batch-norm operation and the non-linear tanh"; the bias, the batch-norm without affine
@@ -59,7 +62,7 @@ from torch import Tensor, nn
 
 from ..base import KernelGP, PhaseTimer
 from ..kernels import dense
-from ..kronecker import kron_congruence, kron_dense, kron_matmul, logdet_quad
+from ..kronecker import kron_dense, kron_logdet_quad, kron_matmul
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..posterior import kuu, with_jitter
 from ..training import gradient_steps
@@ -153,16 +156,22 @@ class CubicGrid:
 
 
 def add_terms(
-    WtW: Tensor, Wty: Tensor, idx: Tensor, val: Tensor, y: Tensor, prec: Tensor | None = None
+    WtW: Tensor,
+    Wty: Tensor,
+    idx: Tensor,
+    val: Tensor,
+    y: Tensor,
+    prec: Tensor | None = None,
+    in_place: bool = False,
 ) -> tuple[Tensor, Tensor]:
-    """WᵀD⁻¹W + Σ_i p_i w_i w_iᵀ and WᵀD⁻¹y + Σ_i p_i y_i w_i (Eqs. 16-17), out of place, 4^d × 4^d per row."""
+    """WᵀD⁻¹W + Σ_i p_i w_i w_iᵀ and WᵀD⁻¹y + Σ_i p_i y_i w_i (Eqs. 16-17), 4^d × 4^d per row: out of place, or
+    ``in_place`` (no copy of the m × m WᵀD⁻¹W; the given tensors are returned)."""
     pv = val if prec is None else val * prec.unsqueeze(-1)
     rows = idx.unsqueeze(-1).expand(-1, -1, idx.shape[1])
     cols = idx.unsqueeze(1).expand(-1, idx.shape[1], -1)
-    WtW = WtW.index_put(
-        (rows.reshape(-1), cols.reshape(-1)), (pv.unsqueeze(-1) * val.unsqueeze(1)).reshape(-1), accumulate=True
-    )
-    Wty = Wty.index_add(0, idx.reshape(-1), (pv * y.unsqueeze(-1)).reshape(-1))
+    put, add = (WtW.index_put_, Wty.index_add_) if in_place else (WtW.index_put, Wty.index_add)
+    WtW = put((rows.reshape(-1), cols.reshape(-1)), (pv.unsqueeze(-1) * val.unsqueeze(1)).reshape(-1), accumulate=True)
+    Wty = add(0, idx.reshape(-1), (pv * y.unsqueeze(-1)).reshape(-1))
     return WtW, Wty
 
 
@@ -209,17 +218,17 @@ class SKIPosterior:
         yy: Tensor,
         logdet_noise: Tensor,
         n: int,
-        jitter_log: JitterLog | None = None,
         predictive: bool = True,
         scale: Tensor | None = None,
     ) -> "SKIPosterior":
         """As :meth:`from_terms` with L = ⊗_d C_d given by its per-dimension factors: Q' = I + Lᵀ A L by mode products
-        (O(m² Σ_d g_d)), one m × m Cholesky, and the gradient of log|Q'| and ‖β‖² through Q'⁻¹ (O(m³), no m³ product).
-        A scalar precision s (A = s WᵀW, c = s Wᵀy) is best passed as ``scale`` with the unscaled A and c: it then
-        enters through the first factor (√s C_1, a g_1 × g_1 product) instead of a pass over the m × m A."""
+        (O(m² Σ_d g_d)), one m × m Cholesky, and the gradient of log|Q'| and ‖β‖² from partial traces of L_Q⁻¹
+        (:func:`~onlinegp.kronecker.kron_logdet_quad`: m³/3, no m³ product). No jitter: Q' ⪰ I. A scalar precision s
+        (A = s WᵀW, c = s Wᵀy) is best passed as ``scale`` with the unscaled A and c: it then enters through the first
+        factor (√s C_1, a g_1 × g_1 product) instead of a pass over the m × m A."""
         root = factors if scale is None else [factors[0] * scale.sqrt(), *factors[1:]]
         b = kron_matmul(factors, c, transpose=True) * (1.0 if scale is None else scale)
-        logdet, quad, LQ = logdet_quad(kron_congruence(root, A), b, jitter_log)
+        logdet, quad, LQ = kron_logdet_quad(root, A, b)
         mll = -0.5 * (yy - quad + logdet + logdet_noise + n * LOG2PI)
         if not predictive:
             return cls(mll=mll, R=None, alpha=None)
@@ -369,6 +378,10 @@ class WISKI(KernelGP):
         self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
         self.optimizer = self._adam(self.lr, self.lr_projection)
         self.register_buffer("U", self.grid.points())
+        # batch d: the d-th axis in coordinate d, zeros elsewhere (padded to the longest axis) for kuu_factors
+        self.axis_inputs = torch.zeros(self.grid_dim, max(sizes), self.grid_dim, dtype=self.dtype)
+        for d, axis in enumerate(self.grid.axes()):
+            self.axis_inputs[d, : axis.shape[0], d] = axis
         self.WtW = torch.zeros(m, m, dtype=self.dtype)
         self.Wty = torch.zeros(m, dtype=self.dtype)
         self.yty = torch.zeros((), dtype=self.dtype)
@@ -380,7 +393,7 @@ class WISKI(KernelGP):
         groups = [{"params": list(self.kernel.parameters()) + noise_params, "lr": lr}]
         if self.projection is not None:
             groups.append({"params": list(self.projection.parameters()), "lr": lr_projection})
-        return torch.optim.Adam(groups)
+        return torch.optim.Adam(groups, fused=True)  # one kernel for all parameters: half the time of the loop
 
     # ------------------------------------------------------------------ the public extras
     def update(self, x: Any, y: Any, noise: Any = None):
@@ -451,14 +464,11 @@ class WISKI(KernelGP):
         """Per-dimension Cholesky roots C_d of K_d + ε_d I (ε_d as :func:`~onlinegp.posterior.kuu`'s), so that
         ⊗_d C_d C_dᵀ = K_UU up to the jitters; the outputscale is in the first factor. K_d is the base kernel on the
         d-th axis with the other coordinates at 0, where a product kernel contributes k(0, 0) = 1."""
-        base, factors = self.kernel.base_kernel, []
-        for d, axis in enumerate(self.grid.axes()):
-            Z = torch.zeros(axis.shape[0], self.grid_dim, dtype=self.dtype)
-            Z[:, d] = axis
-            K = dense(base, Z)
-            if d == 0:
-                K = self.kernel.outputscale * K
-            factors.append(cholesky(with_jitter(K), self.jitter))
+        K = dense(self.kernel.base_kernel, self.axis_inputs)  # every axis in one batched evaluation
+        factors = []
+        for d, g in enumerate(self.grid.sizes):
+            Kd = K[d, :g, :g] if d else self.kernel.outputscale * K[d, :g, :g]
+            factors.append(cholesky(with_jitter(Kd), self.jitter))
         return factors
 
     def _posterior(
@@ -469,16 +479,14 @@ class WISKI(KernelGP):
             s2 = self.noise
             prec, yty, logdet_noise = 1.0 / s2, yty / s2, n * s2.log()
         if self.algebra == "kronecker":
-            return SKIPosterior.from_kronecker(
-                self.kuu_factors(), WtW, Wty, yty, logdet_noise, n, self.jitter, predictive, prec
-            )
+            return SKIPosterior.from_kronecker(self.kuu_factors(), WtW, Wty, yty, logdet_noise, n, predictive, prec)
         if prec is not None:
             WtW, Wty = WtW * prec, Wty * prec
         return SKIPosterior.from_terms(self.kuu_root(), WtW, Wty, yty, logdet_noise, n, self.jitter, predictive)
 
-    def _new_terms(self, xs: Tensor, ys: Tensor, prec: Tensor | None, batch_stats: bool):
+    def _new_terms(self, xs: Tensor, ys: Tensor, prec: Tensor | None, batch_stats: bool, in_place: bool = False):
         idx, val, clamped = self.grid.weights(self.features(xs, batch_stats))
-        WtW, Wty = add_terms(self.WtW, self.Wty, idx, val, ys, prec)
+        WtW, Wty = add_terms(self.WtW, self.Wty, idx, val, ys, prec, in_place)
         p = torch.ones_like(ys) if prec is None else prec
         return WtW, Wty, self.yty + (p * ys * ys).sum(), clamped
 
@@ -490,10 +498,12 @@ class WISKI(KernelGP):
             prec, logdet = 1.0 / noise, self.logdet_noise + noise.log().sum()
         learn_proj = self.projection is not None
         first_stats = learn_proj and self.num_data == 0 and xs.shape[0] > 1
+        # without a projection the new terms are free of every parameter: added once, in place (the update restores
+        # the state it copied if anything fails), for the steps and the caches
+        fixed_terms = None if learn_proj else self._new_terms(xs, ys, prec, False, in_place=True)
 
         def mll() -> Tensor:
-            with torch.set_grad_enabled(learn_proj):
-                terms = self._new_terms(xs, ys, prec, first_stats)
+            terms = fixed_terms or self._new_terms(xs, ys, prec, first_stats)
             return self._posterior(*terms[:3], logdet, n, predictive=False).mll
 
         with timer("hyperparameters"):
@@ -505,7 +515,7 @@ class WISKI(KernelGP):
         with timer("caches"), torch.no_grad():
             if first_stats:
                 self.projection.freeze_statistics(xs)
-            WtW, Wty, yty, clamped = self._new_terms(xs, ys, prec, False)
+            WtW, Wty, yty, clamped = fixed_terms or self._new_terms(xs, ys, prec, False)
             self.WtW, self.Wty, self.yty, self.logdet_noise = WtW, Wty, yty, logdet
             self._cache = None
         return {"objective": value, "clamped": clamped, "noise": float(self.noise.detach())}
