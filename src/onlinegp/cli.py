@@ -787,3 +787,20 @@ def bench_vips_magnetic(
 ) -> None:
     """Pescador-Barrios et al. 2024, §5.4: magnetic-field maps path by path (VIPS), and trajectory 3 in batches
     (VIPS vs CV)."""
+
+
+@_run_command("vips-synthetic", "vips.run_synthetic", out="runs/vips-synthetic", quiet="no progress bar or table")
+def bench_vips_synthetic(
+    seeds: str = list_option("0,1,2,3,4", "--seeds", "comma-separated seeds (data, test noise and model)", int),
+    datasets: str = list_option(
+        "synthetic1,synthetic2,synthetic3", "--datasets", "comma-separated Fig. 1 sets (appendix F.1)"
+    ),
+    fixed: str = list_option("10,20,30", "--fixed", "comma-separated fixed sizes M for Fig. 2a", int),
+    fig2a: bool = typer.Option(True, "--fig2a/--no-fig2a", help="also run Fig. 2a (fixed M vs VIPS vs exact GP)"),
+    fig2a_size: int = typer.Option(1000, "--fig2a-size", help="points of the Fig. 2a set (appendix F.2.1: 1000)"),
+    fig2a_batches: int = typer.Option(4, "--fig2a-batches", help="equal batches of the Fig. 2a set (§5.2: 4)"),
+    num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
+    exact: bool = typer.Option(True, "--exact/--no-exact", help="the exact GP reference in Fig. 2a"),
+) -> None:
+    """Pescador-Barrios et al. 2024, Figs. 1 and 2a: M chosen by VIPS on synthetic sets 1-3, and fixed M = 10/20/30 vs
+    VIPS vs the exact GP on a 1000-point set."""
