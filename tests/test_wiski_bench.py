@@ -28,9 +28,12 @@ def test_uci_stream_writes_metrics(tmp_path):
     assert {(r["inputs"], r["model"]) for r in rows} == {
         ("shared", "wiski"),
         ("shared", "exact"),
+        ("shared", "exact GP (batch)"),
         ("all", "osgpr (all inputs)"),
     }
     assert [r["num_data"] for r in rows if r["model"] == "wiski"] == [151, 154, 157]
+    # the hindsight reference: one row, every streamed point, on the shared features only
+    assert [r["num_data"] for r in rows if r["model"] == "exact GP (batch)"] == [157]
     assert all(r["rmse"] > 0 and r["update_time"] > 0 for r in rows)
     for name in ("config.json", "metrics.csv", "metrics.json", "uci.png"):
         assert (tmp_path / name).is_file()

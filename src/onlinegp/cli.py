@@ -640,6 +640,9 @@ def bench_wiski_uci(
         200, "--pretrain-steps", help="full-batch steps on the 5% pre-training batch (Table C.1: 200 epochs)"
     ),
     exact_max: int = typer.Option(1500, "--exact-max", help="run the exact GP only up to this many points"),
+    batch_exact_max: int = typer.Option(
+        5000, "--batch-exact-max", help="fit the hindsight exact GP (L-BFGS, all points at once) up to this many points"
+    ),
     seed: int = _WISKI_OPTIONS["seed"](),
 ) -> None:
     """Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
