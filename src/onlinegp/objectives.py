@@ -113,12 +113,12 @@ def _q_terms(
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     """What q(u) = N(m, R Rᵀ) gives the uncollapsed ELBO on a batch, from L = chol(K_uu), K_ub and diag K_bb.
 
-    One triangular solve gives T = [C | A | v] = L⁻¹ [R | K_ub | m]; returns T, Γ = CᵀA, the predictive means Aᵀv
+    One triangular solve gives T = [C | v | A] = L⁻¹ [R | m | K_ub]; returns T, Γ = CᵀA, the predictive means Aᵀv
     and variances k_bb − ‖A‖² + ‖Γ‖² (column-wise, not clamped) and KL = ½(‖C‖² + ‖v‖² − M + log|K_uu| − log|S|).
     """
-    (M, B), r = Kub.shape, q_root.shape[-1]
-    T = trisolve(L, torch.cat([q_root, Kub, q_mean.unsqueeze(-1)], -1))
-    C, A, v = T[:, :r], T[:, r : r + B], T[:, -1]
+    M, r = Kub.shape[0], q_root.shape[-1]
+    T = trisolve(L, torch.cat([q_root, q_mean.unsqueeze(-1), Kub], -1))
+    C, v, A = T[:, :r], T[:, r], T[:, r + 1 :]
     Gamma = C.mT @ A
     kl = 0.5 * (C.pow(2).sum() + v @ v - M + 2 * L.diagonal().log().sum() - q_logdet)
     return T, Gamma, A.mT @ v, kbb - A.pow(2).sum(0) + Gamma.pow(2).sum(0), kl
@@ -151,14 +151,18 @@ def svgp_elbo_cov(
 class _FixedQELBO(torch.autograd.Function):
     """Value and hand-derived gradient of the uncollapsed ELBO for a fixed q(u) = N(m, R Rᵀ).
 
-    With L = chol(K_uu), [C | A | v] = L⁻¹[R | K_ub | m], Γ = CᵀA and [E | W | α] = L⁻ᵀ[C | A | v]
-    (= K_uu⁻¹[R | K_ub | m]), per-datum derivatives g_μ, h of the value with respect to the predictive means and
-    variances, and P = α g_μᵀ + 2 E Γ diag(h):
-        ∂/∂K_ub = P − 2 W diag(h),
-        ∂/∂K_uu = (W diag(h) − P) Wᵀ + (E Eᵀ + α αᵀ − K_uu⁻¹) / 2N (its symmetric part is the gradient),
+    With L = chol(K_uu), [C | v | A] = L⁻¹[R | m | K_ub], Γ = CᵀA and [E | α | W] = L⁻ᵀ[C | v | A]
+    (= K_uu⁻¹[R | m | K_ub]), per-datum derivatives g_μ, h of the value with respect to the predictive means and
+    variances, and Y = W diag(h) Γᵀ:
+        ∂/∂K_ub = α g_μᵀ + 2 (E Γ − W) diag(h),
+        ∂/∂K_uu = W diag(h) Wᵀ − 2 E Yᵀ − α (W g_μ)ᵀ + (E Eᵀ + α αᵀ − K_uu⁻¹) / 2N,
         ∂/∂k_bb = h.
-    Every solve has the r + B + 1 columns of the forward (never M); K_uu⁻¹ comes from L (``torch.cholesky_inverse``).
-    The value is linear in S = R Rᵀ, so an unbiased sketch R Ω/√p of the root gives an unbiased gradient.
+    K_uu is symmetric, so any matrix with the right symmetric part is its gradient (the kernel's symmetric backward
+    and the output scale read only that): the backward returns [c E − 2Y | c α − W g_μ] [E | α]ᵀ − c K_uu⁻¹
+    (c = 1/2N) plus the block-lower half of the symmetric W diag(h) Wᵀ, with the strictly lower blocks doubled (three
+    quarters of the product's work). Every solve has the r + 1 + B columns of the forward (never M); K_uu⁻¹ comes
+    from L (``torch.cholesky_inverse``). The value is linear in S = R Rᵀ, so an unbiased sketch R Ω/√p of the root
+    gives an unbiased gradient.
     """
 
     @staticmethod
@@ -180,14 +184,26 @@ class _FixedQELBO(torch.autograd.Function):
         g_mean = grad * resid / (noise * B)
         h = (-0.5 * grad / (noise * B)) * active
         g_noise = grad * (-0.5 / noise + 0.5 * (resid.pow(2) + var) / noise.pow(2)).sum() / B
-        U = trisolve(L, T, transpose=True)  # K_uu⁻¹ [R | K_ub | m]
-        E, W, alpha = U[:, :r], U[:, r : r + B], U[:, r + B :]
-        P = alpha * g_mean + 2 * (E @ (Gamma * h))
+        U = trisolve(L, T, transpose=True)  # K_uu⁻¹ [R | m | K_ub]
+        Ea, alpha, W = U[:, : r + 1], U[:, r], U[:, r + 1 :]
         Wh = W * h
-        Ea, c = torch.cat([E, alpha], -1), float(grad) / (2 * num_data)
-        # K_uu is symmetric, so any matrix with the right symmetric part is its gradient: no symmetrisation pass
-        G_uu = torch.addmm(torch.cholesky_inverse(L), Ea, Ea.mT, beta=-c, alpha=c).addmm_(Wh - P, W.mT)
-        return G_uu, P - 2 * Wh, h, g_noise.reshape(noise.shape), None, None, None, None, None, None
+        G_ub = torch.addmm(Wh, Ea[:, :r], Gamma * h, beta=-2, alpha=2).addr_(alpha, g_mean)
+        c = float(grad) / (2 * num_data)
+        left = torch.addmm(
+            Ea, W, torch.cat([2 * h.unsqueeze(-1) * Gamma.mT, g_mean.unsqueeze(-1)], -1), beta=c, alpha=-1
+        )
+        G_uu = torch.cholesky_inverse(L).addmm_(left, Ea.mT, beta=-c)
+        return _add_symmetric_product(G_uu, Wh, W), G_ub, h, g_noise.reshape(noise.shape), *[None] * 6
+
+
+def _add_symmetric_product(G: Tensor, X: Tensor, Y: Tensor) -> Tensor:
+    """G plus a matrix whose symmetric part is X Yᵀ, for a symmetric X Yᵀ (such as W diag(h) Wᵀ): its block-lower
+    half, the off-diagonal block doubled, in three quarters of the product's work. In place; returns G."""
+    k = G.shape[0] // 2
+    G[:k, :k].addmm_(X[:k], Y[:k].mT)
+    G[k:, :k].addmm_(X[k:], Y[:k].mT, alpha=2)
+    G[k:, k:].addmm_(X[k:], Y[k:].mT)
+    return G
 
 
 def exact_mll(

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from . import native
-from .attentive import AttentiveKernel, sqdist
+from .attentive import AttentiveKernel, plus_jitter, sqdist
 
 __all__ = [
     "AttentiveKernel",
@@ -51,11 +51,12 @@ class CrossCovariance:
     them faster than it could read them) is not in use, the base kernels' exponentials; each call
     then evaluates the attention network once on [Z; X]. If Z requires grad (inducing inputs being optimised)
     nothing is cached. Any other kernel is evaluated as ``dense(kernel, Z, [Z; X])``. Values equal
-    ``dense(kernel, Z)`` and ``dense(kernel, Z, X)`` to round-off, gradients included.
+    ``dense(kernel, Z)`` (plus εI with ``jitter``) and ``dense(kernel, Z, X)`` to round-off, gradients included. The
+    AK's output scale and ε are applied inside its compiled routine's autograd function (no separate M × M passes).
     """
 
-    def __init__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor, cache_limit: int = 2**23):
-        self.kernel, self.Z = kernel, Z
+    def __init__(self, kernel: gpytorch.kernels.Kernel, Z: Tensor, cache_limit: int = 2**23, jitter: float = 0.0):
+        self.kernel, self.Z, self.jitter = kernel, Z, jitter
         base = kernel.base_kernel if isinstance(kernel, gpytorch.kernels.ScaleKernel) else kernel
         self.ak = base if isinstance(base, AttentiveKernel) and kernel.active_dims is None else None
         self.sq = self.exps = None
@@ -66,20 +67,18 @@ class CrossCovariance:
                     self.exps = self.ak.exponentials(self.sq)
 
     def __call__(self, X: Tensor) -> tuple[Tensor, Tensor]:
-        """(K_ZZ, K_ZX) under the kernel's current parameters."""
+        """(K_ZZ + εI, K_ZX) under the kernel's current parameters, ε = ``jitter`` times the mean diagonal of K_ZZ
+        (not differentiated: :func:`~onlinegp.posterior.with_jitter` with ``jitter`` = its ``KUU_JITTER``)."""
         Z, M = self.Z, self.Z.shape[0]
         if self.ak is None:
             K = dense(self.kernel, Z, torch.cat([Z, X]))
-            return K[:, :M], K[:, M:]
+            return plus_jitter(K[:, :M], self.jitter), K[:, M:]
         w = self.ak.weights(torch.cat([Z, X]))
         wz, wx = w[:M], w[M:]
         sq = sqdist(Z, Z) if self.sq is None else self.sq
-        Kzz = self.ak.combine(wz, wz, sq, self.exps)
-        Kzx = self.ak.combine(wz, wx, sqdist(Z, X))
-        if self.ak is not self.kernel:
-            scale = self.kernel.outputscale
-            Kzz, Kzx = Kzz * scale, Kzx * scale
-        return Kzz, Kzx
+        scale = None if self.ak is self.kernel else self.kernel.outputscale
+        Kzz = self.ak.combine(wz, wz, sq, self.exps, scale, self.jitter)
+        return Kzz, self.ak.combine(wz, wx, sqdist(Z, X), scale=scale)
 
 
 #: 'auto' uses the Attentive Kernel up to this many inputs: it is a mapping kernel (Chen et al. 2024) whose

@@ -65,18 +65,31 @@ class AttentiveKernel(Kernel):
         """The base kernels exp(-d² / 2ℓ_m²) for squared distances ``sq`` (N, N'), shape (M, N, N')."""
         return _exp_(sq.unsqueeze(-3) * self.coefficients(sq.dtype)[:, None, None])
 
-    def combine(self, w1: Tensor, w2: Tensor, sq: Tensor, exps: Tensor | None = None) -> Tensor:
-        """k from normalised weights and squared distances; ``exps`` = :meth:`exponentials` of ``sq`` if cached.
+    def combine(
+        self,
+        w1: Tensor,
+        w2: Tensor,
+        sq: Tensor,
+        exps: Tensor | None = None,
+        scale: Tensor | None = None,
+        jitter: float = 0.0,
+    ) -> Tensor:
+        """s·k + εI from normalised weights and squared distances; ``exps`` = :meth:`exponentials` of ``sq`` if cached.
 
         Callers that evaluate the kernel repeatedly on the same inputs (an optimiser's steps at fixed inducing
         inputs) pass the weights and the distances or exponentials they already have. ``w1 is w2`` means k(x, x)
-        (``sq`` symmetric). Float64 CPU matrices go through the compiled routine (:mod:`.native`), which needs no
-        cached exponentials; anything else through PyTorch.
+        (``sq`` symmetric). ``scale`` s is an output scale (None: 1); ``jitter`` (k(x, x) only) sets ε = jitter times
+        the mean diagonal of s·k, not differentiated, as :func:`~onlinegp.posterior.with_jitter`. Float64 CPU
+        matrices go through the compiled routine (:mod:`.native`), which needs no cached exponentials and applies s
+        and ε in place; anything else through PyTorch.
         """
+        if jitter and w1 is not w2:
+            raise ValueError("combine: jitter is only added to k(x, x) (w1 is w2)")
         coef = self.coefficients(sq.dtype)
         if native.usable(w1, w2, sq):
-            return _NativeAttentive.apply(w1, w2, sq, coef)
-        return (w1 @ w2.mT) * _Mixture.apply(w1, w2, sq, coef, exps)
+            return _NativeAttentive.apply(w1, w2, sq, coef, scale, jitter)
+        k = (w1 @ w2.mT) * _Mixture.apply(w1, w2, sq, coef, exps)
+        return plus_jitter(k if scale is None else k * scale, jitter)
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
         if diag:
@@ -84,6 +97,14 @@ class AttentiveKernel(Kernel):
         w1 = self.weights(x1)
         w2 = w1 if x2 is x1 else self.weights(x2)
         return self.combine(w1, w2, sqdist(x1, x2))
+
+
+def plus_jitter(K: Tensor, jitter: float) -> Tensor:
+    """K + εI with ε = ``jitter`` times the mean diagonal of K, not differentiated (posterior.with_jitter's ε)."""
+    if not jitter:
+        return K
+    eps = jitter * K.diagonal().mean().detach()
+    return K + eps * torch.eye(K.shape[-1], dtype=K.dtype, device=K.device)
 
 
 def sqdist(x1: Tensor, x2: Tensor) -> Tensor:
@@ -105,19 +126,45 @@ KEEP_LIMIT = 2**22
 
 
 class _NativeAttentive(torch.autograd.Function):
-    """k = (w1 w2ᵀ) ⊙ Σ_m (w1_m w2_mᵀ) ⊙ exp(c_m · sq) and its gradient by the compiled routine (:mod:`.native`)."""
+    """s·k + εI, k = (w1 w2ᵀ) ⊙ Σ_m (w1_m w2_mᵀ) ⊙ exp(c_m · sq), and its gradient by the compiled routine
+    (:mod:`.native`). The scale s (None: 1) and the jitter (ε = jitter · mean diag s·k, not differentiated) are
+    applied in place, and the backward never forms s·G for an upstream gradient G: it scales the routine's
+    gradients (N × M) by s, and ∂/∂s = ⟨G, k⟩ = (⟨G, s·k + εI⟩ − ε tr G) / s reads the output. Five N × N' passes
+    and allocations fewer per evaluation and gradient than scaling and jittering separately (with_jitter)."""
 
     @staticmethod
-    def forward(ctx, w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor) -> Tensor:
+    def forward(
+        ctx, w1: Tensor, w2: Tensor, sq: Tensor, coef: Tensor, scale: Tensor | None = None, jitter: float = 0.0
+    ) -> Tensor:
         ctx.symmetric = w1 is w2 and not ctx.needs_input_grad[2]  # reads one triangle of sq: no gradient for it
-        ctx.save_for_backward(w1, w2, sq, coef)
-        return native.attentive(w1, w2, sq, coef, ctx.symmetric)
+        out = native.attentive(w1, w2, sq, coef, ctx.symmetric)
+        if scale is not None:
+            out.mul_(scale)
+        ctx.eps = jitter * float(out.diagonal().mean()) if jitter else 0.0
+        if ctx.eps:
+            out.diagonal().add_(ctx.eps)
+        scale_grad = scale is not None and ctx.needs_input_grad[4]
+        ctx.save_for_backward(w1, w2, sq, coef, scale, out if scale_grad else None)
+        return out
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        w1, w2, sq, coef = ctx.saved_tensors
+        w1, w2, sq, coef, scale, out = ctx.saved_tensors
         g1, g2, gsq = native.attentive_backward(w1, w2, sq, coef, grad, ctx.symmetric, ctx.needs_input_grad[2])
-        return g1, g2, gsq, None
+        g_scale = None
+        if scale is not None:
+            for g in (g1, g2, gsq):
+                if g is not None:
+                    g.mul_(scale)
+            if ctx.needs_input_grad[4]:
+                # out is contiguous and, when symmetric, equals its transpose: read grad in its own memory order
+                g_scale = torch.vdot(
+                    (grad.mT if ctx.symmetric and grad.mT.is_contiguous() else grad).reshape(-1), out.view(-1)
+                )
+                if ctx.eps:
+                    g_scale = g_scale - ctx.eps * grad.diagonal().sum()
+                g_scale = g_scale / scale
+        return g1, g2, gsq, None, g_scale, None
 
 
 class _Mixture(torch.autograd.Function):

@@ -30,7 +30,7 @@ from ..inducing import Selector, make_selector
 from ..kernels import CrossCovariance, diagonal
 from ..linalg import cholesky, trisolve
 from ..objectives import log_prior, svgp_elbo_cov
-from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu, sketch_root, with_jitter
+from ..posterior import KUU_JITTER, InducingPosterior, Predictor, VariationalQ, kuu, sketch_root
 from ..projected import ProjectedTerms, batch_terms, kernel_theta
 from ..training import gradient_steps, hyperparameter_optimizer
 from .registry import register
@@ -209,7 +209,8 @@ class POAM(KernelGP):
             mean, root = torch.nn.Parameter(white_mean), torch.nn.Parameter(white_root)
             extra += [mean, root]
         optimizers = [self.optimizer] + ([torch.optim.Adam(extra, lr=self.lr)] if extra else [])
-        cross = CrossCovariance(self.kernel, Z)  # Z-only kernel work done once for the T steps
+        # Z-only kernel work done once for the T steps; K_uu carries kuu's ε
+        cross = CrossCovariance(self.kernel, Z, jitter=KUU_JITTER.get(self.dtype, 1e-6))
 
         def elbo() -> Tensor:
             idx = (
@@ -219,7 +220,6 @@ class POAM(KernelGP):
             )
             xb = X_all[idx]
             Kuu, Kub = cross(xb)
-            Kuu = with_jitter(Kuu)
             if self.variational == "gradient":
                 q = self._unwhitened(cholesky(Kuu, self.jitter), Z, mean, root)
             else:
