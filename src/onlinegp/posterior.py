@@ -20,6 +20,7 @@ from torch import Tensor
 
 from . import settings
 from .kernels import dense, diagonal
+from .kernels.attentive import plus_jitter
 from .linalg import JitterLog, cholesky, condition_estimate, trisolve
 
 #: relative jitter ε always added to K_uu (times its mean diagonal)
@@ -33,8 +34,7 @@ def kuu(kernel: gpytorch.kernels.Kernel, Z: Tensor) -> Tensor:
 
 def with_jitter(K: Tensor) -> Tensor:
     """K + εI with ε = KUU_JITTER[dtype] · mean diag K: the jitter :func:`kuu` adds, for a K computed elsewhere."""
-    eps = KUU_JITTER.get(K.dtype, 1e-6) * K.diagonal().mean().detach()
-    return K + eps * torch.eye(K.shape[0], dtype=K.dtype, device=K.device)
+    return plus_jitter(K, KUU_JITTER.get(K.dtype, 1e-6))
 
 
 def kuv(kernel: gpytorch.kernels.Kernel, Z1: Tensor, Z2: Tensor) -> Tensor:
