@@ -2,6 +2,7 @@
 
 import logging
 
+import gpytorch
 import numpy as np
 import pytest
 import torch
@@ -76,3 +77,12 @@ def test_single_point_updates_skip_the_calibration_check():
     x, y = next(sine_batches())
     model.update(x, y)
     assert "batch_z2" not in model.update(x[:1], y[:1]).extra
+
+
+def test_lengthscales_usable_marks_length_scales_below_the_floor():
+    kernel = gpytorch.kernels.RBFKernel(ard_num_dims=3)
+    kernel.lengthscale = torch.tensor([[1.0, 0.5, 2.0]])
+    assert health.lengthscales_usable(kernel)
+    kernel.lengthscale = torch.tensor([[1.0, health.LENGTHSCALE_RANGE[0] / 2, 2.0]])
+    assert not health.lengthscales_usable(kernel)
+    assert health.lengthscales_usable(gpytorch.kernels.ScaleKernel(gpytorch.kernels.LinearKernel()))

@@ -4,7 +4,7 @@ at the mean predictor (test RMSE ≈ 1 in standardised units), as they did with 
 import numpy as np
 import pytest
 
-from onlinegp import make_model
+from onlinegp import health, make_model
 from onlinegp.bench.defaults import scores, split_data
 
 
@@ -42,3 +42,27 @@ def test_the_length_scale_prior_keeps_inputs_switchable():
     stayed at 1.36x the exact GP's); the default log-normal prior keeps every length-scale where it can come back."""
     assert first_batch_lengthscales(lengthscale_prior=None).max() > 1e4
     assert first_batch_lengthscales().max() < 1e3
+
+
+def bike_lengthscales_after_two_batches():
+    X, y, _, _ = split_data("bike", 0, 2000, 1000)  # `bench defaults`, split 0: 17 inputs, several discrete
+    model = make_model("osgpr", seed=0)
+    for start in (0, 100):
+        report = model.update(X[start : start + 100], y[start : start + 100])
+    return model.kernel.base_kernel.lengthscale.detach().flatten(), report
+
+
+def test_lbfgs_never_accepts_a_length_scale_too_short_to_evaluate():
+    """On bike's second batch a line search tried length-scales of 1e-16 on two discrete columns: there the
+    kernel's squared distances lose all precision (k(z, z) evaluated to 0), the bound was garbage that looked best,
+    and the next update failed to factorise K_uu. Such trial points are now infeasible."""
+    lengthscales, report = bike_lengthscales_after_two_batches()
+    assert lengthscales.min() >= health.LENGTHSCALE_RANGE[0]
+    assert not report.warnings
+
+
+def test_without_the_feasibility_check_bike_collapses(monkeypatch):
+    monkeypatch.setattr(health, "lengthscales_usable", lambda kernel: True)
+    lengthscales, report = bike_lengthscales_after_two_batches()
+    assert lengthscales.min() < 1e-10
+    assert any("ran away" in w for w in report.warnings)

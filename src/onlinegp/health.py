@@ -62,6 +62,16 @@ def calibration(mean: Tensor, var_y: Tensor, ys: Tensor) -> tuple[list[str], dic
     return warnings, {"batch_z2": z2}
 
 
+def lengthscales_usable(kernel: object) -> bool:
+    """False when a length-scale (scaled units) is below ``LENGTHSCALE_RANGE[0]``: there the kernel's squared
+    distances, formed from inputs divided by the length-scale, lose all precision (k(x, x) can evaluate to 0), so a
+    bound computed there is numerically meaningless. L-BFGS fits treat such a trial point as infeasible."""
+    lengthscale = getattr(getattr(kernel, "base_kernel", kernel), "lengthscale", None)
+    if not isinstance(lengthscale, Tensor) or not lengthscale.numel():
+        return True
+    return float(lengthscale.detach().min()) >= LENGTHSCALE_RANGE[0]
+
+
 def runaway(kernel: object) -> list[str]:
     """Warn on a kernel's output scale or length-scales (scaled units) outside their sane ranges."""
     warnings = []

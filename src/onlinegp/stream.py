@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from . import health
 from .base import OnlineGP
 from .data import Dataset, batch_indices, load_dataset, train_test_split
 from .io import write_csv
@@ -72,6 +73,8 @@ def lbfgs_exact_gp(model: "OnlineGP", X: np.ndarray, y: np.ndarray, max_iter: in
 
     def closure() -> torch.Tensor:
         opt.zero_grad(set_to_none=False)
+        if not health.lengthscales_usable(model.kernel):
+            return torch.tensor(float("inf"), dtype=model.dtype)
         try:
             loss = -(exact_mll(model.kernel, model.noise, xs, ys) + log_prior(model.kernel)) / xs.shape[0]
         except CholeskyError:

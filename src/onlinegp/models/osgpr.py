@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .. import health
 from ..base import KernelGP, PhaseTimer
 from ..inducing import Selector, make_selector
 from ..linalg import CholeskyError
@@ -125,7 +126,8 @@ class OSGPR(KernelGP):
 
     def _lbfgs(self, params: list[torch.nn.Parameter], loss) -> int:
         """L-BFGS to convergence; a trial point whose bound is not finite (or not PD even with the largest
-        jitter) is answered with +inf so the line search backs off, and the best point seen is kept.
+        jitter), or whose length-scales are too short to evaluate (``health.lengthscales_usable``), is answered
+        with +inf so the line search backs off, and the best point seen is kept.
         Returns the number of bound evaluations."""
         best = [float("inf"), [p.detach().clone() for p in params]]
         evaluations = [0]
@@ -133,6 +135,8 @@ class OSGPR(KernelGP):
         def closure() -> Tensor:
             evaluations[0] += 1
             lbfgs.zero_grad(set_to_none=False)
+            if not health.lengthscales_usable(self.kernel):
+                return torch.tensor(float("inf"), dtype=self.dtype)
             try:
                 value = loss()
             except CholeskyError:
