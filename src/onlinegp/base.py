@@ -181,7 +181,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         no input width again)."""
         x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
         y = as_targets(y, x.shape[0], self.dtype)
-        snapshot = copy.deepcopy(self.state_dict())
+        # state_dict() copies the extra state already; parameters and buffers are live views, so clone those
+        snapshot = {k: v.clone() if isinstance(v, Tensor) else v for k, v in self.state_dict().items()}
         unbuilt = self._structure() if self.input_dim is None else None
         timer = PhaseTimer()
         try:
