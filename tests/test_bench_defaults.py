@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from onlinegp.bench.defaults import METHODS, TARGETS, run_defaults, split_data, summarise
+from onlinegp.bench.defaults import EXACT_STARTS, METHODS, TARGETS, defaults_job, run_defaults, split_data, summarise
 from onlinegp.cli import app
 
 
@@ -89,3 +89,15 @@ def test_the_batch_sparse_reference_has_a_row_but_no_target(tmp_path):
     metrics = (out / "concrete/sgpr/split0/metrics.csv").read_text().splitlines()
     assert len(metrics) == 2 and metrics[1].split(",")[1] == "150"
     assert "batch SGPR" in (out / "table.md").read_text()
+
+
+def test_the_exact_reference_keeps_the_better_of_its_starts(tmp_path):
+    config = dict(dataset="concrete", split=0, train_size=150, test_size=80, batch_size=50, exact_iterations=5)
+    fits = {}
+    for starts in (["default"], ["sgpr"], list(EXACT_STARTS)):
+        run_dir = tmp_path / "+".join(starts)
+        run_dir.mkdir()
+        fits["+".join(starts)] = defaults_job(config | {"method": "exact", "exact_starts": starts}, run_dir)
+    both = fits["default+sgpr"]
+    assert both["objective"] == max(fits["default"]["objective"], fits["sgpr"]["objective"])
+    assert both["rmse"] == fits[both["start"]]["rmse"]

@@ -54,10 +54,11 @@ class StreamConfig:
         return asdict(self)
 
 
-def lbfgs_exact_gp(model: "OnlineGP", X: np.ndarray, y: np.ndarray, max_iter: int = 200) -> None:
+def lbfgs_exact_gp(model: "OnlineGP", X: np.ndarray, y: np.ndarray, max_iter: int = 200) -> float:
     """Fit an :class:`~onlinegp.models.exact.ExactGP`'s θ and σ² by L-BFGS on log p(y) of (X, y), then absorb
     the data with the fitted values (the exact-GP reference of Pescador-Barrios et al. 2024, which uses L-BFGS for every
-    method). The model must have ``num_steps=0`` and fixed scaling (``x_bounds``, ``y_stats``)."""
+    method). The model must have ``num_steps=0`` and fixed scaling (``x_bounds``, ``y_stats``). Returns the fitted
+    objective, (log p(y) + log p(θ)) / n in scaled units, to compare fits from different starts."""
     xs = model.scaler.x(torch.as_tensor(X, dtype=model.dtype))
     ys = model.scaler.y(torch.as_tensor(y, dtype=model.dtype))
     params = list(model.kernel.parameters()) + list(model.likelihood.parameters())
@@ -83,7 +84,10 @@ def lbfgs_exact_gp(model: "OnlineGP", X: np.ndarray, y: np.ndarray, max_iter: in
         return loss
 
     opt.step(closure)
+    with torch.no_grad():
+        objective = float(exact_mll(model.kernel, model.noise, xs, ys) + log_prior(model.kernel)) / xs.shape[0]
     model.update(X, y)
+    return objective
 
 
 def standardised_scores(test: Dataset, mean: np.ndarray, var_y: np.ndarray, y_std: float) -> dict[str, float]:

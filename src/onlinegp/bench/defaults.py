@@ -6,7 +6,10 @@ up to ``train_size`` training points, both standardised with the training points
 built by name with nothing but its defaults (``make_model(name, seed=split)``: no bounds, no target statistics,
 no kernel settings). After every batch the model predicts the test points; RMSE and NLPD are in standardised
 target units. The reference is the exact GP (ARD RBF, θ and σ² by at most ``exact_iterations`` L-BFGS iterations on all training points; 100
-change elevators' RMSE by under 1% against 50). The table
+change elevators' RMSE by under 1% against 50), fitted from each start in :data:`EXACT_STARTS` (the kernel's
+default, and the θ of the batch sparse GP below) and kept where log p(y) + log p(θ) is highest: from the default
+start alone, bike's fit stopped at length-scales near their start (RMSE 0.194), far below the optimum the sparse
+GP's θ leads to (0.036). The table
 gives each method's final RMSE as a ratio to the exact GP's, its final NLPD minus the exact GP's, the worst NLPD
 of any batch, and the update time, over splits; the targets are within 1.25x / 0.3 for the sparse streaming
 regressors and 1.5x / 0.5 for POAM, OVC++ and WISKI, and no NLPD above 10 anywhere.
@@ -54,6 +57,8 @@ TARGETS = {m: (1.5, 0.5) if m in ("poam", "ovc++", "wiski") else (1.25, 0.3) for
 #: the references: the exact GP, and the batch sparse GP of the streaming methods' size (no target)
 REFERENCES = ("exact", "sgpr")
 NLPD_CEILING = 10.0
+#: the starts of the exact GP's fit (the best objective is kept): the kernel's default, the batch sparse GP's θ
+EXACT_STARTS = ("default", "sgpr")
 #: part of every run's config, so its hash: raised whenever a default changes, so that the results tree never serves
 #: a run of older defaults as done (2: the log-normal length-scale prior above 3 inputs)
 DEFAULTS_REVISION = 2
@@ -84,17 +89,20 @@ def defaults_job(config: dict, run_dir: Path) -> dict:
     method, size = config["method"], config["batch_size"]
     rows = []
     if method == "exact":
-        bounds = np.stack([X.min(0), X.max(0)])
-        model = make_model("exact", num_steps=0, max_data=10**9, x_bounds=bounds, y_stats=(0.0, 1.0))
         t0 = time.perf_counter()
-        lbfgs_exact_gp(model, X, y, max_iter=config["exact_iterations"])
-        pred = model.predict(X_test)
-        row = {"batch": 1, "num_data": len(X), "update_time": time.perf_counter() - t0}
-        rows.append(row | scores(y_test, pred))
+        fits = []
+        for start in config["exact_starts"]:
+            model = make_model("exact", num_steps=0, max_data=10**9, x_bounds=bounds_of(X), y_stats=(0.0, 1.0))
+            if start == "sgpr":
+                sparse, _ = batch_sgpr(X, y, config["split"])
+                model.kernel.load_state_dict(sparse.kernel.state_dict())
+                model.likelihood.load_state_dict(sparse.likelihood.state_dict())
+            fits.append((lbfgs_exact_gp(model, X, y, max_iter=config["exact_iterations"]), start, model))
+        objective, start, model = max(fits, key=lambda fit: fit[0])
+        row = {"batch": 1, "num_data": len(X), "update_time": time.perf_counter() - t0, "start": start}
+        rows.append(row | {"objective": objective} | scores(y_test, model.predict(X_test)))
     elif method == "sgpr":
-        bounds = np.stack([X.min(0), X.max(0)])
-        model = make_model("osgpr", seed=config["split"], x_bounds=bounds, y_stats=(0.0, 1.0))
-        report = model.update(X, y)
+        model, report = batch_sgpr(X, y, config["split"])
         row = {"batch": 1, "num_data": len(X), "num_inducing": report.num_inducing, "update_time": report.total_time}
         rows.append(row | scores(y_test, model.predict(X_test)))
     else:
@@ -114,6 +122,17 @@ def defaults_job(config: dict, run_dir: Path) -> dict:
     final["update_time"] = sum(r["update_time"] for r in rows)
     final["worst_nlpd"] = max(r["nlpd"] for r in rows)
     return final
+
+
+def bounds_of(X: np.ndarray) -> np.ndarray:
+    return np.stack([X.min(0), X.max(0)])
+
+
+def batch_sgpr(X: np.ndarray, y: np.ndarray, split: int):
+    """The batch sparse GP of the streaming methods' size: OSGPR's defaults given every point as one batch, with
+    the scaling fitted on them (Titsias 2009). Returns the model and its update report."""
+    model = make_model("osgpr", seed=split, x_bounds=bounds_of(X), y_stats=(0.0, 1.0))
+    return model, model.update(X, y)
 
 
 def scores(y_test: np.ndarray, pred) -> dict[str, float]:
@@ -147,7 +166,7 @@ def specs(
                     defaults_revision=DEFAULTS_REVISION,
                 )
                 if method == "exact":
-                    config["exact_iterations"] = exact_iterations
+                    config |= {"exact_iterations": exact_iterations, "exact_starts": list(EXACT_STARTS)}
                 out.append(RunSpec(f"{name}/{method}/split{split}", config))
     return out
 
