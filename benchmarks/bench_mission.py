@@ -3,10 +3,11 @@ time goes.
 
 Runs ``onlinegp mission`` in a child process (so its peak resident memory and its start-up are its own) through a
 small driver that times, without changing what runs: the mission's start-up (interpreter, imports, model
-construction: everything before ``run_mission``), the checkpoints (``Mission.save`` and the metrics.csv rewrites),
-the planner's candidate predictions (``MaxEntropyPlanner.scores``) and the figures; the metric rows give the
-model updates, the evaluation-grid predictions and planning + driving. Each phase is reported in seconds and as
-a fraction of the child's wall time; ``non_update_fraction`` is everything but the model updates.
+construction: everything before ``run_mission``; ``startup_s`` splits it into imports, model construction, the
+rest of the CLI, and interpreter launch and exit), the checkpoints (``Mission.save`` and the metrics.csv
+rewrites), the planner's candidate predictions (``MaxEntropyPlanner.scores``) and the figures; the metric rows
+give the model updates, the evaluation-grid predictions and planning + driving. Each phase is reported in seconds
+and as a fraction of the child's wall time; ``non_update_fraction`` is everything but the model updates.
 
 ``--compare SRC`` runs the same mission with another source tree first (``PYTHONPATH=SRC``, e.g. a copy of ``src``
 before a change), then this one, alternating ``--repeats`` times: before/after fractions in the same run conditions.
@@ -41,8 +42,8 @@ t0 = time.perf_counter()
 from onlinegp.cli import app
 import onlinegp.rig.mission as mm
 import onlinegp.rig.planners as planners
-acc = {"checkpoint": 0.0, "figures": 0.0, "candidates": 0.0}
-marks = {}
+acc = {"checkpoint": 0.0, "figures": 0.0, "candidates": 0.0, "model_build": 0.0}
+marks = {"imported": time.perf_counter() - t0}
 def timed(key, fn):
     def inner(*args, **kwargs):
         t = time.perf_counter()
@@ -60,6 +61,7 @@ def run_mission(*args, _run=mm.run_mission, **kwargs):
 mm.Mission.save = timed("checkpoint", mm.Mission.save)
 mm.write_csv = timed("checkpoint", mm.write_csv)
 mm.write_figures = timed("figures", mm.write_figures)
+mm.build_model = timed("model_build", mm.build_model)
 planners.MaxEntropyPlanner.scores = timed("candidates", planners.MaxEntropyPlanner.scores)
 mm.run_mission = run_mission
 try:
@@ -107,6 +109,12 @@ def run(seed: int = 0, budget: int | None = None, threads: int | None = None, sr
         "outputs_other": run_s - step_s - t["checkpoint"] - t["figures"],  # model.pt, survey, metrics.json
         "startup_exit": wall - run_s,  # interpreter, imports, model construction; interpreter exit
     }
+    startup = {
+        "imports": t["imported"],  # the CLI and the mission's modules, torch and gpytorch among them
+        "model_build": t["model_build"],  # with what its first optimiser imports (torch._dynamo)
+        "cli_other": t["run_start"] - t["imported"] - t["model_build"] + t["end"] - t["run_end"],
+        "launch_exit": wall - t["end"],  # interpreter start before the driver's first line, and exit
+    }
     return {
         "config": {
             "seed": seed,
@@ -122,6 +130,7 @@ def run(seed: int = 0, budget: int | None = None, threads: int | None = None, sr
         "speedup_vs_paper": PAPER_MISSION_S / wall,
         "epochs": len(rows),
         "phases_s": phases,
+        "startup_s": startup,
         "fractions": {k: v / wall for k, v in phases.items()},
         "non_update_fraction": 1.0 - update / wall,
         "total_update_s": update,
@@ -155,6 +164,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "wall_s": statistics.median(r["wall_s"] for r in rs),
                 "non_update_fraction": statistics.median(r["non_update_fraction"] for r in rs),
                 "fractions": {k: statistics.median(r["fractions"][k] for r in rs) for k in rs[0]["fractions"]},
+                "startup_s": {k: statistics.median(r["startup_s"][k] for r in rs) for k in rs[0]["startup_s"]},
             }
         out["same_final_metrics"] = all(a["final"] == b["final"] for a, b in zip(runs["before"], runs["after"]))
     name = "bench_mission" + ("_compare" if args.compare else "") + (f"_{args.tag}" if args.tag else "")

@@ -293,5 +293,5 @@ def test_lbfgs_survives_trial_points_that_are_not_positive_definite(monkeypatch)
     baseline = OSGPR(2, num_inducing=15, num_steps=0)
     monkeypatch.setattr(osgpr_module, "online_bound", flaky)
     report = model.update(X, y)
-    assert calls["n"] > 3 and math.isfinite(report.objective)
+    assert calls["n"] >= 3 and math.isfinite(report.objective)
     assert report.objective >= baseline.update(X, y).objective

@@ -30,7 +30,7 @@ from ..inducing import Selector, make_selector
 from ..linalg import CholeskyError
 from ..objectives import OnlineBound, log_prior, online_bound, online_terms
 from ..posterior import InducingPosterior, Predictor
-from ..training import gradient_steps, hyperparameter_optimizer
+from ..training import gradient_steps, hyperparameter_optimizer, steps_for_width
 from .registry import register
 
 #: L-BFGS iterations per batch when ``num_steps`` is not given ("to convergence" with the tolerances below)
@@ -48,7 +48,8 @@ class OSGPR(KernelGP):
         inducing: a selector name ('pivoted', 'resample', 'random', 'kmeans') or instance (e.g. VIPS, Fixed).
         optimizer: 'lbfgs' (SSGP: L-BFGS with strong-Wolfe line search on the unconstrained parameters) or
             'adam' (SSGP++).
-        num_steps: L-BFGS iterations or Adam steps per batch (default 200 resp. 10); 0 freezes θ (and Z).
+        num_steps: L-BFGS iterations or Adam steps per batch (default 200 resp. 10, 50 above 3 inputs:
+            :func:`~onlinegp.training.steps_for_width`); 0 freezes θ (and Z).
         optimize_inducing: also move Z by gradient on the online bound (SSGP).
         lr: Adam learning rate for kernel and noise (1e-2); ``lr_attention`` for the AK's network (1e-3).
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
@@ -80,6 +81,7 @@ class OSGPR(KernelGP):
             raise ValueError(f"num_steps must be >= 0, got {num_steps}")
         self.selector = make_selector(inducing, num_inducing)
         self.optimizer_name = optimizer
+        self.auto_steps = num_steps is None and optimizer == "adam"
         self.num_steps = int(num_steps if num_steps is not None else (LBFGS_MAX_ITER if optimizer == "lbfgs" else 10))
         self.optimize_inducing, self.lr, self.lr_attention = optimize_inducing, lr, lr_attention
         self.summary: InducingPosterior | None = None
@@ -87,6 +89,8 @@ class OSGPR(KernelGP):
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
+        if self.auto_steps:
+            self.num_steps = steps_for_width(10, input_dim)
         self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr_attention)
 
     @property
@@ -195,4 +199,4 @@ class SSGPpp(OSGPR):
     """SSGP++ (Chen et al. 2024, appendix A4): pivoted-Cholesky Z without gradient steps, T Adam steps on θ."""
 
     def __init__(self, input_dim: int | None = None, **options: Any):
-        super().__init__(input_dim, **{"kernel": "auto", "optimizer": "adam", "num_steps": 10, **options})
+        super().__init__(input_dim, **{"kernel": "auto", "optimizer": "adam", **options})

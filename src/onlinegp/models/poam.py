@@ -32,7 +32,7 @@ from ..linalg import cholesky, trisolve
 from ..objectives import log_prior, svgp_elbo_cov
 from ..posterior import KUU_JITTER, InducingPosterior, Predictor, VariationalQ, kuu, sketch_root
 from ..projected import ProjectedTerms, batch_terms, kernel_theta
-from ..training import gradient_steps, hyperparameter_optimizer
+from ..training import gradient_steps, hyperparameter_optimizer, steps_for_width
 from .registry import register
 
 
@@ -55,7 +55,8 @@ class POAM(KernelGP):
         kernel: 'auto' (default: the Attentive Kernel up to 3 inputs, ARD RBF above), 'ak', 'rbf', 'matern32', ...
             or any gpytorch Kernel.
         inducing: a selector name ('pivoted', 'random', 'kmeans') or instance (e.g. a VIPS selector).
-        num_steps: T, Adam steps per update (default 10); 0 freezes the hyper-parameters.
+        num_steps: T, Adam steps per update (default 10, 50 above 3 inputs: :func:`~onlinegp.training.steps_for_width`);
+            0 freezes the hyper-parameters.
         batch_size: mini-batch size for the M-step (default 256).
         lr: learning rate for kernel and noise (default 1e-2); ``lr_attention`` for the AK's network (1e-3).
         terms: 'online' (POAM) or 'all' (FULL: terms recomputed from all data).
@@ -84,7 +85,7 @@ class POAM(KernelGP):
         num_inducing: int = 500,
         kernel: Any = "auto",
         inducing: str | Selector = "pivoted",
-        num_steps: int = 10,
+        num_steps: int | None = None,
         batch_size: int = 256,
         lr: float = 1e-2,
         lr_attention: float = 1e-3,
@@ -105,14 +106,15 @@ class POAM(KernelGP):
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-        if num_steps < 0 or batch_size < 1:
+        if (num_steps is not None and num_steps < 0) or batch_size < 1:
             raise ValueError("num_steps must be >= 0 and batch_size >= 1")
         if sketch is not None and (isinstance(sketch, bool) or int(sketch) < 1):
             raise ValueError(f"sketch must be a positive number of columns or None (exact), got {sketch!r}")
         self.sketch = None if sketch is None or variational == "gradient" else int(sketch)
         self.lr, self.lr_attention = lr, lr_attention
         self.selector = make_selector(inducing, num_inducing)
-        self.num_steps, self.batch_size = int(num_steps), int(batch_size)
+        self.auto_steps = num_steps is None
+        self.num_steps, self.batch_size = 10 if num_steps is None else int(num_steps), int(batch_size)
         self.terms, self.inducing_from = terms, inducing_from
         self.optimize_inducing, self.variational, self.noise_weighted = optimize_inducing, variational, noise_weighted
         self.Z: Tensor | None = None
@@ -123,6 +125,8 @@ class POAM(KernelGP):
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
+        if self.auto_steps:
+            self.num_steps = steps_for_width(10, input_dim)
         self.data = GrowingBuffer(input_dim, self.dtype)
         self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr_attention)
 

@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 from scipy.interpolate import RectBivariateSpline
-from scipy.ndimage import distance_transform_edt
 
 GRID_SIZE = 360
 ENV_EXTENT = (-31.0, 31.0, -31.0, 31.0)
@@ -149,6 +148,8 @@ def fill_nodata(array: np.ndarray, name: str = "field", nodata: float | None = N
         return array
     if count == array.size:
         raise ValueError(f"field {name!r} has no valid cell: every one is NaN/inf or the no-data value {nodata}")
+    from scipy.ndimage import distance_transform_edt  # only for fields with holes: not imported at start-up
+
     nearest = distance_transform_edt(missing, return_distances=False, return_indices=True)
     warnings.warn(
         f"field {name!r}: filled {count} no-data cell(s) of {array.size} with the nearest valid cell's value",
