@@ -273,21 +273,23 @@ def test_kronecker_factors_give_kuu_on_the_grid():
 
 @pytest.mark.parametrize("sizes", [[3, 5, 4], [6, 7], [9]])
 def test_kron_logdet_quad_value_and_gradient_match_dense_autograd(sizes):
-    """log|I + FᵀAF| and bᵀ(I + FᵀAF)⁻¹b, and their gradients in every factor, A and b, against autograd through
-    the dense F = ⊗_d F_d, a dense log-determinant and a dense solve."""
+    """log|I + FᵀAF| and bᵀ(I + FᵀAF)⁻¹b for b = Fᵀc, and their gradients in every factor, A and c, against autograd
+    through the dense F = ⊗_d F_d, a dense log-determinant and a dense solve."""
     g = torch.Generator().manual_seed(len(sizes))
     m = math.prod(sizes)
     F = [(torch.randn(k, k, dtype=D, generator=g).tril() * 0.5 + 1.5 * torch.eye(k, dtype=D)) for k in sizes]
     B = torch.randn(m, m // 2, dtype=D, generator=g)  # A of rank m/2, as WᵀW of few points
-    A, b = B @ B.T / m, torch.randn(m, dtype=D, generator=g)
-    leaves = [[t.clone().requires_grad_(True) for t in (A, b, *F)] for _ in range(2)]
-    logdet, quad, LQ = kron_logdet_quad(leaves[0][2:], leaves[0][0], leaves[0][1])
+    A, c = B @ B.T / m, torch.randn(m, dtype=D, generator=g)
+    leaves = [[t.clone().requires_grad_(True) for t in (A, c, *F)] for _ in range(2)]
+    logdet, quad, LQ, b = kron_logdet_quad(leaves[0][2:], leaves[0][0], leaves[0][1])
     fast = torch.autograd.grad(1.3 * logdet - 0.7 * quad, leaves[0])
     Fd = kron_dense(leaves[1][2:])
     Q = torch.eye(m, dtype=D) + Fd.T @ leaves[1][0] @ Fd
-    ref_logdet, ref_quad = torch.logdet(Q), leaves[1][1] @ torch.linalg.solve(Q, leaves[1][1])
+    ref_b = Fd.T @ leaves[1][1]
+    ref_logdet, ref_quad = torch.logdet(Q), ref_b @ torch.linalg.solve(Q, ref_b)
     slow = torch.autograd.grad(1.3 * ref_logdet - 0.7 * ref_quad, leaves[1])
     assert torch.allclose(LQ @ LQ.T, Q.detach()) and torch.equal(LQ, LQ.tril())
+    assert torch.allclose(b, ref_b.detach(), atol=1e-12)
     assert math.isclose(logdet.item(), ref_logdet.item(), rel_tol=1e-12)
     assert math.isclose(quad.item(), ref_quad.item(), rel_tol=1e-12)
     for got, want in zip(fast, slow):

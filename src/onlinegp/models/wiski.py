@@ -61,8 +61,7 @@ import torch
 from torch import Tensor, nn
 
 from ..base import KernelGP, PhaseTimer
-from ..kernels import dense
-from ..kronecker import kron_dense, kron_logdet_quad, kron_matmul
+from ..kronecker import kron_dense, kron_logdet_quad
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..posterior import kuu, with_jitter
 from ..training import gradient_steps
@@ -97,6 +96,14 @@ class CubicGrid:
         for k in range(self.dim - 2, -1, -1):
             strides[k] = strides[k + 1] * self.sizes[k + 1]
         self.strides = strides
+        # the per-dimension constants of :meth:`weights`, as tensors over the dimensions
+        self._spacing = torch.tensor(self.spacing, dtype=dtype)
+        self._one = torch.ones(self.dim, dtype=dtype)
+        self._top = torch.tensor([g - 2.0 for g in self.sizes], dtype=dtype)
+        self._first = torch.ones(self.dim, dtype=torch.long)
+        self._last = torch.tensor([g - 3 for g in self.sizes])
+        self._offsets = torch.arange(-1, 3)
+        self._strides = torch.tensor(strides).unsqueeze(-1)
 
     @property
     def size(self) -> int:
@@ -111,32 +118,30 @@ class CubicGrid:
         return torch.cartesian_prod(*self.axes()).reshape(self.size, self.dim)
 
     def weights(self, x: Tensor) -> tuple[Tensor, Tensor, int]:
-        """Indices (n, 4^d) and cubic weights (n, 4^d) of each row of ``x`` (n, d), and how many were clamped."""
+        """Indices (n, 4^d) and cubic weights (n, 4^d) of each row of ``x`` (n, d), and how many were clamped: the
+        per-dimension positions and weights of all dimensions at once, then their outer sums and products."""
         n = x.shape[0]
-        idx = torch.zeros(n, 1, dtype=torch.long)
-        val = torch.ones(n, 1, dtype=x.dtype)
-        clamped = torch.zeros(n, dtype=torch.bool)
-        for k in range(self.dim):
-            g, h = self.sizes[k], self.spacing[k]
-            s = (x[:, k] - self.lower) / h + 1.0  # position in grid units; interpolable in [1, g - 2]
-            clamped |= (s < 1.0) | (s > g - 2)
-            s = s.clamp(1.0, g - 2.0)
-            i = s.detach().floor().long().clamp(1, g - 3)
-            t = s - i
-            t2, t3 = t * t, t * t * t
-            w = torch.stack(
-                [
-                    -0.5 * t3 + t2 - 0.5 * t,
-                    1.5 * t3 - 2.5 * t2 + 1.0,
-                    -1.5 * t3 + 2.0 * t2 + 0.5 * t,
-                    0.5 * t3 - 0.5 * t2,
-                ],
-                -1,
-            )
-            j = i.unsqueeze(-1) + torch.arange(-1, 3)
-            idx = (idx.unsqueeze(-1) + self.strides[k] * j.unsqueeze(1)).reshape(n, -1)
-            val = (val.unsqueeze(-1) * w.unsqueeze(1)).reshape(n, -1)
-        return idx, val, int(clamped.sum())
+        s = (x - self.lower) / self._spacing + 1.0  # position in grid units; interpolable in [1, g - 2]
+        clamped = int(((s < 1.0) | (s > self._top)).any(-1).sum())
+        s = s.clamp(self._one, self._top)
+        i = s.detach().floor().long().clamp(self._first, self._last)
+        t = s - i
+        t2, t3 = t * t, t * t * t
+        w = torch.stack(
+            [
+                -0.5 * t3 + t2 - 0.5 * t,
+                1.5 * t3 - 2.5 * t2 + 1.0,
+                -1.5 * t3 + 2.0 * t2 + 0.5 * t,
+                0.5 * t3 - 0.5 * t2,
+            ],
+            -1,
+        )  # (n, d, 4)
+        j = (i.unsqueeze(-1) + self._offsets) * self._strides  # (n, d, 4): grid points i-1..i+2, flat
+        idx, val = j[:, 0], w[:, 0]
+        for k in range(1, self.dim):
+            idx = (idx.unsqueeze(-1) + j[:, k].unsqueeze(1)).reshape(n, -1)
+            val = (val.unsqueeze(-1) * w[:, k].unsqueeze(1)).reshape(n, -1)
+        return idx, val, clamped
 
     def sparse(self, x: Tensor) -> Tensor:
         """W as a sparse COO (n, m) matrix (differentiable in its values)."""
@@ -226,13 +231,15 @@ class SKIPosterior:
         (:func:`~onlinegp.kronecker.kron_logdet_quad`: m³/3, no m³ product). No jitter: Q' ⪰ I. A scalar precision s
         (A = s WᵀW, c = s Wᵀy) is best passed as ``scale`` with the unscaled A and c: it then enters through the first
         factor (√s C_1, a g_1 × g_1 product) instead of a pass over the m × m A."""
-        root = factors if scale is None else [factors[0] * scale.sqrt(), *factors[1:]]
-        b = kron_matmul(factors, c, transpose=True) * (1.0 if scale is None else scale)
-        logdet, quad, LQ = kron_logdet_quad(root, A, b)
+        root = factors
+        if scale is not None:  # F = √s ⊗_d C_d and b = Fᵀ(√s c) = s Lᵀc
+            sqrt_s = scale.sqrt()
+            root, c = [factors[0] * sqrt_s, *factors[1:]], c * sqrt_s
+        logdet, quad, LQ, b = kron_logdet_quad(root, A, c)
         mll = -0.5 * (yy - quad + logdet + logdet_noise + n * LOG2PI)
         if not predictive:
             return cls(mll=mll, R=None, alpha=None)
-        return cls.finish(mll, LQ, kron_dense([C.mT for C in factors]), trisolve(LQ, b.detach()))
+        return cls.finish(mll, LQ, kron_dense([C.mT for C in factors]), trisolve(LQ, b))
 
     @classmethod
     def finish(cls, mll: Tensor, LQ: Tensor, Lt: Tensor, beta: Tensor) -> "SKIPosterior":
@@ -369,19 +376,23 @@ class WISKI(KernelGP):
         if self._rank is not None and not 1 <= int(self._rank) <= m:
             raise ValueError(f"rank must be between 1 and the grid size m = {m}, got {self._rank}")
         self.rank = m if self._rank is None else int(self._rank)
-        separable = isinstance(self.kernel, gpytorch.kernels.ScaleKernel) and isinstance(
-            self.kernel.base_kernel, gpytorch.kernels.RBFKernel
+        separable = (
+            isinstance(self.kernel, gpytorch.kernels.ScaleKernel)
+            and isinstance(self.kernel.base_kernel, gpytorch.kernels.RBFKernel)
+            and self.kernel.base_kernel.active_dims is None
         )
         if self._algebra == "kronecker" and not separable:
-            raise ValueError("algebra='kronecker' needs a ScaleKernel(RBFKernel) (a product over dimensions)")
+            raise ValueError(
+                "algebra='kronecker' needs a ScaleKernel(RBFKernel) over all grid dimensions (no active_dims)"
+            )
         self.algebra = "kronecker" if self._algebra != "dense" and separable and self.root == "cholesky" else "dense"
         self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
         self.optimizer = self._adam(self.lr, self.lr_projection)
         self.register_buffer("U", self.grid.points())
-        # batch d: the d-th axis in coordinate d, zeros elsewhere (padded to the longest axis) for kuu_factors
-        self.axis_inputs = torch.zeros(self.grid_dim, max(sizes), self.grid_dim, dtype=self.dtype)
+        # row d: the d-th axis (padded with zeros to the longest) for kuu_factors
+        self.axes = torch.zeros(self.grid_dim, max(sizes), dtype=self.dtype)
         for d, axis in enumerate(self.grid.axes()):
-            self.axis_inputs[d, : axis.shape[0], d] = axis
+            self.axes[d, : axis.shape[0]] = axis
         self.WtW = torch.zeros(m, m, dtype=self.dtype)
         self.Wty = torch.zeros(m, dtype=self.dtype)
         self.yty = torch.zeros((), dtype=self.dtype)
@@ -463,8 +474,11 @@ class WISKI(KernelGP):
     def kuu_factors(self) -> list[Tensor]:
         """Per-dimension Cholesky roots C_d of K_d + ε_d I (ε_d as :func:`~onlinegp.posterior.kuu`'s), so that
         ⊗_d C_d C_dᵀ = K_UU up to the jitters; the outputscale is in the first factor. K_d is the base kernel on the
-        d-th axis with the other coordinates at 0, where a product kernel contributes k(0, 0) = 1."""
-        K = dense(self.kernel.base_kernel, self.axis_inputs)  # every axis in one batched evaluation
+        d-th axis, exp(-(u_i - u_j)² / 2ℓ_d²) (the RBF's factor; the others contribute k(0, 0) = 1), from exact
+        differences, all axes in one batched evaluation."""
+        lengthscale = self.kernel.base_kernel.lengthscale.reshape(-1, 1).expand(self.grid_dim, 1)
+        a = self.axes / lengthscale
+        K = (a.unsqueeze(-1) - a.unsqueeze(-2)).square().mul(-0.5).exp()
         factors = []
         for d, g in enumerate(self.grid.sizes):
             Kd = K[d, :g, :g] if d else self.kernel.outputscale * K[d, :g, :g]
