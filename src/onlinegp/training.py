@@ -17,8 +17,8 @@ def steps_for_width(steps: int, input_dim: int) -> int:
     """A default number of Adam steps per batch at this input width: ``steps`` up to 3 inputs (the mapping settings
     of Chen et al. 2024 and Bui et al. 2017), ``WIDE_STEP_FACTOR`` times more above, where every input has its own
     length-scale to learn. On pumadyn32nm (32 inputs, 2 relevant; ``onlinegp bench defaults``' protocol) 10 steps of
-    rate 1e-2 per batch leave SSGP++ at 1.58x the exact GP's RMSE after 20 batches, O-SVGP at 1.43x and POAM at
-    1.55x; 50 steps bring them to 1.11x, 1.17x and 1.11x."""
+    rate 1e-2 per batch leave SSGP++ at 1.58x the exact GP's RMSE after 20 batches and POAM at 1.55x; 50 steps bring
+    them to 1.11x. Used by SSGP++, POAM and OVC++ (O-SVGP keeps its per-point rule: see its ``num_steps``)."""
     return steps * WIDE_STEP_FACTOR if input_dim > MAX_AK_INPUTS else steps
 
 

@@ -63,7 +63,7 @@ EXACT_STARTS = ("default", "sgpr")
 #: a run of older defaults as done (2: the log-normal length-scale prior above 3 inputs; 3: five times the Adam steps
 #: per batch above 3 inputs, for the methods in ``REVISION_3``, whose older runs alone it retires)
 DEFAULTS_REVISION = 3
-REVISION_3 = ("ssgp++", "osvgp", "poam", "ovc++")
+REVISION_3 = ("ssgp++", "poam", "ovc++")
 
 
 def defaults_revision(method: str) -> int:
