@@ -55,7 +55,7 @@ def assert_same(fast, dense, tol=1e-6):
     assert float((fast[1] - dense[1]).abs().max()) <= tol * scale, (fast[1], dense[1])
 
 
-@pytest.mark.parametrize("dim,grid", [(1, 20), (2, 9), (3, 5)])
+@pytest.mark.parametrize("dim,grid", [(1, 20), (2, 9), (2, [7, 9]), (3, 5)])
 def test_learnt_noise_objective_and_gradient_equal_dense(dim, grid):
     X, y = toy(120, dim)
     results = []

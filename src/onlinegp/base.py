@@ -44,6 +44,8 @@ def copy_state(value: Any) -> Any:
         return {k: copy_state(v) for k, v in value.items()}
     if type(value) in (list, tuple):
         return type(value)(copy_state(v) for v in value)
+    if type(value) in (int, float, bool, str, type(None)):
+        return value  # immutable: what deepcopy returns too
     return copy.deepcopy(value)
 
 

@@ -63,7 +63,7 @@ from torch import Tensor, nn
 from ..base import KernelGP, PhaseTimer
 from ..kronecker import kron_dense, kron_logdet_quad
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
-from ..posterior import kuu, with_jitter
+from ..posterior import KUU_JITTER, kuu
 from ..training import gradient_steps
 from ..validation import as_tensor_2d
 from .registry import register
@@ -104,6 +104,11 @@ class CubicGrid:
         self._last = torch.tensor([g - 3 for g in self.sizes])
         self._offsets = torch.arange(-1, 3)
         self._strides = torch.tensor(strides).unsqueeze(-1)
+        # Keys' four cubics as [t³, t², t, 1] @ _keys
+        self._powers = torch.tensor([3.0, 2.0, 1.0, 0.0], dtype=dtype)
+        self._keys = torch.tensor(
+            [[-0.5, 1.5, -1.5, 0.5], [1.0, -2.5, 2.0, -0.5], [-0.5, 0.0, 0.5, 0.0], [0.0, 1.0, 0.0, 0.0]], dtype=dtype
+        )
 
     @property
     def size(self) -> int:
@@ -125,17 +130,7 @@ class CubicGrid:
         clamped = int(((s < 1.0) | (s > self._top)).any(-1).sum())
         s = s.clamp(self._one, self._top)
         i = s.detach().floor().long().clamp(self._first, self._last)
-        t = s - i
-        t2, t3 = t * t, t * t * t
-        w = torch.stack(
-            [
-                -0.5 * t3 + t2 - 0.5 * t,
-                1.5 * t3 - 2.5 * t2 + 1.0,
-                -1.5 * t3 + 2.0 * t2 + 0.5 * t,
-                0.5 * t3 - 0.5 * t2,
-            ],
-            -1,
-        )  # (n, d, 4)
+        w = (s - i).unsqueeze(-1).pow(self._powers) @ self._keys  # (n, d, 4)
         j = (i.unsqueeze(-1) + self._offsets) * self._strides  # (n, d, 4): grid points i-1..i+2, flat
         idx, val = j[:, 0], w[:, 0]
         for k in range(1, self.dim):
@@ -389,10 +384,18 @@ class WISKI(KernelGP):
         self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
         self.optimizer = self._adam(self.lr, self.lr_projection)
         self.register_buffer("U", self.grid.points())
-        # row d: the d-th axis (padded with zeros to the longest) for kuu_factors
-        self.axes = torch.zeros(self.grid_dim, max(sizes), dtype=self.dtype)
+        # for kuu_factors: -(u_i - u_j)² / 2 on the d-th axis, padded to the longest; where K_d lies in the padded
+        # batch (None if no axis is shorter); the jitter KUU_JITTER · mean diagonal of the unit-scale RBF factor (ones)
+        axes = torch.zeros(self.grid_dim, max(sizes), dtype=self.dtype)
+        block = torch.zeros(self.grid_dim, max(sizes), max(sizes), dtype=torch.bool)
         for d, axis in enumerate(self.grid.axes()):
-            self.axes[d, : axis.shape[0]] = axis
+            axes[d, : axis.shape[0]] = axis
+            block[d, : axis.shape[0], : axis.shape[0]] = True
+        self._half_sqdist = -0.5 * (axes.unsqueeze(-1) - axes.unsqueeze(-2)).square()
+        self._block = None if bool(block.all()) else block
+        self._eye = torch.eye(max(sizes), dtype=self.dtype)
+        self._jitter_eye = KUU_JITTER.get(self.dtype, 1e-6) * self._eye
+        self._ones = torch.ones(self.grid_dim - 1, 1, 1, dtype=self.dtype)
         self.WtW = torch.zeros(m, m, dtype=self.dtype)
         self.Wty = torch.zeros(m, dtype=self.dtype)
         self.yty = torch.zeros((), dtype=self.dtype)
@@ -474,16 +477,18 @@ class WISKI(KernelGP):
     def kuu_factors(self) -> list[Tensor]:
         """Per-dimension Cholesky roots C_d of K_d + ε_d I (ε_d as :func:`~onlinegp.posterior.kuu`'s), so that
         ⊗_d C_d C_dᵀ = K_UU up to the jitters; the outputscale is in the first factor. K_d is the base kernel on the
-        d-th axis, exp(-(u_i - u_j)² / 2ℓ_d²) (the RBF's factor; the others contribute k(0, 0) = 1), from exact
-        differences, all axes in one batched evaluation."""
-        lengthscale = self.kernel.base_kernel.lengthscale.reshape(-1, 1).expand(self.grid_dim, 1)
-        a = self.axes / lengthscale
-        K = (a.unsqueeze(-1) - a.unsqueeze(-2)).square().mul(-0.5).exp()
-        factors = []
-        for d, g in enumerate(self.grid.sizes):
-            Kd = K[d, :g, :g] if d else self.kernel.outputscale * K[d, :g, :g]
-            factors.append(cholesky(with_jitter(Kd), self.jitter))
-        return factors
+        d-th axis, exp(-(u_i - u_j)² / 2ℓ_d²) (the RBF's factor; the others contribute k(0, 0) = 1), from the exact
+        squared differences (precomputed): all axes in one batch (shorter ones padded with an identity block) and one
+        batched Cholesky, factor by factor only where one needs more jitter."""
+        K = (self._half_sqdist / self.kernel.base_kernel.lengthscale.reshape(-1, 1, 1).square()).exp()
+        if self._block is not None:
+            K = torch.where(self._block, K, self._eye)
+        scale = torch.cat([self.kernel.outputscale.reshape(1, 1, 1), self._ones])
+        K = K * scale + self._jitter_eye * scale.detach()
+        L, info = torch.linalg.cholesky_ex(K)
+        if bool(info.any()):
+            L = torch.stack([cholesky(Kd, self.jitter) for Kd in K])
+        return [Ld if g == Ld.shape[-1] else Ld[:g, :g] for Ld, g in zip(L.unbind(), self.grid.sizes)]
 
     def _posterior(
         self, WtW: Tensor, Wty: Tensor, yty: Tensor, logdet_noise: Tensor, n: int, predictive: bool = True
