@@ -83,6 +83,6 @@ def test_lengthscales_usable_marks_length_scales_below_the_floor():
     kernel = gpytorch.kernels.RBFKernel(ard_num_dims=3)
     kernel.lengthscale = torch.tensor([[1.0, 0.5, 2.0]])
     assert health.lengthscales_usable(kernel)
-    kernel.lengthscale = torch.tensor([[1.0, health.LENGTHSCALE_RANGE[0] / 2, 2.0]])
+    kernel.lengthscale = torch.tensor([[1.0, health.MIN_USABLE_LENGTHSCALE / 2, 2.0]])
     assert not health.lengthscales_usable(kernel)
     assert health.lengthscales_usable(gpytorch.kernels.ScaleKernel(gpytorch.kernels.LinearKernel()))

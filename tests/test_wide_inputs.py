@@ -62,7 +62,7 @@ def test_lbfgs_never_accepts_a_length_scale_too_short_to_evaluate():
     kernel's squared distances lose all precision (k(z, z) evaluated to 0), the bound was garbage that looked best,
     and the next update failed to factorise K_uu. Such trial points are now infeasible."""
     lengthscales, report = bike_lengthscales_after_two_batches()
-    assert lengthscales.min() >= health.LENGTHSCALE_RANGE[0]
+    assert lengthscales.min() >= health.MIN_USABLE_LENGTHSCALE
     assert not report.warnings
 
 

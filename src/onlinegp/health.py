@@ -31,6 +31,9 @@ MAX_Z2 = 100.0
 MIN_BATCH = 10
 MAX_OUTPUTSCALE = 1e4
 LENGTHSCALE_RANGE = (1e-4, 1e4)
+#: below this length-scale (scaled units) a kernel is not evaluated: the squared distances of inputs in [-1, 1]
+#: divided by it carry a rounding error of about eps·D·(2/ℓ)², 3e-4 at ℓ = 1e-5 with 32 inputs, 1 at ℓ ≈ 1e-8
+MIN_USABLE_LENGTHSCALE = 1e-5
 
 
 def input_range(xs: Tensor) -> tuple[list[str], dict[str, float]]:
@@ -63,13 +66,13 @@ def calibration(mean: Tensor, var_y: Tensor, ys: Tensor) -> tuple[list[str], dic
 
 
 def lengthscales_usable(kernel: object) -> bool:
-    """False when a length-scale (scaled units) is below ``LENGTHSCALE_RANGE[0]``: there the kernel's squared
-    distances, formed from inputs divided by the length-scale, lose all precision (k(x, x) can evaluate to 0), so a
-    bound computed there is numerically meaningless. L-BFGS fits treat such a trial point as infeasible."""
+    """False when a length-scale (scaled units) is below ``MIN_USABLE_LENGTHSCALE``: there the kernel's squared
+    distances, formed from inputs divided by the length-scale, lose their precision (at 1e-16 k(x, x) evaluated to
+    0), so a bound computed there is numerically meaningless. L-BFGS fits treat such a trial point as infeasible."""
     lengthscale = getattr(getattr(kernel, "base_kernel", kernel), "lengthscale", None)
     if not isinstance(lengthscale, Tensor) or not lengthscale.numel():
         return True
-    return float(lengthscale.detach().min()) >= LENGTHSCALE_RANGE[0]
+    return float(lengthscale.detach().min()) >= MIN_USABLE_LENGTHSCALE
 
 
 def runaway(kernel: object) -> list[str]:

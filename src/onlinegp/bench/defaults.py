@@ -70,6 +70,7 @@ def defaults_revision(method: str) -> int:
     """The revision of a method's defaults: the last revision that changed them."""
     return DEFAULTS_REVISION if method in REVISION_3 else 2
 
+
 #: the files of a run kept in the results tree (onlinegp.bench.runner)
 SUMMARY = ("metrics.csv",)
 
