@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import state_equal
 
-from onlinegp.kronecker import kron_congruence, kron_dense, kron_logdet_quad, kron_matmul
+from onlinegp.kronecker import GridRBF, grid_marginal, kron_congruence, kron_dense, kron_matmul
 from onlinegp.linalg import CholeskyError
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier
@@ -272,36 +272,53 @@ def test_kronecker_factors_give_kuu_on_the_grid():
 
 
 @pytest.mark.parametrize("sizes", [[3, 5, 4], [6, 7], [9]])
-def test_kron_logdet_quad_value_and_gradient_match_dense_autograd(sizes):
-    """log|I + FᵀAF| and bᵀ(I + FᵀAF)⁻¹b for b = Fᵀc, and their gradients in every factor, A and c, against autograd
-    through the dense F = ⊗_d F_d, a dense log-determinant and a dense solve."""
+@pytest.mark.parametrize("learnt_noise", [True, False])
+def test_grid_marginal_value_and_gradient_match_dense_autograd(sizes, learnt_noise):
+    """SKI's log marginal likelihood on a grid, and its gradient in the length-scales, output scale, noise, A and c,
+    against autograd through the same formula computed densely: K_UU = ⊗_d K_d formed, its dense Cholesky root L,
+    Q = I + s Lᵀ A L, a dense log-determinant and a dense solve."""
     g = torch.Generator().manual_seed(len(sizes))
     m = math.prod(sizes)
-    F = [(torch.randn(k, k, dtype=D, generator=g).tril() * 0.5 + 1.5 * torch.eye(k, dtype=D)) for k in sizes]
+    axes = [torch.linspace(-1.2, 1.2, k, dtype=D) for k in sizes]
+    grid = GridRBF(axes, jitter=1e-8)
     B = torch.randn(m, m // 2, dtype=D, generator=g)  # A of rank m/2, as WᵀW of few points
     A, c = B @ B.T / m, torch.randn(m, dtype=D, generator=g)
-    leaves = [[t.clone().requires_grad_(True) for t in (A, c, *F)] for _ in range(2)]
-    logdet, quad, LQ, b = kron_logdet_quad(leaves[0][2:], leaves[0][0], leaves[0][1])
-    fast = torch.autograd.grad(1.3 * logdet - 0.7 * quad, leaves[0])
-    Fd = kron_dense(leaves[1][2:])
-    Q = torch.eye(m, dtype=D) + Fd.T @ leaves[1][0] @ Fd
-    ref_b = Fd.T @ leaves[1][1]
-    ref_logdet, ref_quad = torch.logdet(Q), ref_b @ torch.linalg.solve(Q, ref_b)
-    slow = torch.autograd.grad(1.3 * ref_logdet - 0.7 * ref_quad, leaves[1])
+    yy, logdet_noise, n = torch.tensor(3.7, dtype=D), torch.tensor(-1.3, dtype=D), 40
+    theta = [torch.linspace(0.4, 0.9, len(sizes), dtype=D).reshape(1, -1), torch.tensor(1.6, dtype=D)]
+    theta.append(torch.tensor(0.2, dtype=D) if learnt_noise else None)
+    leaves = [[None if t is None else t.clone().requires_grad_(True) for t in (*theta, A, c)] for _ in range(2)]
+    ls, os_, noise, A1, c1 = leaves[0]
+    mll, LQ, b, *roots = grid_marginal(grid, ls, os_, noise, A1, c1, yy, logdet_noise, n)
+    wrt = [t for t in leaves[0] if t is not None]
+    fast = torch.autograd.grad(mll, wrt)
+    ls, os_, noise, A2, c2 = leaves[1]
+    factors = []
+    for d, axis in enumerate(axes):
+        K = torch.exp(-0.5 * (axis[:, None] - axis[None, :]).square() / ls[0, d] ** 2)
+        scale = os_ if d == 0 else torch.ones((), dtype=D)
+        factors.append(K * scale + 1e-8 * scale.detach() * torch.eye(len(axis), dtype=D))
+    L = torch.linalg.cholesky(kron_dense(factors))
+    s = torch.ones((), dtype=D) if noise is None else 1 / noise
+    Q = torch.eye(m, dtype=D) + s * L.T @ A2 @ L
+    ref_b = s * L.T @ c2
+    data_fit = s * yy + (logdet_noise if noise is None else n * noise.log())
+    ref = -0.5 * (data_fit - ref_b @ torch.linalg.solve(Q, ref_b) + torch.logdet(Q) + n * math.log(2 * math.pi))
+    slow = torch.autograd.grad(ref, [t for t in leaves[1] if t is not None])
+    assert math.isclose(mll.item(), ref.item(), rel_tol=1e-11)
     assert torch.allclose(LQ @ LQ.T, Q.detach()) and torch.equal(LQ, LQ.tril())
     assert torch.allclose(b, ref_b.detach(), atol=1e-12)
-    assert math.isclose(logdet.item(), ref_logdet.item(), rel_tol=1e-12)
-    assert math.isclose(quad.item(), ref_quad.item(), rel_tol=1e-12)
-    for got, want in zip(fast, slow):
-        assert_close(got, want, tol=1e-10)
+    assert torch.allclose(kron_dense(roots), L.detach(), atol=1e-12)
+    for got, want in zip(fast, slow, strict=True):
+        assert_close(got, want, tol=1e-9)
 
 
-def test_kron_logdet_quad_rejects_bad_input():
-    F = [torch.eye(3, dtype=D), torch.eye(2, dtype=D)]
-    with pytest.raises(ValueError, match="lower triangular"):
-        kron_logdet_quad([F[0], torch.ones(2, 2, dtype=D)], torch.eye(6, dtype=D), torch.ones(6, dtype=D))
+def test_grid_marginal_rejects_an_indefinite_a():
+    grid = GridRBF([torch.linspace(-1, 1, 3, dtype=D), torch.linspace(-1, 1, 2, dtype=D)], jitter=1e-8)
+    one = torch.ones((), dtype=D)
     with pytest.raises(CholeskyError, match="positive semi-definite"):
-        kron_logdet_quad(F, -2 * torch.eye(6, dtype=D), torch.ones(6, dtype=D))
+        grid_marginal(
+            grid, torch.ones(1, 2, dtype=D), one, one, -50 * torch.eye(6, dtype=D), torch.ones(6, dtype=D), one, one, 6
+        )
 
 
 @pytest.mark.parametrize("dim,grid", [(2, 9), (3, 5)])

@@ -19,8 +19,9 @@ Two algebras compute Q' (``algebra``):
 * ``'kronecker'`` (the default for the RBF kernel): K_UU = ⊗_d K_d on the product grid (Saatçi 2012; Wilson &
   Nickisch 2015), L = ⊗_d chol(K_d) from the small per-dimension matrices, Lᵀ A L by mode products in O(m² Σ_d g_d),
   one m × m Cholesky of Q' (m³/3) and, for the gradient, L_Q⁻¹ (m³/3) whose g_d × g_d partial traces give the
-  gradient in each factor (:func:`onlinegp.kronecker.kron_logdet_quad`): no dense m × m kernel matrix is formed or
-  factorised, Q'⁻¹ itself is not formed, and no m³ matrix product is taken.
+  gradient in each factor, and the gradient in θ written out in one autograd node
+  (:func:`onlinegp.kronecker.grid_marginal`): no dense m × m kernel matrix is formed or factorised, Q'⁻¹ itself is not
+  formed, and no m³ matrix product is taken.
 * ``'dense'``: K_UU formed and factorised densely (Cholesky, or a rank-r Lanczos root), Lᵀ A L by dense products, the
   gradient by autograd through the factorisation: the slow reference the tests compare the fast path with.
 
@@ -61,7 +62,7 @@ import torch
 from torch import Tensor, nn
 
 from ..base import KernelGP, PhaseTimer
-from ..kronecker import kron_dense, kron_logdet_quad
+from ..kronecker import GridRBF, grid_marginal, kron_dense
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..posterior import KUU_JITTER, kuu
 from ..training import gradient_steps
@@ -208,33 +209,6 @@ class SKIPosterior:
         if not predictive:
             return cls(mll=mll, R=None, alpha=None)
         return cls.finish(mll, LQ, L.mT, beta)
-
-    @classmethod
-    def from_kronecker(
-        cls,
-        factors: list[Tensor],
-        A: Tensor,
-        c: Tensor,
-        yy: Tensor,
-        logdet_noise: Tensor,
-        n: int,
-        predictive: bool = True,
-        scale: Tensor | None = None,
-    ) -> "SKIPosterior":
-        """As :meth:`from_terms` with L = ⊗_d C_d given by its per-dimension factors: Q' = I + Lᵀ A L by mode products
-        (O(m² Σ_d g_d)), one m × m Cholesky, and the gradient of log|Q'| and ‖β‖² from partial traces of L_Q⁻¹
-        (:func:`~onlinegp.kronecker.kron_logdet_quad`: m³/3, no m³ product). No jitter: Q' ⪰ I. A scalar precision s
-        (A = s WᵀW, c = s Wᵀy) is best passed as ``scale`` with the unscaled A and c: it then enters through the first
-        factor (√s C_1, a g_1 × g_1 product) instead of a pass over the m × m A."""
-        root = factors
-        if scale is not None:  # F = √s ⊗_d C_d and b = Fᵀ(√s c) = s Lᵀc
-            sqrt_s = scale.sqrt()
-            root, c = [factors[0] * sqrt_s, *factors[1:]], c * sqrt_s
-        logdet, quad, LQ, b = kron_logdet_quad(root, A, c)
-        mll = -0.5 * (yy - quad + logdet + logdet_noise + n * LOG2PI)
-        if not predictive:
-            return cls(mll=mll, R=None, alpha=None)
-        return cls.finish(mll, LQ, kron_dense([C.mT for C in factors]), trisolve(LQ, b))
 
     @classmethod
     def finish(cls, mll: Tensor, LQ: Tensor, Lt: Tensor, beta: Tensor) -> "SKIPosterior":
@@ -384,18 +358,7 @@ class WISKI(KernelGP):
         self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
         self.optimizer = self._adam(self.lr, self.lr_projection)
         self.register_buffer("U", self.grid.points())
-        # for kuu_factors: -(u_i - u_j)² / 2 on the d-th axis, padded to the longest; where K_d lies in the padded
-        # batch (None if no axis is shorter); the jitter KUU_JITTER · mean diagonal of the unit-scale RBF factor (ones)
-        axes = torch.zeros(self.grid_dim, max(sizes), dtype=self.dtype)
-        block = torch.zeros(self.grid_dim, max(sizes), max(sizes), dtype=torch.bool)
-        for d, axis in enumerate(self.grid.axes()):
-            axes[d, : axis.shape[0]] = axis
-            block[d, : axis.shape[0], : axis.shape[0]] = True
-        self._half_sqdist = -0.5 * (axes.unsqueeze(-1) - axes.unsqueeze(-2)).square()
-        self._block = None if bool(block.all()) else block
-        self._eye = torch.eye(max(sizes), dtype=self.dtype)
-        self._jitter_eye = KUU_JITTER.get(self.dtype, 1e-6) * self._eye
-        self._ones = torch.ones(self.grid_dim - 1, 1, 1, dtype=self.dtype)
+        self.grid_rbf = GridRBF(self.grid.axes(), KUU_JITTER.get(self.dtype, 1e-6))
         self.WtW = torch.zeros(m, m, dtype=self.dtype)
         self.Wty = torch.zeros(m, dtype=self.dtype)
         self.yty = torch.zeros((), dtype=self.dtype)
@@ -476,31 +439,34 @@ class WISKI(KernelGP):
 
     def kuu_factors(self) -> list[Tensor]:
         """Per-dimension Cholesky roots C_d of K_d + ε_d I (ε_d as :func:`~onlinegp.posterior.kuu`'s), so that
-        ⊗_d C_d C_dᵀ = K_UU up to the jitters; the outputscale is in the first factor. K_d is the base kernel on the
-        d-th axis, exp(-(u_i - u_j)² / 2ℓ_d²) (the RBF's factor; the others contribute k(0, 0) = 1), from the exact
-        squared differences (precomputed): all axes in one batch (shorter ones padded with an identity block) and one
-        batched Cholesky, factor by factor only where one needs more jitter."""
-        K = (self._half_sqdist / self.kernel.base_kernel.lengthscale.reshape(-1, 1, 1).square()).exp()
-        if self._block is not None:
-            K = torch.where(self._block, K, self._eye)
-        scale = torch.cat([self.kernel.outputscale.reshape(1, 1, 1), self._ones])
-        K = K * scale + self._jitter_eye * scale.detach()
-        L, info = torch.linalg.cholesky_ex(K)
-        if bool(info.any()):
-            L = torch.stack([cholesky(Kd, self.jitter) for Kd in K])
-        return [Ld if g == Ld.shape[-1] else Ld[:g, :g] for Ld, g in zip(L.unbind(), self.grid.sizes)]
+        ⊗_d C_d C_dᵀ = K_UU up to the jitters; the outputscale is in the first factor (:class:`GridRBF`)."""
+        base = self.kernel.base_kernel
+        return self.grid_rbf.roots(base.lengthscale, self.kernel.outputscale, self.jitter)
 
     def _posterior(
         self, WtW: Tensor, Wty: Tensor, yty: Tensor, logdet_noise: Tensor, n: int, predictive: bool = True
     ) -> SKIPosterior:
-        prec = None
-        if not self.fixed_noise:
-            s2 = self.noise
-            prec, yty, logdet_noise = 1.0 / s2, yty / s2, n * s2.log()
+        noise = None if self.fixed_noise else self.noise
         if self.algebra == "kronecker":
-            return SKIPosterior.from_kronecker(self.kuu_factors(), WtW, Wty, yty, logdet_noise, n, predictive, prec)
-        if prec is not None:
-            WtW, Wty = WtW * prec, Wty * prec
+            base = self.kernel.base_kernel
+            mll, LQ, b, *roots = grid_marginal(
+                self.grid_rbf,
+                base.lengthscale,
+                self.kernel.outputscale,
+                noise,
+                WtW,
+                Wty,
+                yty,
+                logdet_noise,
+                n,
+                self.jitter,
+            )
+            if not predictive:
+                return SKIPosterior(mll=mll, R=None, alpha=None)
+            return SKIPosterior.finish(mll, LQ, kron_dense([C.mT for C in roots]), trisolve(LQ, b))
+        if noise is not None:
+            prec = 1.0 / noise
+            WtW, Wty, yty, logdet_noise = WtW * prec, Wty * prec, yty * prec, n * noise.log()
         return SKIPosterior.from_terms(self.kuu_root(), WtW, Wty, yty, logdet_noise, n, self.jitter, predictive)
 
     def _new_terms(self, xs: Tensor, ys: Tensor, prec: Tensor | None, batch_stats: bool, in_place: bool = False):
