@@ -8,8 +8,10 @@ import torch
 import typer
 from typer.testing import CliRunner
 
-from onlinegp.bench.wiski import BO_FUNCTIONS, _wiski_options, run_banana, run_bo, run_uci
+from onlinegp.bench.wiski import BO_FUNCTIONS, _wiski_options, hindsight_exact, run_banana, run_bo, run_uci
 from onlinegp.cli import app
+from onlinegp.models import make_model
+from onlinegp.stream import lbfgs_exact_gp
 
 
 def test_uci_stream_writes_metrics(tmp_path):
@@ -32,8 +34,8 @@ def test_uci_stream_writes_metrics(tmp_path):
         ("all", "osgpr (all inputs)"),
     }
     assert [r["num_data"] for r in rows if r["model"] == "wiski"] == [151, 154, 157]
-    # the hindsight reference: one row, every streamed point, on the shared features only
-    assert [r["num_data"] for r in rows if r["model"] == "exact GP (batch)"] == [157]
+    # the hindsight reference: a curve at the streams' evaluation points, on the shared features only
+    assert [r["num_data"] for r in rows if r["model"] == "exact GP (batch)"] == [151, 154, 157]
     assert all(r["rmse"] > 0 and r["update_time"] > 0 for r in rows)
     for name in ("config.json", "metrics.csv", "metrics.json", "uci.png"):
         assert (tmp_path / name).is_file()
@@ -129,3 +131,22 @@ def test_table_c1_rates_per_dataset():
     assert (sk["pretrain_lr"], sk["pretrain_lr_projection"], sk["lr"], sk["lr_projection"]) == (5e-2, 5e-3, 5e-3, 5e-4)
     assert (el["pretrain_lr"], el["pretrain_lr_projection"], el["lr"], el["lr_projection"]) == (1e-2, 1e-3, 1e-3, 1e-4)
     assert _wiski_options("kin40k", 7) == {**sk, "pretrain_steps": 7} and sk["grid_size"] == 16
+
+
+def test_hindsight_exact_is_an_exact_gp_fitted_on_the_points_seen():
+    """One checkpoint: the exact GP fitted by L-BFGS on the first n points, scored on the test points; more
+    checkpoints: one row each, the later ones warm-started."""
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(60, 2, dtype=torch.float64, generator=g) * 2 - 1
+    y = torch.sin(3 * X[:, 0]) + 0.1 * torch.randn(60, dtype=torch.float64, generator=g)
+    Xt, yt = X[40:], y[40:]
+    (row,) = hindsight_exact(X, y, Xt, yt, [40], (0.0, 1.0))
+    box = torch.tensor([[-1.0, -1.0], [1.0, 1.0]], dtype=torch.float64)
+    gp = make_model("exact", 2, num_steps=0, max_data=40, x_bounds=box, y_stats=(0.0, 1.0))
+    lbfgs_exact_gp(gp, X[:40], y[:40], max_iter=100)
+    pred = gp.predict(Xt)
+    assert row["num_data"] == 40
+    assert row["rmse"] == pytest.approx(float((pred.mean - yt).pow(2).mean().sqrt()), rel=1e-12)
+    curve = hindsight_exact(X, y, Xt, yt, [10, 25, 40], (0.0, 1.0))
+    assert [r["num_data"] for r in curve] == [10, 25, 40]
+    assert curve[-1]["rmse"] == pytest.approx(row["rmse"], rel=1e-3)  # warm start, same optimum

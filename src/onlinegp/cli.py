@@ -641,7 +641,9 @@ def bench_wiski_uci(
     ),
     exact_max: int = typer.Option(1500, "--exact-max", help="run the exact GP only up to this many points"),
     batch_exact_max: int = typer.Option(
-        5000, "--batch-exact-max", help="fit the hindsight exact GP (L-BFGS, all points at once) up to this many points"
+        5000,
+        "--batch-exact-max",
+        help="the hindsight exact GP (L-BFGS on all points seen, at every evaluation) on streams up to this many points",
     ),
     seed: int = _WISKI_OPTIONS["seed"](),
 ) -> None:
