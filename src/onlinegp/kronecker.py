@@ -130,6 +130,7 @@ def grid_marginal(
     logdet_noise: Tensor,
     n: int,
     jitter_log: JitterLog | None = None,
+    support: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, list[Tensor]]:
     """SKI's log marginal likelihood on the grid (Stanton et al. 2021, Eq. 13; the Woodbury form of
     :mod:`onlinegp.models.wiski`), with L = ⊗_d C_d the roots of :meth:`GridRBF.roots`:
@@ -149,8 +150,11 @@ def grid_marginal(
     one pass over J per factor, instead of Q⁻¹ (potri, 2m³/3) and the adjoint of both mode-product passes. The
     gradient of log p(y) in S_d is then ½ F_d⁻ᵀ(Z_d − P_d)F_d⁻¹, from which the length-scale's (∂K_d/∂ℓ_d = K_d ⊙
     (u_i − u_j)² / ℓ_d³), the output scale's and the noise's follow in closed form (the noise also through c', yy and
-    log|D|). The gradient in A, only formed when A requires one, is −½(F Q⁻¹ Fᵀ + (F z)(F z)ᵀ) (potri)."""
-    return _GridMarginal.apply(lengthscale, outputscale, noise, A, c, yy, logdet_noise, grid, n, jitter_log)
+    log|D|). The gradient in A, only formed when A requires one, is −½(F Q⁻¹ Fᵀ + (F z)(F z)ᵀ) (potri, 2m³/3). When
+    only a few entries of A depend on differentiable inputs (a learnt projection: the new points' 4^d interpolation
+    indices), pass their indices as ``support``: the gradient is then formed on support × support only, from V = L_Q⁻¹
+    Fᵀ E_S (E_S the support's unit columns) as VᵀV, O(m² |S|), and is zero elsewhere."""
+    return _GridMarginal.apply(lengthscale, outputscale, noise, A, c, yy, logdet_noise, grid, n, jitter_log, support)
 
 
 def _lapack(array: np.ndarray, *names: str) -> list:
@@ -163,7 +167,7 @@ class _GridMarginal(torch.autograd.Function):
     it without a copy."""
 
     @staticmethod
-    def forward(ctx, lengthscale, outputscale, noise, A, c, yy, logdet_noise, grid, n, jitter_log):
+    def forward(ctx, lengthscale, outputscale, noise, A, c, yy, logdet_noise, grid, n, jitter_log, support):
         roots = grid.roots(lengthscale, outputscale, jitter_log)
         s = None if noise is None else 1.0 / noise
         F = roots if s is None else [roots[0] * s.sqrt(), *roots[1:]]
@@ -185,7 +189,7 @@ class _GridMarginal(torch.autograd.Function):
         else:
             mll = -0.5 * (s * yy - quad + logdet - n * s.log() + n * LOG2PI)
         ctx.save_for_backward(lengthscale, outputscale, s, LQ, z, cs, quad, yy, *F)
-        ctx.grid, ctx.n = grid, n
+        ctx.grid, ctx.n, ctx.support = grid, n, support
         ctx.mark_non_differentiable(LQ, b, *roots)
         return mll, LQ, b, *roots
 
@@ -223,7 +227,15 @@ class _GridMarginal(torch.autograd.Function):
                 g_s = (g_tr + 0.5 * quad) / s - 0.5 * yy + 0.5 * n / s
                 g_noise = -g * g_s * s * s
         Fz = kron_matmul(F, z) if need[3] or need[4] else None
-        if need[3]:
+        if need[3] and ctx.support is not None and 2 * ctx.support.numel() < m:
+            S = ctx.support
+            E = torch.zeros(m, S.numel(), dtype=LQ.dtype)
+            E[S, torch.arange(S.numel())] = 1.0
+            V = torch.linalg.solve_triangular(LQ, kron_matmul(F, E, transpose=True), upper=False)
+            block = (V.mT @ V).addr_(Fz[S], Fz[S]).mul_(-0.5 * g)
+            g_A = torch.zeros(m, m, dtype=LQ.dtype)
+            g_A[S.unsqueeze(-1), S] = block
+        elif need[3]:
             U = LQ.numpy().T
             (potri,) = _lapack(U, "potri")
             half = torch.from_numpy(potri(U, lower=0)[0].T)  # Q⁻¹'s lower triangle, zeros above
@@ -236,4 +248,4 @@ class _GridMarginal(torch.autograd.Function):
             g_yy = -0.5 * g * (1.0 if s is None else s)
         if need[6] and s is None:
             g_logdet_noise = torch.full_like(yy, -0.5 * g)
-        return g_ls, g_os, g_noise, g_A, g_c, g_yy, g_logdet_noise, None, None, None
+        return g_ls, g_os, g_noise, g_A, g_c, g_yy, g_logdet_noise, None, None, None, None

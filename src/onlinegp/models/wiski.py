@@ -444,8 +444,17 @@ class WISKI(KernelGP):
         return self.grid_rbf.roots(base.lengthscale, self.kernel.outputscale, self.jitter)
 
     def _posterior(
-        self, WtW: Tensor, Wty: Tensor, yty: Tensor, logdet_noise: Tensor, n: int, predictive: bool = True
+        self,
+        WtW: Tensor,
+        Wty: Tensor,
+        yty: Tensor,
+        logdet_noise: Tensor,
+        n: int,
+        predictive: bool = True,
+        support: Tensor | None = None,
     ) -> SKIPosterior:
+        """The marginal likelihood (and with ``predictive`` the caches) of the given terms; ``support``: the only
+        grid indices whose WᵀW entries depend on differentiable inputs (the new points', under a learnt projection)."""
         noise = None if self.fixed_noise else self.noise
         if self.algebra == "kronecker":
             base = self.kernel.base_kernel
@@ -460,6 +469,7 @@ class WISKI(KernelGP):
                 logdet_noise,
                 n,
                 self.jitter,
+                support,
             )
             if not predictive:
                 return SKIPosterior(mll=mll, R=None, alpha=None)
@@ -473,7 +483,7 @@ class WISKI(KernelGP):
         idx, val, clamped = self.grid.weights(self.features(xs, batch_stats))
         WtW, Wty = add_terms(self.WtW, self.Wty, idx, val, ys, prec, in_place)
         p = torch.ones_like(ys) if prec is None else prec
-        return WtW, Wty, self.yty + (p * ys * ys).sum(), clamped
+        return WtW, Wty, self.yty + (p * ys * ys).sum(), clamped, idx.unique()
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         n = self.num_data + xs.shape[0]
@@ -489,7 +499,7 @@ class WISKI(KernelGP):
 
         def mll() -> Tensor:
             terms = fixed_terms or self._new_terms(xs, ys, prec, first_stats)
-            return self._posterior(*terms[:3], logdet, n, predictive=False).mll
+            return self._posterior(*terms[:3], logdet, n, predictive=False, support=terms[4]).mll
 
         with timer("hyperparameters"):
             if self.num_data == 0 and self.pretrain_steps > 0:
@@ -500,7 +510,7 @@ class WISKI(KernelGP):
         with timer("caches"), torch.no_grad():
             if first_stats:
                 self.projection.freeze_statistics(xs)
-            WtW, Wty, yty, clamped = fixed_terms or self._new_terms(xs, ys, prec, False)
+            WtW, Wty, yty, clamped, _ = fixed_terms or self._new_terms(xs, ys, prec, False)
             self.WtW, self.Wty, self.yty, self.logdet_noise = WtW, Wty, yty, logdet
             self._cache = None
         return {"objective": value, "clamped": clamped, "noise": float(self.noise.detach())}
