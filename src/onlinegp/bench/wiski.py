@@ -274,7 +274,8 @@ def run_uci(
             out / "uci.png",
             ("nll", "rmse", "update_time"),
             log_keys=("update_time",),
-            title="WISKI online regression (Stanton et al. 2021, Fig. 3); '(all inputs)': not on the shared projection",
+            title="WISKI online regression\n(Stanton et al. 2021, Fig. 3)"
+            + ("\n'(all inputs)': not on the shared projection" if any(r["inputs"] == "all" for r in rows) else ""),
         )
     return rows
 
