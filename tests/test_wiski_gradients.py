@@ -43,7 +43,9 @@ def objective_and_gradient(model, x, y, noise=None, batch_stats=False):
         prec, logdet = 1.0 / noise, model.logdet_noise + noise.log().sum()
     terms = model._new_terms(xs, ys, prec, batch_stats)
     # support: the new points' grid indices (the Kronecker algebra forms A's gradient there only when few)
-    mll = model._posterior(*terms[:3], logdet, model.num_data + x.shape[0], predictive=False, support=terms[4]).mll
+    mll = model._posterior(
+        *terms[:3], logdet, model.num_data + x.shape[0], predictive=False, support=terms[4].unique()
+    ).mll
     params = [p for _, p in sorted(model.named_parameters()) if p.requires_grad]
     grads = torch.autograd.grad(mll, params, allow_unused=True)
     flat = torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for p, g in zip(params, grads)])

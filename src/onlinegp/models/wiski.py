@@ -483,7 +483,7 @@ class WISKI(KernelGP):
         idx, val, clamped = self.grid.weights(self.features(xs, batch_stats))
         WtW, Wty = add_terms(self.WtW, self.Wty, idx, val, ys, prec, in_place)
         p = torch.ones_like(ys) if prec is None else prec
-        return WtW, Wty, self.yty + (p * ys * ys).sum(), clamped, idx.unique()
+        return WtW, Wty, self.yty + (p * ys * ys).sum(), clamped, idx
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         n = self.num_data + xs.shape[0]
@@ -498,8 +498,10 @@ class WISKI(KernelGP):
         fixed_terms = None if learn_proj else self._new_terms(xs, ys, prec, False, in_place=True)
 
         def mll() -> Tensor:
-            terms = fixed_terms or self._new_terms(xs, ys, prec, first_stats)
-            return self._posterior(*terms[:3], logdet, n, predictive=False, support=terms[4]).mll
+            if fixed_terms is not None:
+                return self._posterior(*fixed_terms[:3], logdet, n, predictive=False).mll
+            terms = self._new_terms(xs, ys, prec, first_stats)  # W's new rows depend on the projection
+            return self._posterior(*terms[:3], logdet, n, predictive=False, support=terms[4].unique()).mll
 
         with timer("hyperparameters"):
             if self.num_data == 0 and self.pretrain_steps > 0:
