@@ -171,8 +171,7 @@ class _GridMarginal(torch.autograd.Function):
         roots = grid.roots(lengthscale, outputscale, jitter_log)
         s = None if noise is None else 1.0 / noise
         F = roots if s is None else [roots[0] * s.sqrt(), *roots[1:]]
-        cs = c if s is None else c * s.sqrt()
-        b = kron_matmul(F, cs, transpose=True)
+        b = kron_matmul(F, c if s is None else c * s.sqrt(), transpose=True)
         LQ = kron_congruence(F, A)
         LQ.diagonal().add_(1.0)
         U = LQ.numpy().T  # Fortran order: its upper triangle is Q's lower one
@@ -188,7 +187,7 @@ class _GridMarginal(torch.autograd.Function):
             mll = -0.5 * (yy - quad + logdet + logdet_noise + n * LOG2PI)
         else:
             mll = -0.5 * (s * yy - quad + logdet - n * s.log() + n * LOG2PI)
-        ctx.save_for_backward(lengthscale, outputscale, s, LQ, z, cs, quad, yy, *F)
+        ctx.save_for_backward(lengthscale, outputscale, s, LQ, z, quad, yy, *F)
         ctx.grid, ctx.n, ctx.support = grid, n, support
         ctx.mark_non_differentiable(LQ, b, *roots)
         return mll, LQ, b, *roots
@@ -196,7 +195,7 @@ class _GridMarginal(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g_mll, *_):
-        lengthscale, outputscale, s, LQ, z, cs, quad, yy, *F = ctx.saved_tensors
+        lengthscale, outputscale, s, LQ, z, quad, yy, *F = ctx.saved_tensors
         grid, n, sizes, m = ctx.grid, ctx.n, ctx.grid.sizes, LQ.shape[0]
         need = ctx.needs_input_grad
         g = float(g_mll)
