@@ -60,10 +60,12 @@ def test_banana_stream(tmp_path):
 
 
 @pytest.mark.slow
-def test_bo_loop(tmp_path):
+@pytest.mark.parametrize("fit", ["adam", "lbfgs"])
+def test_bo_loop(tmp_path, fit):
     pytest.importorskip("botorch")
     rows = run_bo(
         tmp_path,
+        fit=fit,
         functions=["ackley"],
         iterations=2,
         init_steps=2,
@@ -100,6 +102,8 @@ def test_bo_functions_are_the_papers_with_table_2_noise():
 
 
 def test_bo_unknown_function_fails_before_work(tmp_path):
+    with pytest.raises(ValueError, match="fit must be"):
+        run_bo(tmp_path, functions=["levy"], fit="newton", quiet=True, log=lambda s: None)
     with pytest.raises(ValueError, match="rosenbrock"):
         run_bo(tmp_path, functions=["levy", "rosenbrock"], quiet=True, log=lambda s: None)
     assert not (tmp_path / "metrics.json").exists()

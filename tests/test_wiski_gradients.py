@@ -125,3 +125,20 @@ def test_point_absorbed_in_place_is_undone_when_the_step_fails():
         model.update(X[20:21], y[20:21])
     assert state_equal(model.state_dict(), before)
     assert not torch.equal(WtW, model.WtW)  # the live matrix took the point, in place; the restored copy did not
+
+
+def test_lbfgs_fit_reaches_a_stationary_point_above_the_adam_steps():
+    """fit='lbfgs' (the BO set-up of appendix C.2): after the update θ is at a stationary point of the marginal
+    likelihood of all data, which is at least as high as the one the default Adam steps reach from the same start."""
+    X, y = toy(80, 2)
+    fitted = {}
+    for fit in ("adam", "lbfgs"):
+        model = WISKI(2, grid_size=10, pretrain_steps=0, fit=fit, x_bounds=[[-1.0] * 2, [1.0] * 2], y_stats=(0.0, 1.0))
+        model.update(X[:60], y[:60])
+        model.update(X[60:], y[60:])
+        fitted[fit] = model
+    model = fitted["lbfgs"]
+    mll = model._posterior(model.WtW, model.Wty, model.yty, model.logdet_noise, model.num_data, False).mll
+    grads = torch.autograd.grad(mll / model.num_data, list(model.parameters()))
+    assert max(float(g.abs().max()) for g in grads) < 1e-4
+    assert model.log_marginal_likelihood() > fitted["adam"].log_marginal_likelihood() + 1.0

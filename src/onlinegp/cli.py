@@ -618,6 +618,9 @@ def bench_wiski_bo(
     seeds: str = list_option("0", "--seeds", "comma-separated seeds", int),
     grid_size: int = typer.Option(8, "--grid-size", help="WISKI grid points per dimension (m = g³)"),
     steps: int = typer.Option(5, "--steps", help="Adam steps per BO iteration (50 on the initial points)"),
+    fit: str = typer.Option(
+        "adam", "--fit", help="'adam' (--steps steps) or 'lbfgs': WISKI and the exact GP fitted to convergence (paper)"
+    ),
     num_restarts: int = typer.Option(4, "--num-restarts", help="L-BFGS-B restarts of the acquisition (paper: 10)"),
     raw_samples: int = typer.Option(64, "--raw-samples", help="random samples to start them from (paper: 512)"),
 ) -> None:

@@ -24,14 +24,13 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import health
 from .base import OnlineGP
 from .data import Dataset, batch_indices, load_dataset, train_test_split
 from .io import write_csv
-from .linalg import CholeskyError
 from .metrics import nlpd, rmse
 from .models.registry import make_model
 from .objectives import exact_mll, log_prior
+from .training import lbfgs_fit
 
 
 @dataclass
@@ -62,32 +61,15 @@ def lbfgs_exact_gp(model: "OnlineGP", X: np.ndarray, y: np.ndarray, max_iter: in
     xs = model.scaler.x(torch.as_tensor(X, dtype=model.dtype))
     ys = model.scaler.y(torch.as_tensor(y, dtype=model.dtype))
     params = list(model.kernel.parameters()) + list(model.likelihood.parameters())
-    opt = torch.optim.LBFGS(
+    objective = lbfgs_fit(
         params,
-        lr=1.0,
-        max_iter=max_iter,
-        history_size=20,
-        tolerance_grad=1e-6,
-        tolerance_change=1e-10,
-        line_search_fn="strong_wolfe",
+        lambda: exact_mll(model.kernel, model.noise, xs, ys) + log_prior(model.kernel),
+        model.kernel,
+        max_iter,
+        scale=xs.shape[0],
     )
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad(set_to_none=False)
-        if not health.lengthscales_usable(model.kernel):
-            return torch.tensor(float("inf"), dtype=model.dtype)
-        try:
-            loss = -(exact_mll(model.kernel, model.noise, xs, ys) + log_prior(model.kernel)) / xs.shape[0]
-        except CholeskyError:
-            return torch.tensor(float("inf"), dtype=model.dtype)
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    with torch.no_grad():
-        objective = float(exact_mll(model.kernel, model.noise, xs, ys) + log_prior(model.kernel)) / xs.shape[0]
     model.update(X, y)
-    return objective
+    return objective / xs.shape[0]
 
 
 def standardised_scores(test: Dataset, mean: np.ndarray, var_y: np.ndarray, y_std: float) -> dict[str, float]:

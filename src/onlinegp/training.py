@@ -7,8 +7,12 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from . import health
 from .kernels import MAX_AK_INPUTS
+from .linalg import CholeskyError
 
+#: iterations of a fit to convergence (``fit='lbfgs'``) at most
+LBFGS_ITERATIONS = 100
 #: Adam-stepped methods take this many times their default steps per batch above ``MAX_AK_INPUTS`` inputs
 WIDE_STEP_FACTOR = 5
 
@@ -55,3 +59,41 @@ def gradient_steps(
             opt.step()
         value = float(current.detach())
     return value
+
+
+def lbfgs_fit(
+    params: Sequence[Tensor],
+    objective: Callable[[], Tensor],
+    kernel: nn.Module,
+    max_iter: int = 100,
+    scale: float = 1.0,
+) -> float:
+    """Maximise ``objective()`` over ``params`` by full-batch L-BFGS (strong-Wolfe line search, history 20) to
+    convergence or ``max_iter`` iterations; returns the final objective. A trial point with a length-scale too short to
+    evaluate (:func:`~onlinegp.health.lengthscales_usable`) or a failed factorisation counts as +inf loss, so the line
+    search backs off. The fit of the exact-GP references and of models refitted to convergence after every update."""
+    opt = torch.optim.LBFGS(
+        list(params),
+        lr=1.0,
+        max_iter=max_iter,
+        history_size=20,
+        tolerance_grad=1e-6,
+        tolerance_change=1e-10,
+        line_search_fn="strong_wolfe",
+    )
+    dtype = next(iter(params)).dtype
+
+    def closure() -> Tensor:
+        opt.zero_grad(set_to_none=False)
+        if not health.lengthscales_usable(kernel):
+            return torch.tensor(float("inf"), dtype=dtype)
+        try:
+            loss = -objective() / scale
+        except CholeskyError:
+            return torch.tensor(float("inf"), dtype=dtype)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        return float(objective())

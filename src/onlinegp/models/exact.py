@@ -12,7 +12,7 @@ from ..buffer import GrowingBuffer
 from ..kernels import dense, diagonal
 from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll, log_prior
-from ..training import gradient_steps, hyperparameter_optimizer
+from ..training import LBFGS_ITERATIONS, gradient_steps, hyperparameter_optimizer, lbfgs_fit
 from .registry import register
 
 
@@ -23,6 +23,8 @@ class ExactGP(KernelGP):
     Args:
         input_dim: D. kernel: 'rbf' (default), 'ak', ... or a gpytorch Kernel.
         num_steps: Adam steps per update (default 10; 0 keeps the hyper-parameters fixed). lr: 1e-2.
+        fit: 'adam' (default: the ``num_steps`` steps) or 'lbfgs': θ and σ² fitted to convergence by L-BFGS on all
+            data after each update (at most ``LBFGS_ITERATIONS`` iterations).
         max_data: refuse to grow past this many points (default 20 000) rather than exhaust memory.
     """
 
@@ -34,11 +36,15 @@ class ExactGP(KernelGP):
         *,
         kernel: Any = "rbf",
         num_steps: int = 10,
+        fit: str = "adam",
         lr: float = 1e-2,
         max_data: int = 20_000,
         **options: Any,
     ):
         super().__init__(input_dim, kernel=kernel, **options)
+        if fit not in ("adam", "lbfgs"):
+            raise ValueError(f"fit must be 'adam' or 'lbfgs', got {fit!r}")
+        self.fit = fit
         self.lr = lr
         self.num_steps, self.max_data = int(num_steps), int(max_data)
         self.L: Tensor | None = None
@@ -57,13 +63,16 @@ class ExactGP(KernelGP):
             )
         self.data.append(xs, ys)
         X, y = self.data.data
+
+        def objective() -> Tensor:
+            return exact_mll(self.kernel, self.noise, X, y, self.jitter) + log_prior(self.kernel)
+
         with timer("hyperparameters"):
-            value = gradient_steps(
-                [self.optimizer],
-                lambda: exact_mll(self.kernel, self.noise, X, y, self.jitter) + log_prior(self.kernel),
-                self.num_steps,
-                scale=X.shape[0],
-            )
+            if self.fit == "lbfgs":
+                params = list(self.kernel.parameters()) + list(self.likelihood.parameters())
+                value = lbfgs_fit(params, objective, self.kernel, LBFGS_ITERATIONS, scale=X.shape[0])
+            else:
+                value = gradient_steps([self.optimizer], objective, self.num_steps, scale=X.shape[0])
         with timer("factorise"), torch.no_grad():
             K = dense(self.kernel, X) + self.noise * torch.eye(X.shape[0], dtype=X.dtype)
             self.L = cholesky(K, self.jitter)

@@ -65,7 +65,7 @@ from ..base import KernelGP, PhaseTimer
 from ..kronecker import GridRBF, grid_marginal, kron_dense
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..posterior import KUU_JITTER, kuu
-from ..training import gradient_steps
+from ..training import LBFGS_ITERATIONS, gradient_steps, lbfgs_fit
 from ..validation import as_tensor_2d
 from .registry import register
 
@@ -265,6 +265,9 @@ class WISKI(KernelGP):
             applies, i.e. an RBF kernel and the Cholesky root).
         num_steps: Adam steps per update after the first (default: one per new observation, as Algorithm 1 takes
             one step per point, so a batch of B points gets B steps); 0 freezes the hyper-parameters.
+        fit: 'adam' (default: the ``num_steps`` steps above) or 'lbfgs': after each update θ (and the projection) fitted
+            to convergence by L-BFGS on the marginal likelihood of all data so far (at most ``LBFGS_ITERATIONS``
+            iterations; the Bayesian-optimisation set-up of Stanton et al. 2021, appendix C.2).
         lr: Adam learning rate of kernel and noise online (default 5e-3); ``lr_projection`` of the projection (5e-4).
         pretrain_steps: full-batch Adam steps on the first batch (default 200, Table C.1's T_batch), at
             ``pretrain_lr`` (5e-2) and ``pretrain_lr_projection`` (5e-3), cosine-annealed to zero; 0 makes the first
@@ -287,6 +290,7 @@ class WISKI(KernelGP):
         kernel: Any = "rbf",
         algebra: str = "auto",
         num_steps: int | None = None,
+        fit: str = "adam",
         lr: float = 5e-3,
         lr_projection: float = 5e-4,
         pretrain_steps: int = 200,
@@ -312,6 +316,9 @@ class WISKI(KernelGP):
             raise ValueError(f"num_steps and pretrain_steps must be >= 0, got {num_steps} and {pretrain_steps}")
         if not 1 <= projection_dim <= 3:
             raise ValueError(f"projection_dim must be 1, 2 or 3 (the grid is exponential in it), got {projection_dim}")
+        if fit not in ("adam", "lbfgs"):
+            raise ValueError(f"fit must be 'adam' or 'lbfgs', got {fit!r}")
+        self.fit = fit
         self._grid_size, self.margin, self.projection_dim, self._rank = (
             grid_size,
             float(margin),
@@ -506,6 +513,9 @@ class WISKI(KernelGP):
         with timer("hyperparameters"):
             if self.num_data == 0 and self.pretrain_steps > 0:
                 value = self._pretrain(mll, n)
+            elif self.fit == "lbfgs":
+                params = [p for group in self.optimizer.param_groups for p in group["params"]]
+                value = lbfgs_fit(params, mll, self.kernel, LBFGS_ITERATIONS, scale=n)
             else:
                 steps = xs.shape[0] if self.num_steps is None else self.num_steps
                 value = gradient_steps([self.optimizer], mll, steps, scale=n)
