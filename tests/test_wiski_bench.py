@@ -154,3 +154,45 @@ def test_hindsight_exact_is_an_exact_gp_fitted_on_the_points_seen():
     curve = hindsight_exact(X, y, Xt, yt, [10, 25, 40], (0.0, 1.0))
     assert [r["num_data"] for r in curve] == [10, 25, 40]
     assert curve[-1]["rmse"] == pytest.approx(row["rmse"], rel=1e-3)  # warm start, same optimum
+
+
+def test_bo_run_that_fails_numerically_ends_alone_and_the_rest_are_written(tmp_path, monkeypatch):
+    """A CholeskyError in one model's run (O-SVGP on Michalewicz did this) stops that run only: its finished
+    iterations are kept, the other models run, metrics are written after every run."""
+    pytest.importorskip("botorch")
+    import onlinegp.bench.wiski as bench
+    from onlinegp.linalg import CholeskyError
+
+    def failing(name, *args, **kwargs):
+        model = make_model(name, *args, **kwargs)
+        if name == "wiski":
+            update, calls = model.update, []
+
+            def update_then_fail(x, y):
+                calls.append(1)
+                if len(calls) == 3:  # the initial batch, iteration 1, then iteration 2 fails
+                    raise CholeskyError("not positive definite")
+                return update(x, y)
+
+            model.update = update_then_fail
+        return model
+
+    monkeypatch.setattr(bench, "make_model", failing)
+    logs = []
+    rows = run_bo(
+        tmp_path,
+        functions=["ackley"],
+        iterations=3,
+        init_steps=1,
+        steps=1,
+        grid_size=5,
+        num_restarts=1,
+        raw_samples=8,
+        mc_samples=16,
+        quiet=True,
+        log=logs.append,
+    )
+    assert [r["iteration"] for r in rows if r["model"] == "wiski"] == [1]
+    assert [r["iteration"] for r in rows if r["model"] == "exact"] == [1, 2, 3]
+    assert any("stopped at iteration 2: CholeskyError" in line for line in logs)
+    assert json.loads((tmp_path / "metrics.json").read_text()) == rows

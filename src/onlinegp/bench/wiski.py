@@ -44,6 +44,7 @@ import torch
 
 from ..data import load_dataset, train_test_split
 from ..io import write_csv
+from ..linalg import CholeskyError
 from ..metrics import nlpd, rmse
 from ..models.osvgp import OSVGP
 from ..models.registry import MODELS, make_model
@@ -425,44 +426,57 @@ def run_bo(
                 _set_steps(gp, steps)
                 X_all = X0.clone()
                 torch.manual_seed(int(seed) + 1)
-                for it in range(1, iterations + 1):
-                    t0 = time.perf_counter()
-                    acqf = qUpperConfidenceBound(
-                        OnlineGPModel(gp), beta=beta, sampler=SobolQMCNormalSampler(torch.Size([mc_samples]), seed=it)
+                run_rows: list[dict] = []
+                failure = ""
+                try:
+                    for it in range(1, iterations + 1):
+                        t0 = time.perf_counter()
+                        acqf = qUpperConfidenceBound(
+                            OnlineGPModel(gp),
+                            beta=beta,
+                            sampler=SobolQMCNormalSampler(torch.Size([mc_samples]), seed=it),
+                        )
+                        cand, _ = optimize_acqf(
+                            acqf,
+                            bounds=bounds,
+                            q=q,
+                            num_restarts=num_restarts,
+                            raw_samples=raw_samples,
+                            options={"maxiter": 100},
+                        )
+                        t1 = time.perf_counter()
+                        gp.update(cand, f(cand))
+                        t2 = time.perf_counter()
+                        X_all = torch.cat([X_all, cand])
+                        best = float(f(X_all, noise=False).max())  # noise-free, negated: maximised
+                        run_rows.append(
+                            {
+                                "function": fname,
+                                "model": model_name,
+                                "seed": int(seed),
+                                "run": f"{model_name}/seed{seed}",
+                                "iteration": it,
+                                "num_data": X_all.shape[0],
+                                "best": best,
+                                "acquisition_time": t1 - t0,
+                                "update_time": t2 - t1,
+                                "time": t2 - t0,
+                            }
+                        )
+                        bar.update(1)
+                except CholeskyError as err:  # a numerical failure ends this run only; the others go on
+                    failure = f"; stopped at iteration {it}: {type(err).__name__}: {err}"
+                    bar.update(iterations - it + 1)
+                rows += run_rows
+                _write(out, "metrics", rows, config)  # after every run: an interrupted sweep keeps what finished
+                if run_rows:
+                    log(
+                        f"[wiski-bo] {fname:15s} {model_name:6s} seed {seed}: best {run_rows[-1]['best']:.3f} after "
+                        f"{run_rows[-1]['num_data']} evaluations, mean "
+                        f"{np.mean([r['time'] for r in run_rows]):.2f} s/iter{failure}"
                     )
-                    cand, _ = optimize_acqf(
-                        acqf,
-                        bounds=bounds,
-                        q=q,
-                        num_restarts=num_restarts,
-                        raw_samples=raw_samples,
-                        options={"maxiter": 100},
-                    )
-                    t1 = time.perf_counter()
-                    gp.update(cand, f(cand))
-                    t2 = time.perf_counter()
-                    X_all = torch.cat([X_all, cand])
-                    best = float(f(X_all, noise=False).max())  # noise-free, negated: maximised
-                    rows.append(
-                        {
-                            "function": fname,
-                            "model": model_name,
-                            "seed": int(seed),
-                            "run": f"{model_name}/seed{seed}",
-                            "iteration": it,
-                            "num_data": X_all.shape[0],
-                            "best": best,
-                            "acquisition_time": t1 - t0,
-                            "update_time": t2 - t1,
-                            "time": t2 - t0,
-                        }
-                    )
-                    bar.update(1)
-                last = rows[-1]
-                log(
-                    f"[wiski-bo] {fname:15s} {model_name:6s} seed {seed}: best {last['best']:.3f} after "
-                    f"{last['num_data']} evaluations, mean {np.mean([r['time'] for r in rows[-iterations:]]):.2f} s/iter"
-                )
+                else:
+                    log(f"[wiski-bo] {fname:15s} {model_name:6s} seed {seed}: no iteration finished{failure}")
     bar.close()
     _write(out, "metrics", rows, config)
     if rows:
