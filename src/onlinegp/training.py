@@ -65,7 +65,7 @@ def lbfgs_fit(
     params: Sequence[Tensor],
     objective: Callable[[], Tensor],
     kernel: nn.Module,
-    max_iter: int = 100,
+    max_iter: int = LBFGS_ITERATIONS,
     scale: float = 1.0,
 ) -> float:
     """Maximise ``objective()`` over ``params`` by full-batch L-BFGS (strong-Wolfe line search, history 20) to

@@ -12,7 +12,7 @@ from ..buffer import GrowingBuffer
 from ..kernels import dense, diagonal
 from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll, log_prior
-from ..training import LBFGS_ITERATIONS, gradient_steps, hyperparameter_optimizer, lbfgs_fit
+from ..training import gradient_steps, hyperparameter_optimizer, lbfgs_fit
 from .registry import register
 
 
@@ -70,7 +70,7 @@ class ExactGP(KernelGP):
         with timer("hyperparameters"):
             if self.fit == "lbfgs":
                 params = list(self.kernel.parameters()) + list(self.likelihood.parameters())
-                value = lbfgs_fit(params, objective, self.kernel, LBFGS_ITERATIONS, scale=X.shape[0])
+                value = lbfgs_fit(params, objective, self.kernel, scale=X.shape[0])
             else:
                 value = gradient_steps([self.optimizer], objective, self.num_steps, scale=X.shape[0])
         with timer("factorise"), torch.no_grad():

@@ -65,7 +65,7 @@ from ..base import KernelGP, PhaseTimer
 from ..kronecker import GridRBF, grid_marginal, kron_dense
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..posterior import KUU_JITTER, kuu
-from ..training import LBFGS_ITERATIONS, gradient_steps, lbfgs_fit
+from ..training import gradient_steps, lbfgs_fit
 from ..validation import as_tensor_2d
 from .registry import register
 
@@ -515,7 +515,7 @@ class WISKI(KernelGP):
                 value = self._pretrain(mll, n)
             elif self.fit == "lbfgs":
                 params = [p for group in self.optimizer.param_groups for p in group["params"]]
-                value = lbfgs_fit(params, mll, self.kernel, LBFGS_ITERATIONS, scale=n)
+                value = lbfgs_fit(params, mll, self.kernel, scale=n)
             else:
                 steps = xs.shape[0] if self.num_steps is None else self.num_steps
                 value = gradient_steps([self.optimizer], mll, steps, scale=n)
