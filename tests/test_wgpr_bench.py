@@ -25,7 +25,9 @@ def test_toy_and_bathymetry_streams():
 
 @pytest.mark.slow
 def test_bench_writes_tables_and_figures(tmp_path):
-    result = run(tmp_path, datasets="toy,bathymetry", sweep="toy", max_points=200, max_test=50, member_steps=3)
+    result = run(
+        tmp_path, datasets="toy,bathymetry", sweep="toy", max_points=200, max_test=50, seeds="0,1", member_steps=3
+    )
     assert not result["failed"]
     for name in (
         "config.json",
@@ -41,7 +43,13 @@ def test_bench_writes_tables_and_figures(tmp_path):
     rows = list(csv.DictReader((tmp_path / "table_rmse.csv").open()))
     assert [r["method"] for r in rows] == ["LGPR", "WGPR", "SOLAR", "OVFE"]
     assert all(r["toy"] != "-" and r["bathymetry"] != "-" for r in rows)
+    runs = list(csv.DictReader((tmp_path / "runs.csv").open()))
+    for method in ("lgpr", "ovfe"):  # each cell is the mean ± std of its two trials (numpy's std, ddof = 0)
+        values = [float(r["rmse"]) for r in runs if r["dataset"] == "toy" and r["method"] == method]
+        cell = next(r["toy"] for r in rows if r["method"] == method.upper())
+        assert len(values) == 2 and cell.split(" (")[0] == f"{np.mean(values):.3f} ± {np.std(values):.3f}"
+    assert "over 2 trials" in (tmp_path / "table_rmse.md").read_text()
     sweep = list(csv.DictReader((tmp_path / "sweep.csv").open()))
     eps0 = [r for r in sweep if r["method"] == "wgpr" and "'epsilon': 0.0" in r["params"]]
-    assert eps0 and int(eps0[0]["num_models"]) == 2  # ε = 0: a model per batch
+    assert len(eps0) == 2 and all(int(r["num_models"]) == 2 for r in eps0)  # ε = 0: a model per batch
     assert json.loads((tmp_path / "config.json").read_text())["max_points"] == 200

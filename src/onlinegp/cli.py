@@ -444,7 +444,7 @@ def bench_wgpr_command(
     max_points: int = typer.Option(5000, "--max-points", help="training points per dataset (bathymetry: samples)"),
     max_test: int = typer.Option(2000, "--max-test", help="test points per UCI dataset"),
     member_steps: int = typer.Option(None, "--member-steps", help="L-BFGS iterations per OSGPR update (default 200)"),
-    seed: int = typer.Option(0, "--seed"),
+    seeds: str = typer.Option("0-4", "--seeds", help="trials (split, subsample and model seed), e.g. 0-4 or 0,3"),
     workers: int = typer.Option(1, "--workers", help="parallel runs (timings are only comparable with 1)"),
     backend: str = typer.Option("local", "--backend", help="local or ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (with --backend ray)"),
@@ -473,7 +473,7 @@ def bench_wgpr_command(
             sweep,
             max_points=max_points,
             max_test=max_test,
-            seed=seed,
+            seeds=seeds,
             member_steps=member_steps,
             options=options,
         )

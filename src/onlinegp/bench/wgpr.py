@@ -18,7 +18,9 @@ Training time is the wall-clock time of the ``update`` calls (plus LGPR's offlin
 (noisy targets, except the bathymetry grid, which is the truth), in the data's units. The splitting thresholds
 (ε, SOLAR's w_gen and ℓ_s, LGPR's w_gen) are per dataset in :data:`SETTINGS`, chosen as the paper did, by hand.
 
-Each run writes ``result.json`` (and the toy's ``toy_predictions.npz``); those (:data:`SUMMARY_FILES`) are kept in
+Every run is repeated for each seed (a trial: its own 80/20 split, subsample, toy draw, survey noise and model
+seed; default seeds 0-4, the paper's 5 trials), and the tables give mean ± std over the trials. Each run writes
+``result.json`` (and the toy's ``toy_predictions.npz``); those (:data:`SUMMARY_FILES`) are kept in
 the committed results tree (``results/wgpr/``) by the runner. Outputs in ``out``: config.json, runs.csv (every run), table_time.{md,csv} (Table II), table_rmse.{md,csv}
 (Table III), sweep.csv and sweep_<dataset>.png (Fig. 2: RMSE and training rate against the number of models as ε
 and w_gen vary), toy.png (Fig. 1) and curves.png (RMSE as batches arrive, Fig. 3).
@@ -42,7 +44,7 @@ from ..io import write_csv
 from ..metrics import rmse
 from ..models.registry import make_model
 from ..wasserstein import psd_sqrt
-from .poam import parse_names
+from .poam import parse_names, parse_seeds
 from .runner import RunnerOptions, RunSpec, run_sweep
 
 DATASETS = ("toy", "kin40k", "pumadyn32nm", "bathymetry")
@@ -224,6 +226,7 @@ def run_job(config: dict, run_dir: Path) -> dict:
         "dataset": config["dataset"],
         "method": config["method"],
         "params": config["params"],
+        "seed": config["seed"],
         "num_models": int(getattr(model, "num_models", 1)),
         "rmse": rmse(test.y, pred.mean),
         "train_time": train_time,
@@ -263,14 +266,19 @@ def _param_id(params: dict) -> str:
     )
 
 
-def specs_for(datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[str], base: dict) -> list[RunSpec]:
-    """Table runs (every dataset × method at its settings) and Fig. 2 runs (ε and w_gen grids on ``sweep``)."""
+def specs_for(
+    datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[str], seeds: Sequence[int], base: dict
+) -> list[RunSpec]:
+    """Table runs (every dataset × method at its settings) and Fig. 2 runs (ε and w_gen grids on ``sweep``), each
+    once per seed (a trial: its own split, subsample and model seed)."""
     specs: dict[str, RunSpec] = {}
 
     def add(dataset: str, method: str, params: dict) -> None:
         params = {k: "inf" if v == math.inf else v for k, v in params.items()}  # JSON has no infinity
-        run_id = f"{dataset}/{method}/{_param_id(params)}"
-        specs.setdefault(run_id, RunSpec(run_id, {**base, "dataset": dataset, "method": method, "params": params}))
+        for seed in seeds:
+            run_id = f"{dataset}/{method}/{_param_id(params)}/seed-{seed}"
+            config = {**base, "seed": int(seed), "dataset": dataset, "method": method, "params": params}
+            specs.setdefault(run_id, RunSpec(run_id, config))
 
     for d in datasets:
         for m in methods:
@@ -283,31 +291,57 @@ def specs_for(datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[s
     return list(specs.values())
 
 
+def table_groups(results: Sequence[dict]) -> dict[tuple[str, str], list[dict]]:
+    """The table runs (each dataset's methods at their settings in :data:`SETTINGS`), grouped by (dataset, method)
+    over trials."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        if r["params"] == dict(SETTINGS[r["dataset"]].get(r["method"], {})):
+            groups.setdefault((r["dataset"], r["method"]), []).append(r)
+    return groups
+
+
 def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequence[str], out: Path) -> dict[str, str]:
-    """Tables II (training time, s) and III (RMSE) as Markdown and CSV; '-' where a run failed."""
-    table_runs = {
-        (r["dataset"], r["method"]): r
-        for r in results
-        if r["params"] == dict(SETTINGS[r["dataset"]].get(r["method"], {}))
-    }
+    """Tables II (training time, s) and III (RMSE) as Markdown and CSV: mean ± std (numpy's, ddof = 0) over the
+    trials, the mean number of models in brackets, '-' where every trial failed."""
+    groups = table_groups(results)
+    trials = sorted({len(runs) for runs in groups.values()})
     texts = {}
-    for key, title, fmt in (("train_time", "Training time (s)", "{:.2f}"), ("rmse", "RMSE", "{:.3f}")):
+    for key, title, digits in (("train_time", "Training time (s)", 2), ("rmse", "RMSE", 3)):
         rows = []
         for m in methods:
             row = {"method": LABELS[m]}
             for d in datasets:
-                r = table_runs.get((d, m))
-                row[d] = "-" if r is None else fmt.format(r[key])
-                if r is not None and m in ("wgpr", "solar-gp", "lgpr"):
-                    row[d] += f" ({r['num_models']})"
+                runs = groups.get((d, m), [])
+                values = np.array([r[key] for r in runs])
+                if not runs:
+                    row[d] = "-"
+                    continue
+                row[d] = f"{values.mean():.{digits}f}" + (f" ± {values.std():.{digits}f}" if len(runs) > 1 else "")
+                if m in ("wgpr", "solar-gp", "lgpr"):
+                    row[d] += f" ({np.mean([r['num_models'] for r in runs]):.3g})"
             rows.append(row)
         name = "table_time" if key == "train_time" else "table_rmse"
         write_csv(out / f"{name}.csv", rows, ["method", *datasets])
         lines = [f"| {title} | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
         lines += ["| " + " | ".join([row["method"], *(row[d] for d in datasets)]) + " |" for row in rows]
-        texts[name] = "\n".join(lines) + "\n\n(number of models in brackets)\n"
+        count = " or ".join(str(n) for n in trials) or "0"
+        texts[name] = "\n".join(lines) + f"\n\n(mean ± std over {count} trials; mean number of models in brackets)\n"
         (out / f"{name}.md").write_text(texts[name])
     return texts
+
+
+def mean_curves(results: Sequence[dict]) -> list[dict]:
+    """Fig. 3's curves of the table runs: test RMSE at each checkpoint averaged over the trials that reached it."""
+    rows = []
+    for (dataset, method), runs in table_groups(results).items():
+        at: dict[int, list[float]] = {}
+        for r in runs:
+            for point in r["curve"]:
+                at.setdefault(point["num_data"], []).append(point["rmse"])
+        curve = [{"num_data": n, "rmse": float(np.mean(v))} for n, v in sorted(at.items())]
+        rows.append({"dataset": dataset, "method": method, "curve": curve})
+    return rows
 
 
 def run(
@@ -317,7 +351,7 @@ def run(
     sweep: str | Sequence[str] = ("kin40k",),
     max_points: int = 5000,
     max_test: int = 2000,
-    seed: int = 0,
+    seeds: str | Sequence[int] = "0-4",
     member_steps: int | None = None,
     options: RunnerOptions | None = None,
 ) -> dict[str, Any]:
@@ -325,6 +359,7 @@ def run(
     from ..plots import plot_models_tradeoff, plot_rmse_curves, plot_toy_ensembles
 
     datasets, methods = parse_names(datasets, "dataset"), parse_names(methods, "method")
+    seeds = parse_seeds(seeds)
     sweep = parse_names(sweep, "dataset") if sweep else []
     for name in [*datasets, *sweep]:
         if name not in SETTINGS:
@@ -339,17 +374,17 @@ def run(
     base = {
         "max_points": int(max_points),
         "max_test": int(max_test),
-        "seed": int(seed),
         "batch_size": BATCH_SIZE,
         "member_steps": member_steps,
     }
-    specs = specs_for(datasets, methods, sweep, base)
+    specs = specs_for(datasets, methods, sweep, seeds, base)
     (out / "config.json").write_text(
         json.dumps(
             {
                 "datasets": datasets,
                 "methods": methods,
                 "sweep": sweep,
+                "seeds": seeds,
                 **base,
                 "num_inducing": NUM_INDUCING,
                 "settings": SETTINGS,
@@ -367,6 +402,7 @@ def run(
             "dataset",
             "method",
             "params",
+            "seed",
             "num_models",
             "rmse",
             "rmse_f",
@@ -387,16 +423,16 @@ def run(
         if rows:
             figures[f"sweep_{d}"] = plot_models_tradeoff(rows, out / f"sweep_{d}.png", title=d)
     toy_dirs = {
-        LABELS[m]: out / "runs" / "toy" / m / _param_id(dict(SETTINGS["toy"].get(m, {})))
+        LABELS[m]: out / "runs" / "toy" / m / _param_id(dict(SETTINGS["toy"].get(m, {}))) / f"seed-{seeds[0]}"
         for m in ("wgpr", "solar-gp")
         if "toy" in datasets and m in methods
     }
     toy_dirs = {k: v / "toy_predictions.npz" for k, v in toy_dirs.items() if (v / "toy_predictions.npz").exists()}
     if toy_dirs:
         figures["toy"] = plot_toy_ensembles({k: dict(np.load(v)) for k, v in toy_dirs.items()}, out / "toy.png")
-    table_rows = [r for r in results if r["params"] == dict(SETTINGS[r["dataset"]].get(r["method"], {}))]
-    if table_rows:
-        figures["curves"] = plot_rmse_curves(table_rows, out / "curves.png", labels=LABELS)
+    curves = mean_curves(results)
+    if curves:
+        figures["curves"] = plot_rmse_curves(curves, out / "curves.png", labels=LABELS)
     failed = [(r.run_id, r.error) for r in sweep_result.failed]
     return {
         "tables": texts,
