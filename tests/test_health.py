@@ -9,6 +9,7 @@ import torch
 
 from onlinegp import health, make_model
 from onlinegp.kernels import make_kernel
+from onlinegp.linalg import JitterLog, cholesky
 
 
 def sine_batches(n_batches=5, size=40, seed=0):
@@ -86,3 +87,33 @@ def test_lengthscales_usable_marks_length_scales_below_the_floor():
     kernel.lengthscale = torch.tensor([[1.0, health.MIN_USABLE_LENGTHSCALE / 2, 2.0]])
     assert not health.lengthscales_usable(kernel)
     assert health.lengthscales_usable(gpytorch.kernels.ScaleKernel(gpytorch.kernels.LinearKernel()))
+
+
+class DentedRBF(gpytorch.kernels.RBFKernel):
+    """An RBF kernel with 1e-3 taken off k(x, x): not positive semi-definite, so Choleskies need jitter."""
+
+    def forward(self, x1, x2, diag=False, **params):
+        K = super().forward(x1, x2, diag=diag, **params)
+        same = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs().sum(-1) == 0 if not diag else torch.ones_like(K, dtype=bool)
+        return K - 1e-3 * same
+
+
+def test_ill_conditioned_matrices_are_reported(caplog):
+    x, y = next(sine_batches())
+    healthy = make_model("exact", kernel=gpytorch.kernels.RBFKernel(), num_steps=0, noise=1e-6)
+    assert healthy.update(x, y).warnings == []
+    model = make_model("exact", kernel=DentedRBF(), num_steps=0, noise=1e-6)
+    with caplog.at_level(logging.WARNING, logger="onlinegp"):
+        report = model.update(x, y)
+    found = [w for w in report.warnings if "ill-conditioned matrices" in w]
+    assert found and model.jitter.max_relative > health.WARN_JITTER and report.jitter == model.jitter.max_jitter
+    assert any("ill-conditioned matrices" in r.getMessage() for r in caplog.records)
+
+
+def test_conditioning_threshold():
+    log = JitterLog()
+    log.record(1e-9, 1e-9)
+    assert health.conditioning(log) == []
+    cholesky(torch.ones(5, 5, dtype=torch.float64) - 1e-6 * torch.eye(5, dtype=torch.float64), log)
+    assert log.count == 2 and log.max_relative == pytest.approx(1e-5)
+    assert "up to 1.0e-05" in health.conditioning(log)[0]

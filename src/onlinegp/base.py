@@ -67,7 +67,7 @@ class Prediction:
 class UpdateReport:
     """What one ``update`` did: sizes, seconds per phase, objective values, jitter added, and the warnings of
     :mod:`onlinegp.health` (inputs beyond the fitted range, an overconfident prediction of the batch before it was
-    absorbed, hyper-parameters running away), also logged; ``extra`` holds the checked numbers."""
+    absorbed, ill-conditioned matrices, hyper-parameters running away), also logged; ``extra`` holds the checked numbers."""
 
     num_data: int
     num_inducing: int | None
@@ -214,7 +214,7 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
                     warnings, checks = warnings + found, checks | calibration
             info = self._update(xs, ys, timer) or {}
             with timer("health"), torch.no_grad():
-                warnings += health.runaway(getattr(self, "kernel", None))
+                warnings += health.conditioning(self.jitter) + health.runaway(getattr(self, "kernel", None))
         except BaseException:
             if unbuilt is not None:
                 self._restore_structure(unbuilt)

@@ -11,6 +11,9 @@ Three symptoms, each cheap next to the update itself:
   calibrated model (less once the model has seen nearby data); above ``MAX_Z2`` the predictive variance has
   collapsed relative to the errors (the NLPD is then dominated by ``z²/2``). Checked on batches of at least
   ``MIN_BATCH`` points (one point says little, and single-point streams keep their lazy prediction caches).
+* **ill-conditioned matrices**: a Cholesky of the update needed more than ``linalg.WARN_JITTER`` relative jitter
+  (the model's matrices are near-singular: inducing inputs closer together than the length-scales resolve, a
+  collapsing noise or output scale). The update went through, but repeated, this precedes a failed one.
 * **hyper-parameters running away**: after the update, in scaled units (unit target variance, inputs in
   [-1, 1]), an output scale above ``MAX_OUTPUTSCALE``, a length-scale below ``LENGTHSCALE_RANGE[0]`` (the kernel
   interpolates the noise) or every length-scale above ``LENGTHSCALE_RANGE[1]`` (the model is a constant; one long
@@ -23,6 +26,8 @@ import logging
 
 import torch
 from torch import Tensor
+
+from .linalg import WARN_JITTER, JitterLog
 
 log = logging.getLogger("onlinegp")
 
@@ -63,6 +68,18 @@ def calibration(mean: Tensor, var_y: Tensor, ys: Tensor) -> tuple[list[str], dic
             " in scaled units): the predictive variance has collapsed"
         )
     return warnings, {"batch_z2": z2}
+
+
+def conditioning(jitter: JitterLog) -> list[str]:
+    """Warn when a Cholesky of the update needed more than ``WARN_JITTER`` relative jitter."""
+    if jitter.max_relative <= WARN_JITTER:
+        return []
+    return [
+        f"ill-conditioned matrices: {jitter.count} Cholesky factorisation(s) needed jitter, up to {jitter.max_relative:.1e}"
+        f" of the matrix's mean diagonal ({jitter.max_jitter:.3g} absolute): its inducing inputs are closer than the "
+        "length-scales resolve or its hyper-parameters are collapsing (fewer inducing points, a length-scale or noise "
+        "floor, or settings.max_jitter to fail early)"
+    ]
 
 
 def lengthscales_usable(kernel: object) -> bool:

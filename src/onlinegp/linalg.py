@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 BASE_JITTER = {torch.float64: 1e-10, torch.float32: 1e-6}
 MAX_JITTER = 1e-2
 JITTER_GROWTH = 10.0
+#: relative jitter above which a Cholesky is logged at WARNING level and an update reports its matrices as
+#: ill-conditioned (:func:`onlinegp.health.conditioning`)
+WARN_JITTER = 1e-6
 
 
 class CholeskyError(RuntimeError):
@@ -34,15 +37,24 @@ class CholeskyError(RuntimeError):
 
 @dataclass
 class JitterLog:
-    """Largest jitter (absolute, added to the diagonal) any Cholesky of one model call needed."""
+    """Largest jitter any Cholesky of one model call needed: absolute (added to the diagonal) and relative (to the
+    matrix's mean diagonal), and how many Choleskies needed any."""
 
     max_jitter: float = 0.0
+    max_relative: float = 0.0
     count: int = 0
 
-    def record(self, jitter: float) -> None:
+    def record(self, jitter: float, relative: float) -> None:
         if jitter > 0:
             self.count += 1
             self.max_jitter = max(self.max_jitter, jitter)
+            self.max_relative = max(self.max_relative, relative)
+
+    def merge(self, other: JitterLog) -> None:
+        """Add another log's record (an ensemble's member's)."""
+        self.count += other.count
+        self.max_jitter = max(self.max_jitter, other.max_jitter)
+        self.max_relative = max(self.max_relative, other.max_relative)
 
 
 def cholesky(A: Tensor, jitter_log: JitterLog | None = None, max_jitter: float | None = None) -> Tensor:
@@ -50,7 +62,7 @@ def cholesky(A: Tensor, jitter_log: JitterLog | None = None, max_jitter: float |
 
     Tries without jitter first; on failure adds ``j * mean(diag)`` with ``j`` growing tenfold from
     ``BASE_JITTER[dtype]`` up to ``max_jitter`` (default: ``settings.max_jitter``). The jitter used is recorded in
-    ``jitter_log`` and logged at WARNING level when above 1e-6 relative, so it is never silent. Raises
+    ``jitter_log`` and logged at WARNING level when above ``WARN_JITTER`` relative, so it is never silent. Raises
     :class:`CholeskyError` past the bound.
     """
     L, info = torch.linalg.cholesky_ex(A)
@@ -66,8 +78,8 @@ def cholesky(A: Tensor, jitter_log: JitterLog | None = None, max_jitter: float |
         if not bool((info != 0).any()):
             added = float(jitter.max())
             if jitter_log is not None:
-                jitter_log.record(added)
-            lvl = logging.WARNING if rel > 1e-6 else logging.DEBUG
+                jitter_log.record(added, rel)
+            lvl = logging.WARNING if rel > WARN_JITTER else logging.DEBUG
             log.log(lvl, "cholesky: added jitter %.3g (relative %.1e) to a %d x %d matrix", added, rel, *A.shape[-2:])
             return L
         rel *= JITTER_GROWTH

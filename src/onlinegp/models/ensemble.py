@@ -75,8 +75,8 @@ class LocalEnsemble(OnlineGP):
         """A new member fitted on the batch alone (seed ``seed + num_updates``)."""
         seed = self.seed + self.num_updates
         member = self._build_member(seed)
-        report = member.update(xs, ys)
-        self.jitter.record(report.jitter)
+        member.update(xs, ys)
+        self.jitter.merge(member.jitter)
         return member, seed
 
     def _add_member(self, member: OnlineGP, seed: int, centroid: Tensor) -> None:

@@ -131,8 +131,8 @@ class SOLARGP(_Dominant, LocalEnsemble):
             if float(log_s[j]) >= math.log(self.w_gen):
                 try:
                     with timer("update"):
-                        report = self.members[j].update(xs, ys)
-                    self.jitter.record(report.jitter)
+                        self.members[j].update(xs, ys)
+                    self.jitter.merge(self.members[j].jitter)
                     n = self.counts[j]
                     self.centroids[j] = (n * self.centroids[j] + xs.sum(0)) / (n + xs.shape[0])
                     self.counts[j] = n + xs.shape[0]

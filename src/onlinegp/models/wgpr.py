@@ -83,7 +83,7 @@ class WGPR(LocalEnsemble):
         try:
             with timer("candidates"):
                 cand = copy.deepcopy(old)
-                report = cand.update(xs, ys)
+                cand.update(xs, ys)
             with timer("wasserstein"):
                 Z = self.inducing_of(old)
                 before, after = old.predict(Z, full_cov=True), cand.predict(Z, full_cov=True)
@@ -96,7 +96,7 @@ class WGPR(LocalEnsemble):
         w = float(w)
         if not math.isfinite(w):
             return math.inf, None
-        self.jitter.record(report.jitter)
+        self.jitter.merge(cand.jitter)
         return w, cand
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
