@@ -441,7 +441,9 @@ def bench_wgpr_command(
     sweep: str = typer.Option(
         "kin40k", "--sweep", help="datasets for the models-vs-threshold sweep (Fig. 2); '' for none"
     ),
-    max_points: int = typer.Option(5000, "--max-points", help="training points per dataset (bathymetry: samples)"),
+    max_points: int = typer.Option(
+        None, "--max-points", help="cut every stream to this many points (default: the paper's sizes, see the docs)"
+    ),
     max_test: int = typer.Option(2000, "--max-test", help="test points per UCI dataset"),
     member_steps: int = typer.Option(None, "--member-steps", help="L-BFGS iterations per OSGPR update (default 200)"),
     seeds: str = typer.Option("0-4", "--seeds", help="trials (split, subsample and model seed), e.g. 0-4 or 0,3"),
