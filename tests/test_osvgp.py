@@ -90,9 +90,11 @@ def test_tempered_objective_matches_dense_kl_terms(problem, beta):
     assert float(value) == pytest.approx(float(ref), rel=1e-9)
 
 
+@pytest.mark.parametrize("whiten", [False, True])
 @pytest.mark.parametrize("init, num_steps, tol", [("predictive", 250, 1), ("collapsed", 0, 1e-4)])
-def test_model_with_beta_one_approaches_batch_sgpr_over_two_batches(init, num_steps, tol):
-    """By Adam steps from the old predictive, or in closed form (the collapsed start, no step at all)."""
+def test_model_with_beta_one_approaches_batch_sgpr_over_two_batches(init, num_steps, tol, whiten):
+    """By Adam steps from the old predictive, or in closed form (the collapsed start, no step at all), in either
+    parametrisation of q(b)."""
     X, y = toy(60, seed=1)
     Z = X[:6] / 1.0
     model = OSVGP(
@@ -100,6 +102,7 @@ def test_model_with_beta_one_approaches_batch_sgpr_over_two_batches(init, num_st
         inducing=Fixed(Z),
         beta=1.0,
         init=init,
+        whiten=whiten,
         num_steps=num_steps,
         lr=0.05,
         learn_hyperparameters=False,
@@ -145,3 +148,22 @@ def test_bad_options_rejected():
         OSVGP(2, beta=0.0)
     with pytest.raises(ValueError, match="init"):
         OSVGP(2, init="prior")
+
+
+def test_whitened_steps_move_q_in_the_priors_coordinates():
+    """Whitened, one Adam step of q(b) with θ fixed changes (m̃, L̃) = (L_b⁻¹m, L_b⁻¹L) by the learning rate; the
+    stored q(b) is L_b times them."""
+    X, y = toy(80, seed=3)
+    common = dict(num_inducing=10, num_steps=1, lr=1e-3, learn_hyperparameters=False, optimize_inducing=False)
+    common |= {"init": "predictive", "seed": 0}  # the prior at Z: far from q's optimum, so every coordinate moves
+    plain, white = OSVGP(2, **common), OSVGP(2, whiten=True, **common)
+    for model in (plain, white):
+        model.update(X[:40], y[:40])
+    start = OSVGP(2, **{**common, "num_steps": 0})
+    start.update(X[:40], y[:40])  # the start both began from
+    assert torch.equal(plain.Z, white.Z) and torch.equal(plain.Z, start.Z)
+    Lb = torch.linalg.cholesky(kuu(white.kernel, white.Z))
+    for model, inverse in ((plain, lambda t: t), (white, lambda t: torch.linalg.solve_triangular(Lb, t, upper=False))):
+        moved = inverse(model.q.mean.unsqueeze(-1)).squeeze(-1) - inverse(start.q.mean.unsqueeze(-1)).squeeze(-1)
+        assert float(moved.abs().max()) == pytest.approx(1e-3, rel=1e-3)  # Adam's first step: lr per coordinate
+    assert not torch.allclose(plain.q.mean, white.q.mean, atol=1e-6)
