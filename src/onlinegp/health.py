@@ -49,9 +49,9 @@ def input_range(xs: Tensor) -> tuple[list[str], dict[str, float]]:
     warnings = []
     if value > INPUT_RANGE:
         warnings.append(
-            f"inputs outside the fitted range: column {worst} reaches {value:.3g} times the half-range fitted on the "
-            "first batch; pass x_bounds covering the whole stream's range (or standardise the inputs and give "
-            "x_bounds=[-k, k] for a k that holds them)"
+            f"inputs outside the fitted range: column {worst} reaches {value:.3g} times the half-range of the scaling "
+            "(x_bounds, or the first batch's range); pass x_bounds covering the whole stream's range (or standardise "
+            "the inputs and give x_bounds=[-k, k] for a k that holds them)"
         )
     return warnings, {"max_scaled_input": value}
 
