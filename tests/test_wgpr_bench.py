@@ -5,8 +5,9 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
-from onlinegp.bench.wgpr import bathymetry_stream, lawnmower_path, run, two_regime_toy
+from onlinegp.bench.wgpr import bathymetry_stream, build, lawnmower_path, run, specs_for, two_regime_toy
 
 
 def test_toy_and_bathymetry_streams():
@@ -53,3 +54,28 @@ def test_bench_writes_tables_and_figures(tmp_path):
     eps0 = [r for r in sweep if r["method"] == "wgpr" and "'epsilon': 0.0" in r["params"]]
     assert len(eps0) == 2 and all(int(r["num_models"]) == 2 for r in eps0)  # ε = 0: a model per batch
     assert json.loads((tmp_path / "config.json").read_text())["max_points"] == 200
+
+
+@pytest.mark.parametrize("method", ["ovfe", "wgpr"])
+def test_pseudo_inputs_move_with_theta_only_when_asked(method):
+    """The paper's sparse models optimise Z with θ (the default of ``run``); with ``optimize_inducing=False`` Z stays
+    the pivoted-Cholesky selection, a subset of the batch's inputs."""
+    train, _ = two_regime_toy(n_train=100, n_test=10)
+    bounds, stats = np.array([[0.0], [300.0]]), (float(train.y.mean()), float(train.y.std()))
+    for optimise in (False, True):
+        model = build(method, 1, {"epsilon": 1.0} if method == "wgpr" else {}, bounds, stats, 0, 5, optimise)
+        model.update(train.X, train.y)
+        Z = model.inducing_inputs.numpy() if method == "ovfe" else model.inducing_of(model.members[0]).numpy()
+        xs = model.scaler.x(torch.as_tensor(train.X)).numpy() if method == "wgpr" else train.X
+        gap = np.abs(Z[:, None, 0] - xs[None, :, 0]).min(1).max()  # farthest pseudo-input from every input
+        assert (gap > 1e-6) == optimise, (optimise, gap)
+
+
+def test_fixed_inducing_runs_keep_their_committed_config_hashes():
+    """Runs with Z fixed have no ``optimize_inducing`` key, so the summaries committed before the option existed
+    (all fixed-Z runs) are still found by their hash."""
+    base = {"max_points": None, "max_test": 2000, "batch_size": 100, "member_steps": None}
+    fixed = specs_for(["toy"], ["wgpr"], [], [4], base)[0]
+    assert fixed.config_hash == "02802a36d0f0155d"  # results/wgpr/02802a36d0f0155d: toy/wgpr/epsilon=1/seed-4
+    moved = specs_for(["toy"], ["wgpr"], [], [4], {**base, "optimize_inducing": True})[0]
+    assert moved.config_hash != fixed.config_hash

@@ -446,6 +446,11 @@ def bench_wgpr_command(
     ),
     max_test: int = typer.Option(2000, "--max-test", help="test points per UCI dataset"),
     member_steps: int = typer.Option(None, "--member-steps", help="L-BFGS iterations per OSGPR update (default 200)"),
+    optimize_inducing: bool = typer.Option(
+        True,
+        "--optimize-inducing/--fixed-inducing",
+        help="move the sparse models' pseudo-inputs with θ, as the paper (default), or keep the pivoted-Cholesky Z",
+    ),
     seeds: str = typer.Option("0-4", "--seeds", help="trials (split, subsample and model seed), e.g. 0-4 or 0,3"),
     workers: int = typer.Option(1, "--workers", help="parallel runs (timings are only comparable with 1)"),
     backend: str = typer.Option("local", "--backend", help="local or ray"),
@@ -477,6 +482,7 @@ def bench_wgpr_command(
             max_test=max_test,
             seeds=seeds,
             member_steps=member_steps,
+            optimize_inducing=optimize_inducing,
             options=options,
         )
     except ValueError as err:
