@@ -112,6 +112,24 @@ def test_bo_unknown_function_fails_before_work(tmp_path):
     assert result.exit_code == 2 and "hartmann" in result.output
 
 
+def test_bo_beta_decays_as_asked(tmp_path, monkeypatch):
+    """UCB's β at iteration t is beta · beta_decay^(t−1) (the authors' code: 0.9^t from 1)."""
+    botorch_acquisition = pytest.importorskip("botorch.acquisition")
+    seen = []
+
+    class Recording(botorch_acquisition.qUpperConfidenceBound):
+        def __init__(self, *args, beta, **kwargs):
+            seen.append(beta)
+            super().__init__(*args, beta=beta, **kwargs)
+
+    monkeypatch.setattr(botorch_acquisition, "qUpperConfidenceBound", Recording)
+    options = dict(functions=["ackley"], models=["exact"], init_steps=1, steps=1, num_restarts=1, raw_samples=4)
+    run_bo(tmp_path, iterations=3, beta=1.0, beta_decay=0.9, quiet=True, log=lambda s: None, **options)
+    assert seen == pytest.approx([1.0, 0.9, 0.81])
+    with pytest.raises(ValueError, match="beta_decay"):
+        run_bo(tmp_path, beta_decay=1.5, quiet=True, log=lambda s: None, **options)
+
+
 @pytest.mark.slow
 def test_bo_loop_on_the_appendix_functions(tmp_path):
     """A step on each added function: the best noise-free value never decreases and stays below the optimum."""

@@ -631,6 +631,12 @@ def bench_wiski_bo(
     ),
     num_restarts: int = typer.Option(4, "--num-restarts", help="L-BFGS-B restarts of the acquisition (paper: 10)"),
     raw_samples: int = typer.Option(64, "--raw-samples", help="random samples to start them from (paper: 512)"),
+    beta: float = typer.Option(2.0, "--beta", help="UCB's β at the first iteration"),
+    beta_decay: float = typer.Option(
+        1.0,
+        "--beta-decay",
+        help="β is multiplied by this every iteration (the authors' code: --beta 1 --beta-decay 0.9)",
+    ),
 ) -> None:
     """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D test functions with WISKI and an exact GP."""
 
