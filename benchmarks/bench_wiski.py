@@ -62,12 +62,24 @@ def checkpoint_bytes(model: WISKI) -> int:
 class LocalRun:
     """A model that has absorbed ``num_data`` points (in chunks, no steps), and the next ``points`` to time."""
 
-    def __init__(self, dim: int, grid_size: int, algebra: str, num_data: int, points: int, seed: int):
+    def __init__(
+        self,
+        dim: int,
+        grid_size: int,
+        algebra: str,
+        num_data: int,
+        points: int,
+        seed: int,
+        wtw_rank: int | None = None,
+        wtw_update: str = "gill",
+    ):
         X, y = data(num_data + points, dim, seed)
         self.model = WISKI(
             dim,
             grid_size=grid_size,
             algebra=algebra,
+            wtw_rank=wtw_rank,
+            wtw_update=wtw_update,
             num_steps=0,
             pretrain_steps=0,
             x_bounds=[[-1.0] * dim, [1.0] * dim],
@@ -93,7 +105,11 @@ class LocalRun:
         return {
             "predict_2500_after_update_s": time.perf_counter() - t0,
             "checkpoint_bytes": checkpoint_bytes(self.model),
-            "rank_WtW": int(torch.linalg.matrix_rank(self.model.WtW)),
+            "rank_WtW": int(
+                torch.linalg.matrix_rank(self.model.WtW)
+                if self.model.wtw_rank is None
+                else self.model.wtw_root.shape[1]  # the columns kept of its root
+            ),
             "m": self.model.num_inducing,
         }
 
@@ -145,10 +161,12 @@ def measure(
     their timed single-point updates and dense m × m Choleskies (torch's, and SciPy's LAPACK, which the Kronecker
     algebra uses) are interleaved (one each in turn), so that a change in machine load affects them all alike."""
     runs = []
-    for algebra, ns in algebras.items():
+    for label, ns in algebras.items():
+        algebra, *root = label.split(" ")  # "kronecker", or "kronecker r=256 truncate": a rank-r root of WᵀW
+        wtw = {} if not root else {"wtw_rank": int(root[0][2:]), "wtw_update": root[1]}
         for n in (n for n in sizes if n in ns):
-            spec = dict(dim=dim, grid_size=grid_size, algebra=algebra, num_data=n, points=points, seed=seed)
-            runs.append({"tree": "this", "algebra": algebra, "num_data": n, "run": LocalRun(**spec)})
+            spec = dict(dim=dim, grid_size=grid_size, algebra=algebra, num_data=n, points=points, seed=seed, **wtw)
+            runs.append({"tree": "this", "algebra": label, "num_data": n, "run": LocalRun(**spec)})
             if worker is not None and algebra == "kronecker":
                 runs.append({"tree": "compare", "algebra": algebra, "num_data": n, "run": RemoteRun(worker, **spec)})
     m = runs[0]["run"].model.num_inducing  # grid_size^dim, or grid_size² over a learnt projection for dim > 3
@@ -205,6 +223,10 @@ def main() -> dict:
     ap.add_argument("--algebras", default="kronecker,dense", help="comma-separated WISKI algebras")
     ap.add_argument("--dense-sizes", default="1000", help="the N at which the (slow) dense algebra is timed")
     ap.add_argument("--compare", default=None, help="another source tree (e.g. a copy of src before a change)")
+    ap.add_argument(
+        "--wtw-ranks", default="", help="comma-separated r: also the Kronecker algebra with a rank-r root of WᵀW"
+    )
+    ap.add_argument("--wtw-updates", default="gill,truncate", help="the root updates timed with --wtw-ranks")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -215,6 +237,8 @@ def main() -> dict:
     sizes = [int(s) for s in args.sizes.split(",")]
     dense_sizes = [int(s) for s in args.dense_sizes.split(",")]
     algebras = {a: dense_sizes if a == "dense" else sizes for a in args.algebras.split(",")}
+    for r in filter(None, args.wtw_ranks.split(",")):
+        algebras |= {f"kronecker r={int(r)} {update}": sizes for update in args.wtw_updates.split(",")}
     worker = None
     if args.compare is not None:
         worker = subprocess.Popen(

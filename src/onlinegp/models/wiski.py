@@ -62,7 +62,7 @@ import torch
 from torch import Tensor, nn
 
 from ..base import KernelGP, PhaseTimer
-from ..kronecker import GridRBF, grid_marginal, kron_dense
+from ..kronecker import GridRBF, grid_marginal, kron_dense, kron_matmul
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..posterior import KUU_JITTER, kuu
 from ..training import gradient_steps, lbfgs_fit
@@ -176,13 +176,32 @@ def add_terms(
     return WtW, Wty
 
 
+@torch.no_grad()
+def leading_root(L: Tensor, rank: int) -> tuple[Tensor, Tensor]:
+    """The best rank-``rank`` root of L Lᵀ (its leading eigenpairs U Λ Uᵀ, from the smaller of LᵀL and L Lᵀ) with
+    orthogonal columns, L' = U Λ^½, and its pseudo-inverse root J' = U Λ^-½ (so J'J'ᵀ = (L'L'ᵀ)⁺). Eigenvalues at
+    round-off level (below max(m, k) ε λ_max) are dropped, so L' has at most min(rank, rank(L)) columns and is exact
+    when rank(L) ≤ ``rank``."""
+    m, k = L.shape
+    if k == 0:
+        return L, L
+    lam, E = torch.linalg.eigh(L.mT @ L if k <= m else L @ L.mT)
+    keep = lam > max(m, k) * torch.finfo(L.dtype).eps * lam[-1].clamp_min(torch.finfo(L.dtype).tiny)
+    lam, E = lam[keep][-rank:], E[:, keep][:, -rank:]
+    root = L @ E if k <= m else E * lam.sqrt()
+    return root, root / lam
+
+
 @dataclass
 class SKIPosterior:
-    """The Woodbury SKI posterior: ``mll`` (differentiable), R (m, r) and α (m,) for predictions."""
+    """The Woodbury SKI posterior: ``mll`` (differentiable), R (m, r) and α (m,) for predictions: mean(x*) = w*ᵀα and
+    cov_f(x*, x') = (Rᵀw*)ᵀ(Rᵀw'), or, with ``prior`` (the roots C_d of K_UU = ⊗_d C_d C_dᵀ),
+    cov_f(x*, x') = w*ᵀK_UU w' − (Rᵀw*)ᵀ(Rᵀw')."""
 
     mll: Tensor
     R: Tensor | None
     alpha: Tensor | None
+    prior: list[Tensor] | None = None
 
     @classmethod
     def from_terms(
@@ -209,6 +228,40 @@ class SKIPosterior:
         if not predictive:
             return cls(mll=mll, R=None, alpha=None)
         return cls.finish(mll, LQ, L.mT, beta)
+
+    @classmethod
+    def from_root(
+        cls,
+        C: list[Tensor],
+        L: Tensor,
+        c: Tensor,
+        yy: Tensor,
+        logdet_noise: Tensor,
+        s: Tensor | float,
+        n: int,
+        jitter_log: JitterLog | None = None,
+        predictive: bool = True,
+    ) -> "SKIPosterior":
+        """From a root WᵀD⁻¹W ≈ s L Lᵀ (m, k) instead of WᵀD⁻¹W itself (Stanton et al. 2021, Eqs. 11-15, §4.2): with
+        K_UU = C Cᵀ (C = ⊗_d C_d), B = Cᵀ L, e = Cᵀ c and Q = I_k + s BᵀB = L_Q L_Qᵀ (k × k),
+
+            log p(y) = −½ [s yy − s² eᵀe + s³ ‖L_Q⁻¹ Bᵀe‖² + log|Q| + log|D| + n log 2π]
+
+        (c = Wᵀy, yy = yᵀy, s = 1/σ²; s = 1 for fixed noise folded into L, c and yy). O(k m Σ_d g_d + m k² + k³),
+        differentiable through C (autograd); exact when L Lᵀ = WᵀW. The posterior of u = f(U) is C(I − s B Q⁻¹ Bᵀ)Cᵀ
+        with mean s C(e − s B Q⁻¹ Bᵀe): ``alpha`` = that mean, R = √s C B L_Q⁻ᵀ and ``prior`` = C."""
+        B = kron_matmul(C, L, transpose=True)
+        e = kron_matmul(C, c, transpose=True)
+        Q = torch.eye(B.shape[1], dtype=B.dtype) + s * (B.mT @ B)
+        LQ = cholesky(0.5 * (Q + Q.mT), jitter_log)
+        v = trisolve(LQ, B.mT @ e)
+        quad = s * yy - s * s * (e @ e) + s**3 * (v @ v)
+        mll = -0.5 * (quad + 2 * LQ.diagonal().log().sum() + logdet_noise + n * LOG2PI)
+        if not predictive:
+            return cls(mll=mll, R=None, alpha=None)
+        G = trisolve(LQ, B.mT).mT  # B L_Q⁻ᵀ
+        alpha = s * kron_matmul(C, e - s * (G @ v))
+        return cls(mll=mll, R=s**0.5 * kron_matmul(C, G), alpha=alpha, prior=C)
 
     @classmethod
     def finish(cls, mll: Tensor, LQ: Tensor, Lt: Tensor, beta: Tensor) -> "SKIPosterior":
@@ -274,12 +327,19 @@ class WISKI(KernelGP):
             update an ordinary one (``num_steps`` steps at ``lr``).
         root: 'cholesky' (r = m) or 'lanczos' (rank ``rank`` root of K_UU, dense algebra; basis held fixed in the
             gradient).
+        wtw_rank: keep a rank-r root of WᵀW (m x r) instead of WᵀW itself (m x m; None, the default, exact at every
+            rank): Stanton et al. 2021, §4.2, memory O(m r), O(m r²) per point. The root is of the first batch's WᵀW
+            (its leading r eigenpairs), then updated as ``wtw_update`` says.
+        wtw_update: with ``wtw_rank``, 'gill' (default; the paper's §4.2 and appendix A: L ← L B with B Bᵀ = I +
+            p pᵀ, p = Jᵀw, Gill et al. 1974: exact only for new points whose w lies in the root's span, which the
+            first batch fixes; the rest of w is dropped) or 'truncate' (ours: append w as a column and keep the
+            leading r eigen-directions, :func:`leading_root`; exact while rank(WᵀW) ≤ r).
         fixed_noise: heteroscedastic fixed-noise likelihood (appendix A.5): ``update(x, y, noise=...)``.
         projection_dim: grid dimensions of the learnt projection when D > 3 (default 2).
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
     """
 
-    _dynamic = ("WtW", "Wty", "yty", "logdet_noise")
+    _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "wtw_root", "wtw_inv_root")
 
     def __init__(
         self,
@@ -298,6 +358,8 @@ class WISKI(KernelGP):
         pretrain_lr_projection: float = 5e-3,
         root: str = "cholesky",
         rank: int | None = None,
+        wtw_rank: int | None = None,
+        wtw_update: str = "gill",
         fixed_noise: bool = False,
         projection_dim: int = 2,
         kernel_options: dict | None = None,
@@ -318,7 +380,11 @@ class WISKI(KernelGP):
             raise ValueError(f"projection_dim must be 1, 2 or 3 (the grid is exponential in it), got {projection_dim}")
         if fit not in ("adam", "lbfgs"):
             raise ValueError(f"fit must be 'adam' or 'lbfgs', got {fit!r}")
-        self.fit = fit
+        if wtw_update not in ("gill", "truncate"):
+            raise ValueError(f"wtw_update must be 'gill' or 'truncate', got {wtw_update!r}")
+        if wtw_rank is not None and root != "cholesky":
+            raise ValueError("wtw_rank needs root='cholesky' (a square root of K_UU)")
+        self.fit, self.wtw_rank, self.wtw_update = fit, None if wtw_rank is None else int(wtw_rank), wtw_update
         self._grid_size, self.margin, self.projection_dim, self._rank = (
             grid_size,
             float(margin),
@@ -333,7 +399,7 @@ class WISKI(KernelGP):
         )
         self.fixed_noise = bool(fixed_noise)
         self.num_steps = None if num_steps is None else int(num_steps)
-        self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (parameters it was built under, R, α)
+        self._cache: tuple[Tensor, SKIPosterior] | None = None  # (parameters it was built under, the caches)
         self._batch_noise: Tensor | None = None
 
     def _kernel_dim(self, input_dim: int) -> int:
@@ -352,6 +418,8 @@ class WISKI(KernelGP):
         if self._rank is not None and not 1 <= int(self._rank) <= m:
             raise ValueError(f"rank must be between 1 and the grid size m = {m}, got {self._rank}")
         self.rank = m if self._rank is None else int(self._rank)
+        if self.wtw_rank is not None and not 1 <= self.wtw_rank <= m:
+            raise ValueError(f"wtw_rank must be between 1 and the grid size m = {m}, got {self.wtw_rank}")
         separable = (
             isinstance(self.kernel, gpytorch.kernels.ScaleKernel)
             and isinstance(self.kernel.base_kernel, gpytorch.kernels.RBFKernel)
@@ -366,7 +434,10 @@ class WISKI(KernelGP):
         self.optimizer = self._adam(self.lr, self.lr_projection)
         self.register_buffer("U", self.grid.points())
         self.grid_rbf = GridRBF(self.grid.axes(), KUU_JITTER.get(self.dtype, 1e-6))
-        self.WtW = torch.zeros(m, m, dtype=self.dtype)
+        # WᵀW itself (m x m), or with ``wtw_rank`` its root (m x k, k ≤ r) and, for 'gill', the pseudo-inverse root
+        self.WtW = torch.zeros(m, m, dtype=self.dtype) if self.wtw_rank is None else None
+        self.wtw_root = None if self.wtw_rank is None else torch.zeros(m, 0, dtype=self.dtype)
+        self.wtw_inv_root = None if self.wtw_rank is None else torch.zeros(m, 0, dtype=self.dtype)
         self.Wty = torch.zeros(m, dtype=self.dtype)
         self.yty = torch.zeros((), dtype=self.dtype)
         self.logdet_noise = torch.zeros((), dtype=self.dtype)
@@ -406,16 +477,24 @@ class WISKI(KernelGP):
         """log p(y) of all data under the current hyper-parameters (scaled units; Eq. 13)."""
         if self.num_updates == 0:
             raise RuntimeError("the model has seen no data yet")
-        return float(self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, self.num_data, False).mll)
+        return float(self._posterior(self._stored, self.Wty, self.yty, self.logdet_noise, self.num_data, False).mll)
 
     @torch.no_grad()
     def predictive_caches(self) -> tuple[Tensor, Tensor]:
         """R (m, r) and α (m,) of the current data and parameters, rebuilt only when either changed since the last."""
+        post = self._caches()
+        return post.R, post.alpha
+
+    def _caches(self) -> SKIPosterior:
         key = torch.cat([p.detach().reshape(-1) for p in self.parameters()])
         if self._cache is None or not torch.equal(self._cache[0], key):
-            post = self._posterior(self.WtW, self.Wty, self.yty, self.logdet_noise, self.num_data)
-            self._cache = (key, post.R, post.alpha)
-        return self._cache[1], self._cache[2]
+            self._cache = (key, self._posterior(self._stored, self.Wty, self.yty, self.logdet_noise, self.num_data))
+        return self._cache[1]
+
+    @property
+    def _stored(self) -> Tensor:
+        """WᵀW (m, m), or with ``wtw_rank`` its root (m, k)."""
+        return self.WtW if self.wtw_rank is None else self.wtw_root
 
     @property
     def num_inducing(self) -> int | None:
@@ -460,9 +539,14 @@ class WISKI(KernelGP):
         predictive: bool = True,
         support: Tensor | None = None,
     ) -> SKIPosterior:
-        """The marginal likelihood (and with ``predictive`` the caches) of the given terms; ``support``: the only
-        grid indices whose WᵀW entries depend on differentiable inputs (the new points', under a learnt projection)."""
+        """The marginal likelihood (and with ``predictive`` the caches) of the given terms (``WtW``: with
+        ``wtw_rank`` its root); ``support``: the only grid indices whose WᵀW entries depend on differentiable inputs
+        (the new points', under a learnt projection)."""
         noise = None if self.fixed_noise else self.noise
+        if self.wtw_rank is not None:
+            roots = self.kuu_factors() if self.algebra == "kronecker" else [self.kuu_root()]
+            s, logdet_noise = (1.0, logdet_noise) if noise is None else (1.0 / noise, n * noise.log())
+            return SKIPosterior.from_root(roots, WtW, Wty, yty, logdet_noise, s, n, self.jitter, predictive)
         if self.algebra == "kronecker":
             base = self.kernel.base_kernel
             mll, LQ, b, *roots = grid_marginal(
@@ -486,11 +570,44 @@ class WISKI(KernelGP):
             WtW, Wty, yty, logdet_noise = WtW * prec, Wty * prec, yty * prec, n * noise.log()
         return SKIPosterior.from_terms(self.kuu_root(), WtW, Wty, yty, logdet_noise, n, self.jitter, predictive)
 
-    def _new_terms(self, xs: Tensor, ys: Tensor, prec: Tensor | None, batch_stats: bool, in_place: bool = False):
+    def _new_terms(self, xs: Tensor, ys: Tensor, prec: Tensor | None, batch_stats: bool, absorb: bool = False):
+        """The stored terms with the batch's: (WᵀW or its root, Wᵀy, yᵀy, clamped, grid indices, inverse root).
+        ``absorb``: as they will be stored (WᵀW in place, the root updated by ``wtw_update``); else exact and
+        differentiable in the projection (the root gets the new points' columns √p w)."""
         idx, val, clamped = self.grid.weights(self.features(xs, batch_stats))
-        WtW, Wty = add_terms(self.WtW, self.Wty, idx, val, ys, prec, in_place)
         p = torch.ones_like(ys) if prec is None else prec
-        return WtW, Wty, self.yty + (p * ys * ys).sum(), clamped, idx
+        yty = self.yty + (p * ys * ys).sum()
+        if self.wtw_rank is None:
+            WtW, Wty = add_terms(self.WtW, self.Wty, idx, val, ys, prec, absorb)
+            return WtW, Wty, yty, clamped, idx, None
+        Wty = self.Wty.index_add(0, idx.reshape(-1), (val * (p * ys).unsqueeze(-1)).reshape(-1))
+        columns = torch.zeros(xs.shape[0], self.grid.size, dtype=val.dtype).scatter_add(
+            1, idx, val * p.sqrt().unsqueeze(-1)
+        )
+        if absorb:
+            root, inv_root = self._absorb(columns.detach().mT)
+            return root, Wty, yty, clamped, idx, inv_root
+        return torch.cat([self.wtw_root, columns.mT], 1), Wty, yty, clamped, idx, None
+
+    @torch.no_grad()
+    def _absorb(self, columns: Tensor) -> tuple[Tensor, Tensor]:
+        """The root L (and pseudo-inverse root J) of WᵀW + V Vᵀ for new columns V (m, q), by ``wtw_update``.
+
+        'gill' (Stanton et al. 2021, §4.2 and appendix A, after Gill et al. 1974): with p = JᵀV = U S Vᵀ (thin SVD),
+        I + p pᵀ = B Bᵀ for B = I + U (diag(√(1 + S²)) − I) Uᵀ, and L ← L B, J ← J B⁻¹ (B⁻¹ the same with 1/√(1 + S²)):
+        O(m k q) as rank-q corrections (the paper's B = U diag(√(1 + S²), 1, ...) with the full U, times Uᵀ, is the
+        same root rotated, at O(m k²)). It keeps the root's columns (fixed by the first batch,
+        :func:`leading_root`) and drops the part of V outside their span. 'truncate' appends V and keeps the leading
+        r eigen-directions (O(m r²) once the root has r columns)."""
+        L, J = self.wtw_root, self.wtw_inv_root
+        if self.wtw_update == "truncate":
+            L = torch.cat([L, columns], 1)
+            return (L, J) if L.shape[1] <= self.wtw_rank else (leading_root(L, self.wtw_rank)[0], J)
+        if L.shape[1] == 0:
+            return leading_root(columns, self.wtw_rank)
+        U, S, _ = torch.linalg.svd(J.mT @ columns, full_matrices=False)
+        grow = (S * S + 1).sqrt()
+        return L + (L @ U) * (grow - 1) @ U.mT, J + (J @ U) * (1 / grow - 1) @ U.mT
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         n = self.num_data + xs.shape[0]
@@ -502,13 +619,14 @@ class WISKI(KernelGP):
         first_stats = learn_proj and self.num_data == 0 and xs.shape[0] > 1
         # without a projection the new terms are free of every parameter: added once, in place (the update restores
         # the state it copied if anything fails), for the steps and the caches
-        fixed_terms = None if learn_proj else self._new_terms(xs, ys, prec, False, in_place=True)
+        fixed_terms = None if learn_proj else self._new_terms(xs, ys, prec, False, absorb=True)
 
         def mll() -> Tensor:
             if fixed_terms is not None:
                 return self._posterior(*fixed_terms[:3], logdet, n, predictive=False).mll
             terms = self._new_terms(xs, ys, prec, first_stats)  # W's new rows depend on the projection
-            return self._posterior(*terms[:3], logdet, n, predictive=False, support=terms[4].unique()).mll
+            support = None if self.wtw_rank is not None else terms[4].unique()
+            return self._posterior(*terms[:3], logdet, n, predictive=False, support=support).mll
 
         with timer("hyperparameters"):
             if self.num_data == 0 and self.pretrain_steps > 0:
@@ -522,8 +640,12 @@ class WISKI(KernelGP):
         with timer("caches"), torch.no_grad():
             if first_stats:
                 self.projection.freeze_statistics(xs)
-            WtW, Wty, yty, clamped, _ = fixed_terms or self._new_terms(xs, ys, prec, False)
-            self.WtW, self.Wty, self.yty, self.logdet_noise = WtW, Wty, yty, logdet
+            stored, Wty, yty, clamped, _, inv_root = fixed_terms or self._new_terms(xs, ys, prec, False, absorb=True)
+            if self.wtw_rank is None:
+                self.WtW = stored
+            else:
+                self.wtw_root, self.wtw_inv_root = stored, inv_root
+            self.Wty, self.yty, self.logdet_noise = Wty, yty, logdet
             self._cache = None
         return {"objective": value, "clamped": clamped, "noise": float(self.noise.detach())}
 
@@ -538,14 +660,24 @@ class WISKI(KernelGP):
         return value
 
     def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
-        R, alpha = self.predictive_caches()
-        Ws = self.grid.sparse(self.features(xs))
-        mean = torch.sparse.mm(Ws, alpha.unsqueeze(-1)).squeeze(-1)
-        Rw = torch.sparse.mm(Ws, R)  # rows (Rᵀ w*)ᵀ: O(4^d r) per point
+        post = self._caches()
+        features = self.features(xs)
+        Ws = self.grid.sparse(features)
+        mean = torch.sparse.mm(Ws, post.alpha.unsqueeze(-1)).squeeze(-1)
+        Rw = torch.sparse.mm(Ws, post.R)  # rows (Rᵀ w*)ᵀ: O(4^d r) per point
+        if post.prior is None:
+            if full_cov:
+                cov = Rw @ Rw.mT
+                return mean, cov.diagonal().clone(), cov
+            return mean, Rw.pow(2).sum(-1), None
+        # w*ᵀ K_UU w' − (Rᵀw*)ᵀ(Rᵀw'), with K_UU = C Cᵀ: O(m Σ_d g_d) per point, in chunks of dense w*
+        Cw = torch.cat(
+            [kron_matmul(post.prior, self.grid.dense(chunk).mT, transpose=True) for chunk in features.split(512)], 1
+        )
         if full_cov:
-            cov = Rw @ Rw.mT
-            return mean, cov.diagonal().clone(), cov
-        return mean, Rw.pow(2).sum(-1), None
+            cov = Cw.mT @ Cw - Rw @ Rw.mT
+            return mean, cov.diagonal().clamp_min(0.0), cov
+        return mean, (Cw.pow(2).sum(0) - Rw.pow(2).sum(-1)).clamp_min(0.0), None
 
     # ------------------------------------------------------------------ checkpoints
     def _load_extra_state(self, state: dict) -> None:
