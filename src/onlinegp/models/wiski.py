@@ -73,6 +73,9 @@ LOG2PI = math.log(2 * math.pi)
 
 #: default points per dimension: m = 256 in 1-D and 2-D (Stanton et al. 2021, Table C.1), 10³ = 1000 in 3-D (§5.3)
 DEFAULT_GRID = {1: 256, 2: 16, 3: 10}
+#: the jitter, relative to its mean diagonal, that the first batch's WᵀW's null eigenvalues are raised to for the Gill
+#: update's root
+GILL_JITTER = 1e-8
 #: initial RBF length-scale (gpytorch's default, softplus(0), which the authors' runs kept; Stanton et al. 2021, App. C)
 DEFAULT_LENGTHSCALE = 0.693
 
@@ -332,7 +335,8 @@ class WISKI(KernelGP):
             (its leading r eigenpairs), then updated as ``wtw_update`` says.
         wtw_update: with ``wtw_rank``, 'gill' (default; the paper's §4.2 and appendix A: L ← L B with B Bᵀ = I +
             p pᵀ, p = Jᵀw, Gill et al. 1974: exact only for new points whose w lies in the root's span, which the
-            first batch fixes; the rest of w is dropped) or 'truncate' (ours: append w as a column and keep the
+            first batch fixes, its null directions raised to a 1e-8 relative jitter; the rest of w is dropped;
+            r = m is exact to the jitter) or 'truncate' (ours: append w as a column and keep the
             leading r eigen-directions, :func:`leading_root`; exact while rank(WᵀW) ≤ r).
         fixed_noise: heteroscedastic fixed-noise likelihood (appendix A.5): ``update(x, y, noise=...)``.
         projection_dim: grid dimensions of the learnt projection when D > 3 (default 2).
@@ -596,15 +600,23 @@ class WISKI(KernelGP):
         'gill' (Stanton et al. 2021, §4.2 and appendix A, after Gill et al. 1974): with p = JᵀV = U S Vᵀ (thin SVD),
         I + p pᵀ = B Bᵀ for B = I + U (diag(√(1 + S²)) − I) Uᵀ, and L ← L B, J ← J B⁻¹ (B⁻¹ the same with 1/√(1 + S²)):
         O(m k q) as rank-q corrections (the paper's B = U diag(√(1 + S²), 1, ...) with the full U, times Uᵀ, is the
-        same root rotated, at O(m k²)). It keeps the root's columns (fixed by the first batch,
-        :func:`leading_root`) and drops the part of V outside their span. 'truncate' appends V and keeps the leading
+        same root rotated, at O(m k²)). The root starts as the leading r eigenpairs of the first batch's WᵀW, its
+        eigenvalues raised to at least ε (``GILL_JITTER`` times its mean diagonal; where the batch's rank is below r,
+        which null directions fill the r is the eigensolver's choice), and keeps that span: the part of later V
+        outside it is dropped. 'truncate' appends V and keeps the leading
         r eigen-directions (O(m r²) once the root has r columns)."""
         L, J = self.wtw_root, self.wtw_inv_root
         if self.wtw_update == "truncate":
             L = torch.cat([L, columns], 1)
             return (L, J) if L.shape[1] <= self.wtw_rank else (leading_root(L, self.wtw_rank)[0], J)
         if L.shape[1] == 0:
-            return leading_root(columns, self.wtw_rank)
+            # the first batch's WᵀW with its null directions raised to a jitter (the authors' code takes a jittered
+            # Cholesky of it), so that its leading r eigen-directions span r dimensions and r = m is exact to it
+            A = columns @ columns.mT
+            lam, U = torch.linalg.eigh(A)
+            lam = lam[-self.wtw_rank :].clamp_min(GILL_JITTER * float(A.diagonal().mean()))
+            root = U[:, -self.wtw_rank :] * lam.sqrt()
+            return root, root / lam
         U, S, _ = torch.linalg.svd(J.mT @ columns, full_matrices=False)
         grow = (S * S + 1).sqrt()
         return L + (L @ U) * (grow - 1) @ U.mT, J + (J @ U) * (1 / grow - 1) @ U.mT
