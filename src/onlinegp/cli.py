@@ -667,6 +667,29 @@ def bench_wiski_uci(
     """Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
 
 
+@_run_command(
+    "wiski-rank",
+    "wiski.run_rank_ablation",
+    out="runs/wiski-rank",
+    out_help="output directory (resumable)",
+    quiet="no progress bar or table",
+    sweep=True,
+)
+def bench_wiski_rank(
+    dataset: str = typer.Option("skillcraft", "--dataset", help="UCI set (the paper's: skillcraft)"),
+    grid_sizes: str = list_option(
+        "16,32", "--grid-sizes", "grid points per dimension: 16 (m = 256), 32 (m = 1024)", int
+    ),
+    updates: str = list_option("gill,truncate", "--updates", "root updates: gill (the paper's), truncate (ours)"),
+    seeds: str = list_option("0", "--seeds", "comma-separated seeds (split and shuffle)", int),
+    max_points: int = typer.Option(None, "--max-points", help="cut the stream to this many points (default: all)"),
+    eval_every: int = typer.Option(500, "--eval-every", help="evaluate on the test set every this many points"),
+    pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
+    workers: int = typer.Option(1, "--workers", help="parallel runs (timings are only comparable with 1)"),
+) -> None:
+    """Stanton et al. 2021, appendix: WISKI's test NLL against the rank r of its root of WᵀW (m = 256 and 1024)."""
+
+
 @_run_command("wiski-banana", "wiski.run_banana", out="runs/wiski-banana")
 def bench_wiski_banana(
     pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),

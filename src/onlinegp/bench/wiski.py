@@ -175,6 +175,62 @@ def hindsight_exact(
     return rows
 
 
+def uci_stream(name: str, seed: int, pretrain_fraction: float = 0.05, max_test: int = 1000):
+    """A 90/10 split of a UCI set, the training rows shuffled by ``seed``: (X, y, X_test, y_test, the whole set's input
+    bounds, the size of the pre-training batch, ``pretrain_fraction`` of the training rows)."""
+    ds = load_dataset(name)
+    train, test = train_test_split(ds, seed=seed, test_fraction=0.1)
+    test = test.subsample(max_test, seed=seed)
+    order = np.random.default_rng(seed).permutation(len(train))
+    X, y = train.tensors()
+    Xt, yt = test.tensors()
+    bounds = torch.stack([torch.as_tensor(ds.X.min(0)), torch.as_tensor(ds.X.max(0))])
+    return X[order], y[order], Xt, yt, bounds, max(2, int(math.ceil(pretrain_fraction * len(train))))
+
+
+def stream_one_at_a_time(
+    gp: Any,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    X_test: torch.Tensor,
+    y_test: torch.Tensor,
+    n0: int,
+    n_stream: int,
+    eval_every: int,
+    pretrain_steps: int,
+    quiet: bool,
+    description: str,
+) -> tuple[list[dict], list[float]]:
+    """Pre-train ``gp`` on the first ``n0`` rows (``pretrain_steps`` steps), then stream the next ``n_stream`` one at a
+    time with one step each; test NLL and RMSE (units of y's std) every ``eval_every`` points, with the median update
+    time since the previous evaluation (the first row: the pre-training time). Returns the rows and every update's
+    seconds."""
+    y_mean, y_std = float(y.mean()), float(y.std())
+    rows: list[dict] = []
+
+    def evaluate(n_seen: int, update_time: float) -> None:
+        pred = gp.predict(X_test)
+        ys, ms, vs = (y_test - y_mean) / y_std, (pred.mean - y_mean) / y_std, pred.var_y / y_std**2
+        rows.append({"num_data": n_seen, "nll": nlpd(ys, ms, vs), "rmse": rmse(ys, ms), "update_time": update_time})
+
+    _set_steps(gp, pretrain_steps)
+    t0 = time.perf_counter()
+    gp.update(X[:n0], y[:n0])
+    evaluate(n0, time.perf_counter() - t0)
+    _set_steps(gp, 1)
+    times: list[float] = []
+    bar = _progress(n_stream, quiet, description)
+    for i in range(n0, n0 + n_stream):
+        t0 = time.perf_counter()
+        gp.update(X[i : i + 1], y[i : i + 1])
+        times.append(time.perf_counter() - t0)
+        bar.update(1)
+        if (i + 1 - n0) % eval_every == 0 or i + 1 == n0 + n_stream:
+            evaluate(i + 1, float(np.median(times[-eval_every:])))
+    bar.close()
+    return rows, times
+
+
 def run_uci(
     out: str | Path,
     datasets: Sequence[str] = UCI_SETS,
@@ -196,16 +252,8 @@ def run_uci(
     out = Path(out)
     rows: list[dict] = []
     for name in datasets:
-        ds = load_dataset(name)
-        train, test = train_test_split(ds, seed=seed, test_fraction=0.1)
-        test = test.subsample(max_test, seed=seed)
-        order = np.random.default_rng(seed).permutation(len(train))
-        n0 = max(2, int(math.ceil(pretrain_fraction * len(train))))
-        n_stream = min(max_points, len(train) - n0)
-        X, y = train.tensors()
-        X, y = X[order], y[order]
-        Xt, yt = test.tensors()
-        bounds = torch.stack([torch.as_tensor(ds.X.min(0)), torch.as_tensor(ds.X.max(0))])
+        X, y, Xt, yt, bounds, n0 = uci_stream(name, seed, pretrain_fraction, max_test)
+        n_stream = min(max_points, len(y) - n0)
         y_mean, y_std = float(y.mean()), float(y.std())
         t0 = time.perf_counter()
         h = shared_projection(name, X[:n0], y[:n0], bounds, (y_mean, y_std), pretrain_steps=pretrain_steps)
@@ -227,37 +275,10 @@ def run_uci(
                 )
                 gp = make_model(model_name, Xin.shape[1], x_bounds=box, y_stats=(y_mean, y_std), seed=seed, **opts)
                 label = model_name if inputs == "shared" else f"{model_name} (all inputs)"
-
-                def evaluate(n_seen: int, update_time: float) -> None:
-                    pred = gp.predict(Xtin)
-                    ys, ms, vs = (yt - y_mean) / y_std, (pred.mean - y_mean) / y_std, pred.var_y / y_std**2
-                    rows.append(
-                        {
-                            "dataset": name,
-                            "inputs": inputs,
-                            "model": label,
-                            "num_data": n_seen,
-                            "nll": nlpd(ys, ms, vs),
-                            "rmse": rmse(ys, ms),
-                            "update_time": update_time,
-                        }
-                    )
-
-                _set_steps(gp, pretrain_steps)
-                t0 = time.perf_counter()
-                gp.update(Xin[:n0], y[:n0])
-                evaluate(n0, time.perf_counter() - t0)
-                _set_steps(gp, 1)
-                times: list[float] = []
-                bar = _progress(n_stream, quiet, f"{name}/{label}")
-                for i in range(n0, n0 + n_stream):
-                    t0 = time.perf_counter()
-                    gp.update(Xin[i : i + 1], y[i : i + 1])
-                    times.append(time.perf_counter() - t0)
-                    bar.update(1)
-                    if (i + 1 - n0) % eval_every == 0 or i + 1 == n0 + n_stream:
-                        evaluate(i + 1, float(np.median(times[-eval_every:])))
-                bar.close()
+                curve, times = stream_one_at_a_time(
+                    gp, Xin, y, Xtin, yt, n0, n_stream, eval_every, pretrain_steps, quiet, f"{name}/{label}"
+                )
+                rows += [{"dataset": name, "inputs": inputs, "model": label} | row for row in curve]
                 last = rows[-1]
                 log(
                     f"[wiski-uci] {name:10s} {label:20s} n={last['num_data']:6d} nll={last['nll']:.3f} "
@@ -501,3 +522,104 @@ def run_bo(
             title="Batch UCB (q = 3) on noisy 3-D test functions (Stanton et al. 2021, §5.3)",
         )
     return rows
+
+
+# ---------------------------------------------------------------------------------------------- root-rank ablation
+#: Stanton et al. 2021, appendix (root-rank ablation on skillcraft): grid points per dimension → the ranks r of the root
+#: of WᵀW in its table (m = 256: r = 128, 192, 256; m = 1024: r = 256, 512, 768, 1024)
+RANK_ABLATION: dict[int, tuple[int, ...]] = {16: (128, 192, 256), 32: (256, 512, 768, 1024)}
+RANK_SUMMARY = ("metrics.json",)
+
+
+def rank_job(config: dict, run_dir: str) -> dict:
+    """One WISKI (its own projection learnt online, all inputs: the paper's regression set-up) streamed through
+    ``config["dataset"]`` with a rank-``wtw_rank`` root of WᵀW (None: WᵀW whole); writes metrics.json."""
+    X, y, Xt, yt, bounds, n0 = uci_stream(config["dataset"], config["seed"])
+    n_stream = len(y) - n0 if config["max_points"] is None else min(config["max_points"], len(y) - n0)
+    options = _wiski_options(config["dataset"], config["pretrain_steps"]) | {
+        "grid_size": config["grid_size"],
+        "wtw_rank": config["wtw_rank"],
+        "wtw_update": config["wtw_update"],
+    }
+    y_stats = (float(y.mean()), float(y.std()))
+    gp = make_model("wiski", X.shape[1], x_bounds=bounds, y_stats=y_stats, seed=config["seed"], **options)
+    rows, times = stream_one_at_a_time(
+        gp, X, y, Xt, yt, n0, n_stream, config["eval_every"], config["pretrain_steps"], True, "wiski"
+    )
+    (Path(run_dir) / "metrics.json").write_text(json.dumps(rows, indent=1))
+    columns = gp.grid.size if gp.wtw_rank is None else int(gp.wtw_root.shape[1])
+    return {**rows[-1], "median_update_s": float(np.median(times)), "root_columns": columns}
+
+
+def run_rank_ablation(
+    out: str | Path,
+    dataset: str = "skillcraft",
+    grid_sizes: Sequence[int] = tuple(RANK_ABLATION),
+    updates: Sequence[str] = ("gill", "truncate"),
+    seeds: Sequence[int] = (0,),
+    max_points: int | None = None,
+    eval_every: int = 500,
+    pretrain_steps: int = 200,
+    workers: int = 1,
+    quiet: bool = False,
+    results: str | Path | None = None,
+    fresh: bool = False,
+    log: Callable[[str], Any] = print,
+) -> str:
+    """Stanton et al. 2021's root-rank ablation (appendix table: NLL on skillcraft for m = 256 and 1024 against the
+    rank r of the root of WᵀW): every (m, r) of :data:`RANK_ABLATION` with each root update, and WᵀW kept whole, per
+    seed (a split and shuffle); the final test NLL and RMSE, the median update time. Writes table.md."""
+    from .runner import RunnerOptions, RunSpec, run_sweep
+
+    specs = []
+    for g in grid_sizes:
+        if g not in RANK_ABLATION:
+            raise ValueError(f"grid size {g} is not in the paper's ablation; choose from {sorted(RANK_ABLATION)}")
+        variants = [(None, "whole")] + [(r, u) for r in RANK_ABLATION[g] for u in updates]
+        for rank, update in variants:
+            for seed in seeds:
+                config = dict(
+                    dataset=dataset,
+                    grid_size=g,
+                    wtw_rank=rank,
+                    wtw_update="gill" if rank is None else update,
+                    seed=int(seed),
+                    max_points=max_points,
+                    eval_every=eval_every,
+                    pretrain_steps=pretrain_steps,
+                )
+                specs.append(RunSpec(f"m{g * g}/{'whole' if rank is None else f'r{rank}-{update}'}/seed{seed}", config))
+    options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
+    result = run_sweep(specs, rank_job, Path(out), options, title="wiski-rank", summary=RANK_SUMMARY)
+    for failed in result.failed:
+        log(f"run {failed.run_id} failed: {failed.error}")
+    finals: dict[tuple[int, str], list[dict]] = {}
+    for spec in specs:
+        path = Path(out) / spec.run_id / "metrics.json"
+        if path.is_file():
+            last = json.loads(path.read_text())[-1]
+            key = (spec.config["grid_size"] ** 2, spec.run_id.split("/")[1])
+            finals.setdefault(key, []).append(last)
+    lines = [
+        f"Final test NLL / RMSE on {dataset} (standardised targets), mean ± std over seeds; WISKI learning its own",
+        "projection online. r: the rank of the root of WᵀW; 'whole': WᵀW kept itself (exact at every rank).",
+        "",
+        "| m | root | seeds | NLL | RMSE |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+
+    def order(key: tuple[int, str]) -> tuple:  # m, then WᵀW whole, then by rank and update
+        rank, _, update = key[1].removeprefix("r").partition("-")
+        return (key[0], -1, "") if key[1] == "whole" else (key[0], int(rank), update)
+
+    for (m, variant), rows in sorted(finals.items(), key=lambda kv: order(kv[0])):
+        nll, err = (np.array([r[k] for r in rows]) for k in ("nll", "rmse"))
+        lines.append(
+            f"| {m} | {variant} | {len(rows)} | {nll.mean():.3g} ± {nll.std():.2g} | {err.mean():.3f} ± {err.std():.3f} |"
+        )
+    table = "\n".join(lines) + "\n"
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "table.md").write_text(table)
+    if not quiet:
+        log(table)
+    return table
