@@ -8,7 +8,15 @@ import torch
 import typer
 from typer.testing import CliRunner
 
-from onlinegp.bench.wiski import BO_FUNCTIONS, _wiski_options, hindsight_exact, run_banana, run_bo, run_uci
+from onlinegp.bench.wiski import (
+    BO_FUNCTIONS,
+    _wiski_options,
+    hindsight_exact,
+    run_banana,
+    run_bo,
+    run_rank_ablation,
+    run_uci,
+)
 from onlinegp.cli import app
 from onlinegp.models import make_model
 from onlinegp.stream import lbfgs_exact_gp
@@ -40,6 +48,23 @@ def test_uci_stream_writes_metrics(tmp_path):
     for name in ("config.json", "metrics.csv", "metrics.json", "uci.png"):
         assert (tmp_path / name).is_file()
     assert json.loads((tmp_path / "metrics.json").read_text()) == rows
+
+
+def test_rank_ablation_runs_the_papers_ranks_and_a_full_root_equals_wtw_whole(tmp_path):
+    table = run_rank_ablation(
+        tmp_path, grid_sizes=[16], updates=["truncate"], max_points=4, eval_every=2, pretrain_steps=1, quiet=True
+    )
+    finals = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        if len(cells) == 5 and cells[0] == "256":
+            finals[cells[1]] = cells[3]
+    assert list(finals) == ["whole", "r128-truncate", "r192-truncate", "r256-truncate"]
+    assert finals["r256-truncate"] == finals["whole"]  # r = m: the root is WᵀW, the same stream to round-off
+    rows = json.loads((tmp_path / "m256" / "r128-truncate" / "seed0" / "metrics.json").read_text())
+    assert [r["num_data"] for r in rows] == [151, 153, 155]
+    with pytest.raises(ValueError, match="grid size 8"):
+        run_rank_ablation(tmp_path, grid_sizes=[8], quiet=True)
 
 
 def test_banana_stream(tmp_path):
