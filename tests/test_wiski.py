@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import state_equal
 
-from onlinegp.kronecker import GridRBF, grid_marginal, kron_congruence, kron_dense, kron_matmul
+from onlinegp.kronecker import GridFactors, grid_marginal, kron_congruence, kron_dense, kron_matmul
 from onlinegp.linalg import CholeskyError
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier
@@ -271,20 +271,30 @@ def test_kronecker_factors_give_kuu_on_the_grid():
     assert torch.equal(L, torch.tril(L))  # a Kronecker product of lower triangles is the Cholesky factor
 
 
+def one_d(kind, diff, lengthscale):
+    """A 1-D factor of the product kernel, written out: the RBF or the Matérn-5/2."""
+    if kind == "rbf":
+        return torch.exp(-0.5 * diff.square() / lengthscale**2)
+    z = math.sqrt(5) * diff.abs() / lengthscale
+    return (1 + z + z * z / 3) * torch.exp(-z)
+
+
 @pytest.mark.parametrize("sizes", [[3, 5, 4], [6, 7], [9]])
 @pytest.mark.parametrize("learnt_noise", [True, False])
-def test_grid_marginal_value_and_gradient_match_dense_autograd(sizes, learnt_noise):
+@pytest.mark.parametrize("kind", ["rbf", "matern52"])
+def test_grid_marginal_value_and_gradient_match_dense_autograd(sizes, learnt_noise, kind):
     """SKI's log marginal likelihood on a grid, and its gradient in the length-scales, output scale, noise, A and c,
     against autograd through the same formula computed densely: K_UU = ⊗_d K_d formed, its dense Cholesky root L,
-    Q = I + s Lᵀ A L, a dense log-determinant and a dense solve."""
+    Q = I + s Lᵀ A L, a dense log-determinant and a dense solve. The Matérn case shares one length-scale."""
     g = torch.Generator().manual_seed(len(sizes))
     m = math.prod(sizes)
     axes = [torch.linspace(-1.2, 1.2, k, dtype=D) for k in sizes]
-    grid = GridRBF(axes, jitter=1e-8)
+    grid = GridFactors(axes, jitter=1e-8, kind=kind)
     B = torch.randn(m, m // 2, dtype=D, generator=g)  # A of rank m/2, as WᵀW of few points
     A, c = B @ B.T / m, torch.randn(m, dtype=D, generator=g)
     yy, logdet_noise, n = torch.tensor(3.7, dtype=D), torch.tensor(-1.3, dtype=D), 40
-    theta = [torch.linspace(0.4, 0.9, len(sizes), dtype=D).reshape(1, -1), torch.tensor(1.6, dtype=D)]
+    lengthscale = torch.linspace(0.4, 0.9, len(sizes), dtype=D).reshape(1, -1)
+    theta = [lengthscale if kind == "rbf" else torch.full((1, 1), 0.7, dtype=D), torch.tensor(1.6, dtype=D)]
     theta.append(torch.tensor(0.2, dtype=D) if learnt_noise else None)
     leaves = [[None if t is None else t.clone().requires_grad_(True) for t in (*theta, A, c)] for _ in range(2)]
     ls, os_, noise, A1, c1 = leaves[0]
@@ -294,7 +304,7 @@ def test_grid_marginal_value_and_gradient_match_dense_autograd(sizes, learnt_noi
     ls, os_, noise, A2, c2 = leaves[1]
     factors = []
     for d, axis in enumerate(axes):
-        K = torch.exp(-0.5 * (axis[:, None] - axis[None, :]).square() / ls[0, d] ** 2)
+        K = one_d(kind, axis[:, None] - axis[None, :], ls[0, d if kind == "rbf" else 0])
         scale = os_ if d == 0 else torch.ones((), dtype=D)
         factors.append(K * scale + 1e-8 * scale.detach() * torch.eye(len(axis), dtype=D))
     L = torch.linalg.cholesky(kron_dense(factors))
@@ -313,7 +323,7 @@ def test_grid_marginal_value_and_gradient_match_dense_autograd(sizes, learnt_noi
 
 
 def test_grid_marginal_rejects_an_indefinite_a():
-    grid = GridRBF([torch.linspace(-1, 1, 3, dtype=D), torch.linspace(-1, 1, 2, dtype=D)], jitter=1e-8)
+    grid = GridFactors([torch.linspace(-1, 1, 3, dtype=D), torch.linspace(-1, 1, 2, dtype=D)], jitter=1e-8)
     one = torch.ones((), dtype=D)
     with pytest.raises(CholeskyError, match="positive semi-definite"):
         grid_marginal(
@@ -347,6 +357,45 @@ def test_kronecker_marginal_likelihood_and_gradient_equal_dense(dim, grid):
     assert math.isclose(grads[0][0], grads[1][0], rel_tol=1e-7)
     assert_close(grads[0][1], grads[1][1])
     assert math.isclose(grads[0][0], dense_ski(models[1], X, y, X[:2])[2], rel_tol=1e-7)
+
+
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_product_matern_on_the_grid_matches_dense_ski_and_learns_like_the_dense_algebra(algebra):
+    """kernel='matern52-product' runs on the Kronecker algebra by default; its posterior is dense SKI's with gpytorch's
+    ProductMatern52Kernel as K_UU, and its steps (the written-out length-scale gradient) follow the dense
+    algebra's autograd."""
+    X, y = toy(60)
+    kw = dict(grid_size=9, num_steps=1, kernel="matern52-product", x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+    model, reference = WISKI(2, algebra=algebra, **kw), WISKI(2, algebra="dense", **kw)
+    assert WISKI(2, kernel="matern52-product").algebra == "kronecker"
+    n = 0
+    for b in (20, 1, 1, 4, 1):
+        for m in (model, reference):
+            m.update(X[n : n + b], y[n : n + b])
+        n += b
+        pred = model.predict(X[40:], full_cov=True)
+        mean, cov, mll = dense_ski(model, X[:n], y[:n], X[40:])
+        assert_close(pred.mean, mean)
+        assert_close(pred.cov_f, cov)
+        assert_close(model.log_marginal_likelihood(), mll)
+    for a, b in zip(model.parameters(), reference.parameters(), strict=True):
+        assert_close(a.detach(), b.detach(), tol=1e-7)
+
+
+def test_kernel_priors_join_the_objective():
+    """A sharp Gamma prior on the length-scale holds it near the prior's mode through L-BFGS fits."""
+    from gpytorch.priors import GammaPrior
+
+    from onlinegp.kernels import make_kernel
+
+    X, y = toy(80)
+    fitted = []
+    for prior in (None, GammaPrior(2000.0, 2000.0 / 0.3)):
+        kernel = make_kernel("matern52-product", 2, lengthscale_prior=prior, lengthscale=0.5)
+        model = WISKI(2, grid_size=10, kernel=kernel, fit="lbfgs", x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+        model.update(X, y)
+        fitted.append(float(model.kernel.base_kernel.lengthscale.detach()))
+    assert abs(fitted[1] - 0.3) < 0.01 and abs(fitted[0] - 0.3) > 0.05
 
 
 def test_prediction_caches_rebuilt_lazily_and_on_parameter_change():

@@ -8,7 +8,8 @@ one-sided product the same way; the two-sided one, and the log-determinant gradi
 the mode-wise partial traces of L_Q⁻¹, m³/3, instead of Q⁻¹ and the adjoint of the two-sided product), it does not
 offer.
 
-:func:`grid_marginal` is SKI's log marginal likelihood (Stanton et al. 2021, Eq. 13) on such a grid with an RBF kernel,
+:func:`grid_marginal` is SKI's log marginal likelihood (Stanton et al. 2021, Eq. 13) on such a grid with an RBF or a
+product Matérn-5/2 kernel,
 as one autograd node whose backward is written out (its gradient in the length-scales, output scale, noise, A and c):
 WISKI takes one Adam step per observation, and at m = 256 the autograd bookkeeping of a graph through the factors, their
 Choleskies and the likelihood's scalars (32 nodes) cost about as much as the m³/3 factorisations.
@@ -82,13 +83,21 @@ def kron_dense(factors: list[Tensor]) -> Tensor:
     return out
 
 
-class GridRBF:
-    """The per-dimension factors of an RBF kernel on a product grid, K_UU = ⊗_d K_d with K_d = exp(-(u_i - u_j)² /
-    2ℓ_d²) (the output scale in the first factor), each plus ``jitter`` times its mean diagonal (the jitter of
+class GridFactors:
+    """The per-dimension factors of a product kernel on a product grid, K_UU = ⊗_d K_d: ``kind`` 'rbf', K_d =
+    exp(-(u_i - u_j)² / 2ℓ_d²) (separable: the RBF itself), or 'matern52', K_d = (1 + z + z²/3) e^{-z} with z = √5
+    |u_i - u_j| / ℓ_d (a product of 1-D Matérn-5/2 kernels, :class:`~onlinegp.kernels.product_matern.ProductMatern52Kernel`,
+    what gpytorch's ``GridKernel`` makes of a Matérn base kernel; not the isotropic Matérn). The output scale is
+    in the first factor and each factor gets ``jitter`` times its mean diagonal (the jitter of
     :func:`~onlinegp.posterior.kuu`, not differentiated). All axes are held in one padded batch (the shorter ones
-    completed by an identity block) for one batched Cholesky; squared differences are exact and precomputed."""
+    completed by an identity block) for one batched Cholesky; squared differences are exact and precomputed. One
+    length-scale for every dimension is broadcast."""
 
-    def __init__(self, axes: list[Tensor], jitter: float):
+    KINDS = ("rbf", "matern52")
+
+    def __init__(self, axes: list[Tensor], jitter: float, kind: str = "rbf"):
+        if kind not in self.KINDS:
+            raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
         self.sizes = [int(a.shape[0]) for a in axes]
         g, dtype = max(self.sizes), axes[0].dtype
         padded = torch.zeros(len(axes), g, dtype=dtype)
@@ -97,14 +106,34 @@ class GridRBF:
             padded[d, : axis.shape[0]] = axis
             block[d, : axis.shape[0], : axis.shape[0]] = True
         self.half_sqdist = -0.5 * (padded.unsqueeze(-1) - padded.unsqueeze(-2)).square()
+        self.dist = (padded.unsqueeze(-1) - padded.unsqueeze(-2)).abs()
         self.block = None if bool(block.all()) else block
         self.eye = torch.eye(g, dtype=dtype)
-        self.jitter = jitter
+        self.jitter, self.kind = jitter, kind
+
+    def _lengthscales(self, lengthscale: Tensor) -> Tensor:
+        return lengthscale.reshape(-1, 1, 1).expand(len(self.sizes), 1, 1)
 
     def unit(self, lengthscale: Tensor) -> Tensor:
-        """exp(-(u_i - u_j)² / 2ℓ_d²) for every axis d, (D, g, g), identity outside each axis's block."""
-        K = (self.half_sqdist / lengthscale.reshape(-1, 1, 1).square()).exp()
+        """The unit-scale factors K_d for every axis d, (D, g, g), identity outside each axis's block."""
+        ls = self._lengthscales(lengthscale)
+        if self.kind == "rbf":
+            K = (self.half_sqdist / ls.square()).exp()
+        else:
+            z = math.sqrt(5) * self.dist / ls
+            K = (1 + z + z * z / 3) * (-z).exp()
         return K if self.block is None else torch.where(self.block, K, self.eye)
+
+    def unit_grad(self, lengthscale: Tensor) -> Tensor:
+        """∂K_d/∂ℓ_d for every axis, (D, g, g), zero outside each axis's block: K_d ⊙ (u_i − u_j)²/ℓ_d³ (RBF), or
+        z²(1 + z) e^{-z} / 3ℓ_d (Matérn-5/2)."""
+        ls = self._lengthscales(lengthscale)
+        if self.kind == "rbf":
+            grad = (self.half_sqdist / ls.square()).exp() * (-2 * self.half_sqdist) / ls**3
+        else:
+            z = math.sqrt(5) * self.dist / ls
+            grad = z * z * (1 + z) * (-z).exp() / (3 * ls)
+        return grad if self.block is None else torch.where(self.block, grad, torch.zeros_like(grad))
 
     def roots(self, lengthscale: Tensor, outputscale: Tensor, jitter_log: JitterLog | None = None) -> list[Tensor]:
         """Lower Cholesky roots C_d of the jittered factors (the output scale in the first), so that ⊗_d C_d C_dᵀ is
@@ -120,7 +149,7 @@ class GridRBF:
 
 
 def grid_marginal(
-    grid: GridRBF,
+    grid: GridFactors,
     lengthscale: Tensor,
     outputscale: Tensor,
     noise: Tensor | None,
@@ -133,7 +162,7 @@ def grid_marginal(
     support: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, list[Tensor]]:
     """SKI's log marginal likelihood on the grid (Stanton et al. 2021, Eq. 13; the Woodbury form of
-    :mod:`onlinegp.models.wiski`), with L = ⊗_d C_d the roots of :meth:`GridRBF.roots`:
+    :mod:`onlinegp.models.wiski`), with L = ⊗_d C_d the roots of :meth:`GridFactors.roots`:
 
         log p(y) = −½ [s yy − bᵀQ⁻¹b + log|Q| + log|D| + n log 2π],   Q = I + s Lᵀ A L,   b = s Lᵀ c
 
@@ -148,8 +177,8 @@ def grid_marginal(
     d log|Q| = 2 tr((I − Q⁻¹) E_d) and d(bᵀQ⁻¹b) = 2 zᵀ E_d z (c' held fixed). Both need only the g_d × g_d partial
     traces P_d of I − Q⁻¹ and Z_d of z zᵀ over every grid index but the d-th: from J = L_Q⁻¹ (LAPACK trtri, m³/3) by
     one pass over J per factor, instead of Q⁻¹ (potri, 2m³/3) and the adjoint of both mode-product passes. The
-    gradient of log p(y) in S_d is then ½ F_d⁻ᵀ(Z_d − P_d)F_d⁻¹, from which the length-scale's (∂K_d/∂ℓ_d = K_d ⊙
-    (u_i − u_j)² / ℓ_d³), the output scale's and the noise's follow in closed form (the noise also through c', yy and
+    gradient of log p(y) in S_d is then ½ F_d⁻ᵀ(Z_d − P_d)F_d⁻¹, from which the length-scale's (through
+    :meth:`GridFactors.unit_grad`), the output scale's and the noise's follow in closed form (the noise also through c', yy and
     log|D|). The gradient in A, only formed when A requires one, is −½(F Q⁻¹ Fᵀ + (F z)(F z)ᵀ) (potri, 2m³/3). When
     only a few entries of A depend on differentiable inputs (a learnt projection: the new points' 4^d interpolation
     indices), pass their indices as ``support``: the gradient is then formed on support × support only, from V = L_Q⁻¹
@@ -205,7 +234,7 @@ class _GridMarginal(torch.autograd.Function):
             (trtri,) = _lapack(U, "trtri")
             J = trtri(U, lower=0)[0].T  # U⁻¹ = (L_Q⁻¹)ᵀ in Fortran order: L_Q⁻¹ in C order
             z_ = z.numpy()
-            unit = grid.unit(lengthscale.detach())
+            unit, unit_grad = grid.unit(lengthscale.detach()), grid.unit_grad(lengthscale.detach())
             g_lengthscale = torch.zeros(len(sizes), dtype=LQ.dtype)
             for d, (Fd, gd) in enumerate(zip(F, sizes)):
                 # Z_d − P_d, the partial traces of z zᵀ and of I − Q⁻¹ = I − JᵀJ
@@ -215,11 +244,12 @@ class _GridMarginal(torch.autograd.Function):
                 G = 0.5 * torch.linalg.solve_triangular(Fd, half, upper=False, left=False)  # ∂ log p / ∂S_d
                 K_unit = unit[d, :gd, :gd]
                 weight = 1.0 if d else float(outputscale) * (1.0 if s is None else float(s))
-                h = grid.half_sqdist[d, :gd, :gd]
-                g_lengthscale[d] = -2 * weight * (G * K_unit * h).sum() / lengthscale.reshape(-1)[d] ** 3
+                g_lengthscale[d] = weight * (G * unit_grad[d, :gd, :gd]).sum()
                 if d == 0:
                     g_scale = (G * K_unit).sum() * (1.0 if s is None else float(s))
                     g_tr = 0.5 * R.diagonal().sum()  # tr(G S_1) = ½ tr(R): ∂ log p / ∂ log s through F_1
+            if lengthscale.numel() == 1:  # one length-scale for every dimension
+                g_lengthscale = g_lengthscale.sum()
             g_ls = (g * g_lengthscale).reshape(lengthscale.shape) if need[0] else None
             g_os = (g * g_scale).reshape(outputscale.shape) if need[1] else None
             if need[2]:  # s = 1/σ²: ∂/∂s through S_1, c' = √s c (∂(bᵀQ⁻¹b)/∂s = bᵀQ⁻¹b / s), s yy and −n log s

@@ -10,6 +10,7 @@ from torch import Tensor
 
 from . import native
 from .attentive import AttentiveKernel, plus_jitter, sqdist
+from .product_matern import ProductMatern52Kernel
 
 __all__ = [
     "AttentiveKernel",
@@ -127,8 +128,10 @@ def kernel_name(name: str, input_dim: int) -> str:
 def make_kernel(
     name: str | gpytorch.kernels.Kernel, input_dim: int, dtype: torch.dtype = torch.float64, **options
 ) -> gpytorch.kernels.Kernel:
-    """Build a scaled kernel by name: 'ak' (Attentive), 'rbf', 'matern12', 'matern32', 'matern52', or 'auto': the
-    Attentive Kernel up to ``MAX_AK_INPUTS`` inputs, ARD RBF above.
+    """Build a scaled kernel by name: 'ak' (Attentive), 'rbf', 'matern12', 'matern32', 'matern52',
+    'matern52-product' (∏_d of 1-D Matérn-5/2 kernels with one length-scale: what gpytorch's grid kernels make of a
+    Matérn, so the kernel of Stanton et al.'s WISKI code for Bayesian optimisation), or 'auto': the Attentive Kernel
+    up to ``MAX_AK_INPUTS`` inputs, ARD RBF above.
 
     A gpytorch ``Kernel`` instance is returned as is (moved to ``dtype``). For the stationary kernels,
     ``lengthscale`` sets the initial length-scale and ``ard=False`` shares one length-scale across dimensions
@@ -146,16 +149,23 @@ def make_kernel(
     if key == "rbf":
         base = gpytorch.kernels.RBFKernel(ard_num_dims=input_dim if options.get("ard", True) else None, **priors)
         base.lengthscale = options.get("lengthscale", default_lengthscale(input_dim))
+    elif key == "matern52-product":
+        base = ProductMatern52Kernel(**priors)
+        base.lengthscale = options.get("lengthscale", default_lengthscale(input_dim))
     elif key.startswith("matern"):
         nu = {"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}.get(key)
         if nu is None:
-            raise ValueError(f"unknown kernel {name!r}: choose auto, ak, rbf, matern12, matern32 or matern52")
+            raise ValueError(
+                f"unknown kernel {name!r}: choose auto, ak, rbf, matern12, matern32, matern52 or matern52-product"
+            )
         base = gpytorch.kernels.MaternKernel(
             nu=nu, ard_num_dims=input_dim if options.get("ard", True) else None, **priors
         )
         base.lengthscale = options.get("lengthscale", default_lengthscale(input_dim))
     else:
-        raise ValueError(f"unknown kernel {name!r}: choose auto, ak, rbf, matern12, matern32 or matern52")
+        raise ValueError(
+            f"unknown kernel {name!r}: choose auto, ak, rbf, matern12, matern32, matern52 or matern52-product"
+        )
     return gpytorch.kernels.ScaleKernel(base).to(dtype)
 
 

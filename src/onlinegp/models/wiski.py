@@ -62,8 +62,10 @@ import torch
 from torch import Tensor, nn
 
 from ..base import KernelGP, PhaseTimer
-from ..kronecker import GridRBF, grid_marginal, kron_dense, kron_matmul
+from ..kernels.product_matern import ProductMatern52Kernel
+from ..kronecker import GridFactors, grid_marginal, kron_dense, kron_matmul
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
+from ..objectives import log_prior
 from ..posterior import KUU_JITTER, kuu
 from ..training import gradient_steps, lbfgs_fit
 from ..validation import as_tensor_2d
@@ -304,6 +306,15 @@ class InputProjection(nn.Module):
         self.norm.running_var.copy_(z.var(0, unbiased=False))
 
 
+def grid_kind(kernel: Any) -> str | None:
+    """The :class:`~onlinegp.kronecker.GridFactors` kind of a kernel that is a product over the grid's dimensions:
+    'rbf' for ScaleKernel(RBFKernel), 'matern52' for ScaleKernel(ProductMatern52Kernel) (``kernel='matern52-product'``);
+    None for any other kernel (the dense algebra)."""
+    if not isinstance(kernel, gpytorch.kernels.ScaleKernel) or kernel.base_kernel.active_dims is not None:
+        return None
+    return {gpytorch.kernels.RBFKernel: "rbf", ProductMatern52Kernel: "matern52"}.get(type(kernel.base_kernel))
+
+
 @register(
     "wiski", "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point (Stanton et al. 2021)"
 )
@@ -314,11 +325,12 @@ class WISKI(KernelGP):
         input_dim: D. Up to 3 the grid is over the (scaled) inputs; above, over a learnt 2-D projection.
         grid_size: points per grid dimension (int or list); default 256 (1-D), 16 (2-D), 10 (3-D).
         margin: the grid's interpolable range is [-1 - margin, 1 + margin] in scaled inputs (default 0.1).
-        kernel: 'rbf' (default, ARD, length-scale starting at 0.693), 'matern52', ... or a gpytorch Kernel over the grid
-            dimensions.
-        algebra: 'kronecker' (per-dimension factors; needs a ScaleKernel(RBFKernel), the default kernel), 'dense' (the
-            reference: dense K_UU, autograd through its factorisations) or 'auto' (default: kronecker where it
-            applies, i.e. an RBF kernel and the Cholesky root).
+        kernel: 'rbf' (default, ARD, length-scale starting at 0.693), 'matern52-product' (a product of 1-D
+            Matérn-5/2 kernels, one length-scale: what the authors' gpytorch code ran for Bayesian optimisation),
+            'matern52', ... or a gpytorch Kernel over the grid dimensions; priors registered on it join the objective.
+        algebra: 'kronecker' (per-dimension factors; needs a product kernel: 'rbf', the default, or
+            'matern52-product'), 'dense' (the reference: dense K_UU, autograd through its factorisations) or 'auto'
+            (default: kronecker where it applies, i.e. a product kernel and the Cholesky root).
         num_steps: Adam steps per update after the first (default: one per new observation, as Algorithm 1 takes
             one step per point, so a batch of B points gets B steps); 0 freezes the hyper-parameters.
         fit: 'adam' (default: the ``num_steps`` steps above) or 'lbfgs': after each update θ (and the projection) fitted
@@ -424,20 +436,17 @@ class WISKI(KernelGP):
         self.rank = m if self._rank is None else int(self._rank)
         if self.wtw_rank is not None and not 1 <= self.wtw_rank <= m:
             raise ValueError(f"wtw_rank must be between 1 and the grid size m = {m}, got {self.wtw_rank}")
-        separable = (
-            isinstance(self.kernel, gpytorch.kernels.ScaleKernel)
-            and isinstance(self.kernel.base_kernel, gpytorch.kernels.RBFKernel)
-            and self.kernel.base_kernel.active_dims is None
-        )
-        if self._algebra == "kronecker" and not separable:
+        kind = grid_kind(self.kernel)
+        if self._algebra == "kronecker" and kind is None:
             raise ValueError(
-                "algebra='kronecker' needs a ScaleKernel(RBFKernel) over all grid dimensions (no active_dims)"
+                "algebra='kronecker' needs a product kernel over all grid dimensions: ScaleKernel(RBFKernel) or "
+                "kernel='matern52-product' (no active_dims)"
             )
-        self.algebra = "kronecker" if self._algebra != "dense" and separable and self.root == "cholesky" else "dense"
+        self.algebra = "kronecker" if self._algebra != "dense" and kind and self.root == "cholesky" else "dense"
         self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
         self.optimizer = self._adam(self.lr, self.lr_projection)
         self.register_buffer("U", self.grid.points())
-        self.grid_rbf = GridRBF(self.grid.axes(), KUU_JITTER.get(self.dtype, 1e-6))
+        self.grid_factors = GridFactors(self.grid.axes(), KUU_JITTER.get(self.dtype, 1e-6), kind or "rbf")
         # WᵀW itself (m x m), or with ``wtw_rank`` its root (m x k, k ≤ r) and, for 'gill', the pseudo-inverse root
         self.WtW = torch.zeros(m, m, dtype=self.dtype) if self.wtw_rank is None else None
         self.wtw_root = None if self.wtw_rank is None else torch.zeros(m, 0, dtype=self.dtype)
@@ -529,9 +538,8 @@ class WISKI(KernelGP):
 
     def kuu_factors(self) -> list[Tensor]:
         """Per-dimension Cholesky roots C_d of K_d + ε_d I (ε_d as :func:`~onlinegp.posterior.kuu`'s), so that
-        ⊗_d C_d C_dᵀ = K_UU up to the jitters; the outputscale is in the first factor (:class:`GridRBF`)."""
-        base = self.kernel.base_kernel
-        return self.grid_rbf.roots(base.lengthscale, self.kernel.outputscale, self.jitter)
+        ⊗_d C_d C_dᵀ = K_UU up to the jitters; the outputscale is in the first factor (:class:`GridFactors`)."""
+        return self.grid_factors.roots(self.kernel.base_kernel.lengthscale, self.kernel.outputscale, self.jitter)
 
     def _posterior(
         self,
@@ -552,10 +560,9 @@ class WISKI(KernelGP):
             s, logdet_noise = (1.0, logdet_noise) if noise is None else (1.0 / noise, n * noise.log())
             return SKIPosterior.from_root(roots, WtW, Wty, yty, logdet_noise, s, n, self.jitter, predictive)
         if self.algebra == "kronecker":
-            base = self.kernel.base_kernel
             mll, LQ, b, *roots = grid_marginal(
-                self.grid_rbf,
-                base.lengthscale,
+                self.grid_factors,
+                self.kernel.base_kernel.lengthscale,
                 self.kernel.outputscale,
                 noise,
                 WtW,
@@ -635,10 +642,12 @@ class WISKI(KernelGP):
 
         def mll() -> Tensor:
             if fixed_terms is not None:
-                return self._posterior(*fixed_terms[:3], logdet, n, predictive=False).mll
-            terms = self._new_terms(xs, ys, prec, first_stats)  # W's new rows depend on the projection
-            support = None if self.wtw_rank is not None else terms[4].unique()
-            return self._posterior(*terms[:3], logdet, n, predictive=False, support=support).mll
+                post = self._posterior(*fixed_terms[:3], logdet, n, predictive=False)
+            else:
+                terms = self._new_terms(xs, ys, prec, first_stats)  # W's new rows depend on the projection
+                support = None if self.wtw_rank is not None else terms[4].unique()
+                post = self._posterior(*terms[:3], logdet, n, predictive=False, support=support)
+            return post.mll + log_prior(self.kernel)
 
         with timer("hyperparameters"):
             if self.num_data == 0 and self.pretrain_steps > 0:
