@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from onlinegp.bench.wiski import (
     BO_FUNCTIONS,
     _wiski_options,
+    authors_bo_kernel,
     hindsight_exact,
     run_banana,
     run_bo,
@@ -124,6 +125,23 @@ def test_bo_functions_are_the_papers_with_table_2_noise():
     bench = typer.main.get_command(app).commands["bench"].commands["wiski-bo"]
     cli_default = next(p.default for p in bench.params if p.name == "functions")
     assert cli_default.split(",") == list(BO_FUNCTIONS)
+
+
+def test_bo_authors_kernel_is_their_matern_with_priors_and_the_product_form_on_wiskis_grid(tmp_path):
+    from gpytorch.kernels import MaternKernel
+
+    from onlinegp.kernels.product_matern import ProductMatern52Kernel
+
+    wiski = make_model("wiski", 3, grid_size=6, kernel=authors_bo_kernel("wiski"))
+    exact = make_model("exact", 3, kernel=authors_bo_kernel("exact"))
+    assert isinstance(wiski.kernel.base_kernel, ProductMatern52Kernel) and wiski.algebra == "kronecker"
+    assert isinstance(exact.kernel.base_kernel, MaternKernel) and exact.kernel.base_kernel.nu == 2.5
+    for model in (wiski, exact):
+        priors = {name: prior for name, _, prior, _, _ in model.kernel.named_priors()}
+        assert {name.split(".")[-1] for name in priors} == {"outputscale_prior", "lengthscale_prior"}
+        assert model.kernel.base_kernel.lengthscale.numel() == 1
+    with pytest.raises(ValueError, match="kernel"):
+        run_bo(tmp_path, functions=["levy"], kernel="matern", iterations=1, quiet=True)
 
 
 def test_bo_unknown_function_fails_before_work(tmp_path):

@@ -637,6 +637,14 @@ def bench_wiski_bo(
         "--beta-decay",
         help="β is multiplied by this every iteration (the authors' code: --beta 1 --beta-decay 0.9)",
     ),
+    kernel: str = typer.Option(
+        "rbf",
+        "--kernel",
+        help="'rbf' (ARD, no priors) or 'authors': their code's Matérn-5/2 with Gamma priors (WISKI: its product form)",
+    ),
+    n_init: int = typer.Option(
+        5, "--n-init", help="random initial points (the paper's text: 5; the authors' code: 10)"
+    ),
 ) -> None:
     """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D test functions with WISKI and an exact GP."""
 
