@@ -14,6 +14,7 @@ from .product_matern import ProductMatern52Kernel
 
 __all__ = [
     "AttentiveKernel",
+    "ProductMatern52Kernel",
     "CrossCovariance",
     "default_lengthscale",
     "default_lengthscale_prior",
