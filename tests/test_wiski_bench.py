@@ -53,15 +53,22 @@ def test_uci_stream_writes_metrics(tmp_path):
 
 def test_rank_ablation_runs_the_papers_ranks_and_a_full_root_equals_wtw_whole(tmp_path):
     table = run_rank_ablation(
-        tmp_path, grid_sizes=[16], updates=["truncate"], max_points=4, eval_every=2, pretrain_steps=1, quiet=True
+        tmp_path,
+        grid_sizes=[16],
+        updates=["gill", "truncate"],
+        max_points=4,
+        eval_every=2,
+        pretrain_steps=1,
+        quiet=True,
     )
     finals = {}
     for line in table.splitlines():
         cells = [c.strip() for c in line.split("|")[1:-1]]
         if len(cells) == 5 and cells[0] == "256":
             finals[cells[1]] = cells[3]
-    assert list(finals) == ["whole", "r128-truncate", "r192-truncate", "r256-truncate"]
-    assert finals["r256-truncate"] == finals["whole"]  # r = m: the root is WᵀW, the same stream to round-off
+    # the truncating root at r = m is WᵀW whole: not run
+    assert list(finals) == ["whole", "r128-gill", "r128-truncate", "r192-gill", "r192-truncate", "r256-gill"]
+    assert finals["r256-gill"] == finals["whole"]  # r = m: exact to the jitter, the same stream to 3 digits
     rows = json.loads((tmp_path / "m256" / "r128-truncate" / "seed0" / "metrics.json").read_text())
     assert [r["num_data"] for r in rows] == [151, 153, 155]
     with pytest.raises(ValueError, match="grid size 8"):

@@ -606,7 +606,10 @@ def run_rank_ablation(
     for g in grid_sizes:
         if g not in RANK_ABLATION:
             raise ValueError(f"grid size {g} is not in the paper's ablation; choose from {sorted(RANK_ABLATION)}")
-        variants = [(None, "whole")] + [(r, u) for r in RANK_ABLATION[g] for u in updates]
+        # the truncating root of full rank r = m is WᵀW whole, exactly: not run again
+        variants = [(None, "whole")] + [
+            (r, u) for r in RANK_ABLATION[g] for u in updates if not (u == "truncate" and r == g * g)
+        ]
         for rank, update in variants:
             for seed in seeds:
                 config = dict(
