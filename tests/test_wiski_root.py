@@ -2,6 +2,7 @@
 root is exact, the Gill update and the truncation against their linear algebra, checkpoints and validation."""
 
 import copy
+import math
 
 import pytest
 import torch
@@ -88,6 +89,25 @@ def test_truncated_root_is_exact_while_the_rank_of_wtw_is_at_most_r(algebra):
         assert_close(pred.mean, mean)
         assert_close(pred.cov_f, cov)
         assert_close(model.log_marginal_likelihood(), mll)
+
+
+def test_truncated_terms_stay_those_of_a_dataset():
+    """Truncating below rank(WᵀW), Wᵀy is projected onto the kept span with it, so [yᵀy, (Wᵀy)ᵀ; Wᵀy, L Lᵀ] stays a
+    Gram matrix (of y and the projected W): Wᵀy in the root's span and (Wᵀy)ᵀ(L Lᵀ)⁺Wᵀy ≤ yᵀy, which makes
+    yᵀ(W K Wᵀ + σ²I)⁻¹y positive; truncating WᵀW alone breaks both."""
+    X, y = toy(120)
+    model = model_with(20, "truncate", num_steps=0)
+    assert rank_of(model, X) > 20
+    n = 0
+    for b in (30, 1, 5, 1, 40, 1):
+        model.update(X[n : n + b], y[n : n + b])
+        n += b
+        L, c, yy = model.wtw_root, model.Wty, model.yty
+        assert torch.allclose(L @ torch.linalg.lstsq(L, c).solution, c, atol=1e-8)
+        assert float(c @ torch.linalg.pinv(L @ L.T) @ c) <= float(yy) + 1e-8
+    W = model.grid.dense(X[:n])
+    assert not torch.allclose(c, W.T @ y[:n], atol=1e-3)  # the projection did act
+    assert math.isfinite(model.log_marginal_likelihood())
 
 
 def test_truncation_keeps_the_leading_eigenspace():

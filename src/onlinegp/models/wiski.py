@@ -349,7 +349,8 @@ class WISKI(KernelGP):
             p pᵀ, p = Jᵀw, Gill et al. 1974: exact only for new points whose w lies in the root's span, which the
             first batch fixes, its null directions raised to a 1e-8 relative jitter; the rest of w is dropped;
             r = m is exact to the jitter) or 'truncate' (ours: append w as a column and keep the
-            leading r eigen-directions, :func:`leading_root`; exact while rank(WᵀW) ≤ r).
+            leading r eigen-directions, :func:`leading_root`, and Wᵀy projected onto them, so that the stored
+            terms stay those of a dataset and log p(y) a likelihood; exact while rank(WᵀW) ≤ r).
         fixed_noise: heteroscedastic fixed-noise likelihood (appendix A.5): ``update(x, y, noise=...)``.
         projection_dim: grid dimensions of the learnt projection when D > 3 (default 2).
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
@@ -596,13 +597,13 @@ class WISKI(KernelGP):
             1, idx, val * p.sqrt().unsqueeze(-1)
         )
         if absorb:
-            root, inv_root = self._absorb(columns.detach().mT)
+            root, inv_root, Wty = self._absorb(columns.detach().mT, Wty)
             return root, Wty, yty, clamped, idx, inv_root
         return torch.cat([self.wtw_root, columns.mT], 1), Wty, yty, clamped, idx, None
 
     @torch.no_grad()
-    def _absorb(self, columns: Tensor) -> tuple[Tensor, Tensor]:
-        """The root L (and pseudo-inverse root J) of WᵀW + V Vᵀ for new columns V (m, q), by ``wtw_update``.
+    def _absorb(self, columns: Tensor, Wty: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The root L (and pseudo-inverse root J) of WᵀW + V Vᵀ for new columns V (m, q), by ``wtw_update``, and Wᵀy.
 
         'gill' (Stanton et al. 2021, §4.2 and appendix A, after Gill et al. 1974): with p = JᵀV = U S Vᵀ (thin SVD),
         I + p pᵀ = B Bᵀ for B = I + U (diag(√(1 + S²)) − I) Uᵀ, and L ← L B, J ← J B⁻¹ (B⁻¹ the same with 1/√(1 + S²)):
@@ -610,12 +611,18 @@ class WISKI(KernelGP):
         same root rotated, at O(m k²)). The root starts as the leading r eigenpairs of the first batch's WᵀW, its
         eigenvalues raised to at least ε (``GILL_JITTER`` times its mean diagonal; where the batch's rank is below r,
         which null directions fill the r is the eigensolver's choice), and keeps that span: the part of later V
-        outside it is dropped. 'truncate' appends V and keeps the leading
-        r eigen-directions (O(m r²) once the root has r columns)."""
+        outside it is dropped. 'truncate' appends V and keeps the leading r eigen-directions (O(m r²) once the root has r
+        columns), projecting Wᵀy onto them with the root (P Wᵀy, P = L Jᵀ the projection on the kept span): the stored
+        terms are then those of the data with every w projected (W P), a model whose log p(y) is a true Gaussian
+        likelihood, where truncating WᵀW alone can make yᵀ(W K Wᵀ + σ²I)⁻¹y negative and the fit diverge. Exact
+        while rank(WᵀW) ≤ r (then P Wᵀy = Wᵀy)."""
         L, J = self.wtw_root, self.wtw_inv_root
         if self.wtw_update == "truncate":
             L = torch.cat([L, columns], 1)
-            return (L, J) if L.shape[1] <= self.wtw_rank else (leading_root(L, self.wtw_rank)[0], J)
+            if L.shape[1] <= self.wtw_rank:
+                return L, J, Wty
+            L, kept = leading_root(L, self.wtw_rank)
+            return L, J, L @ (kept.mT @ Wty)
         if L.shape[1] == 0:
             # the first batch's WᵀW with its null directions raised to a jitter (the authors' code takes a jittered
             # Cholesky of it), so that its leading r eigen-directions span r dimensions and r = m is exact to it
@@ -623,10 +630,10 @@ class WISKI(KernelGP):
             lam, U = torch.linalg.eigh(A)
             lam = lam[-self.wtw_rank :].clamp_min(GILL_JITTER * float(A.diagonal().mean()))
             root = U[:, -self.wtw_rank :] * lam.sqrt()
-            return root, root / lam
+            return root, root / lam, Wty
         U, S, _ = torch.linalg.svd(J.mT @ columns, full_matrices=False)
         grow = (S * S + 1).sqrt()
-        return L + (L @ U) * (grow - 1) @ U.mT, J + (J @ U) * (1 / grow - 1) @ U.mT
+        return L + (L @ U) * (grow - 1) @ U.mT, J + (J @ U) * (1 / grow - 1) @ U.mT, Wty
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         n = self.num_data + xs.shape[0]
