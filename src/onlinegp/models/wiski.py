@@ -11,8 +11,9 @@ Q' = I + Lᵀ A L = L_Q L_Qᵀ and β = L_Q⁻¹ Lᵀ c:
 
 For D = σ²I this is the SGPR form of :mod:`onlinegp.posterior` with u = f(U), whose W is Q'. The only data-dependent
 state is WᵀW, Wᵀy, yᵀy and n (precision-weighted for fixed noise): each observation adds a 4^d × 4^d block (Eqs. 16-17),
-constant time. The paper keeps a rank-r root of WᵀW updated by rank-one steps (§4.2, O(m r²) per point); here WᵀW is
-kept itself (O(16^d) per point, exact at every rank), which is the same Q' = I + Lᵀ(WᵀW)L.
+constant time. By default WᵀW is kept itself (O(16^d) per point, exact at every rank); ``wtw_rank=r`` keeps the
+paper's rank-r root of it instead (§4.2; memory O(m r), :meth:`SKIPosterior.from_root`), updated by the paper's Gill
+step or by truncation.
 
 Two algebras compute Q' (``algebra``):
 
