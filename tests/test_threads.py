@@ -41,5 +41,38 @@ def test_torch_set_num_threads_before_import_wins():
     assert child(code) == [3, None]
 
 
-def test_nothing_changes_once_torch_is_imported():
-    assert "torch" in sys.modules and configure_threads() == {}
+def test_torch_imported_first_gets_the_same_threads():
+    """``import torch; import onlinegp`` (the README's order) ends with onlinegp's thread count, and sets the variables
+    for child processes, as the other order does."""
+    assert child("import torch; import onlinegp; " + REPORT) == [default_threads(), "PASSIVE"]
+
+
+def test_explicit_choices_win_at_either_import_order():
+    explicit = 1 if default_threads() > 1 else min(2, usable_cpus())
+    for first, then in (("import torch", "import onlinegp"), ("import onlinegp", "import torch")):
+        assert child(f"{first}; {then}; " + REPORT)[0] == default_threads(), first
+        assert child(f"{first}; {then}; " + REPORT, OMP_NUM_THREADS=str(explicit))[0] == explicit, first
+    assert child("import torch; torch.set_num_threads(3); import onlinegp; " + REPORT)[0] == 3
+
+
+def test_torch_imported_first_warns_that_the_wait_policy_is_too_late(monkeypatch, caplog):
+    """With more than one thread, a loaded torch keeps spin-waiting: the warning says what to do."""
+    import torch
+
+    from onlinegp import threads
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_"))})
+    monkeypatch.setattr(threads, "default_threads", lambda cpus=None: 2)
+    monkeypatch.setattr(threads, "torch_default_threads", lambda: {before})
+    try:
+        assert configure_threads() == {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert "OMP_WAIT_POLICY=PASSIVE" in caplog.text and "import onlinegp first" in caplog.text
+
+
+def test_nothing_changes_when_the_user_set_the_variable(monkeypatch):
+    monkeypatch.setattr(os, "environ", {**os.environ, "OMP_NUM_THREADS": "1"})
+    assert configure_threads() == {}
