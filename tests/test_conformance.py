@@ -7,6 +7,7 @@ and into a model that has never seen data). Method-specific behaviour is tested 
 """
 
 import copy
+import json
 
 import pytest
 import torch
@@ -228,3 +229,77 @@ def test_loaded_model_shares_no_state_with_its_source(name):
     clone.load_state_dict(model.state_dict())  # not a copy: a live state_dict
     clone.update(*BATCHES[2])
     assert state_equal(before, model.state_dict())
+
+
+def _constructor_parameters(cls: type) -> set[str]:
+    """Every keyword a class's constructor chain declares (the test's oracle; the library never reads signatures)."""
+    import inspect
+
+    names = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None and issubclass(klass, OnlineGP):
+            params = inspect.signature(init).parameters.values()
+            names |= {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    return names - {"self", "input_dim"}
+
+
+@pytest.mark.parametrize("built", [False, True], ids=["unbuilt", "after-update"])
+def test_recorded_options_rebuild_the_same_model(name, built):
+    """``options()`` is what the instance runs with: a model built from them reports the same options, and
+    (after the same batch, under the same torch seed) makes the same predictions."""
+    model = fed(name, batches=1) if built else build(name)
+    options = model.options()
+    rebuilt = make_model(name, **options)
+    if built:
+        torch.manual_seed(0)
+        model = build(name)
+        model.update(*BATCHES[0])
+        torch.manual_seed(0)
+        rebuilt.update(*BATCHES[0])
+        assert_same_model(model, rebuilt)
+    assert rebuilt.options() == model.options()
+    assert onlinegp.base.jsonable_options(options) == json.loads(json.dumps(onlinegp.base.jsonable_options(options)))
+
+
+def test_recorded_options_cover_every_constructor_option(name):
+    """No option of the constructor chain is left out of the record, except those a class sets itself from its own
+    (VIPS, Conditional Variance and OIPS build their selector from delta/max_new, eta, rho)."""
+    factory = MODELS[name].factory
+    cls = getattr(factory, "func", factory)
+    derived = {"inducing", "num_inducing"} if name in ("vips", "conditional-variance", "oips") else set()
+    assert _constructor_parameters(cls) - derived <= set(build(name).options())
+
+
+@pytest.mark.parametrize(
+    "name, key, value",
+    [
+        ("ssgp++", "optimizer", "adam"),  # the committed configs said 'lbfgs': a signature's default, not the model's
+        ("ssgp", "optimizer", "lbfgs"),
+        ("ovc++", "optimize_inducing", False),  # the committed configs said True
+        ("ovc", "optimize_inducing", True),
+        ("ovc", "noise_weighted", True),
+        ("full", "terms", "all"),
+        ("pam", "inducing_from", "all"),
+        ("z-opt", "inducing", "random-first"),
+        ("ssgp++", "kernel", "auto"),
+    ],
+)
+def test_recorded_options_are_the_ones_the_model_runs(name, key, value):
+    assert make_model(name).options()[key] == value
+
+
+def test_options_resolve_at_the_first_batch():
+    """'auto' kernels and width-scaled steps are recorded as what they became, once the width is known."""
+    model = make_model("ssgp++")
+    assert model.options()["num_steps"] is None
+    model.update(*BATCHES[0])
+    assert model.options()["kernel"] == "ak" and model.options()["num_steps"] == model.num_steps == 10
+
+
+def test_a_class_that_fixes_an_option_refuses_another_value():
+    with pytest.raises(ValueError, match="OVCpp fixes optimize_inducing=False"):
+        make_model("ovc++", optimize_inducing=True)
+    with pytest.raises(ValueError, match="FULL fixes terms='all'"):
+        make_model("full", terms="online")
+    make_model("full", terms="all")  # its own value is accepted, so its record rebuilds it

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from . import health
 from .buffer import GrowingBuffer
-from .kernels import lengthscale_map, make_kernel
+from .kernels import kernel_name, lengthscale_map, make_kernel
 from .linalg import JitterLog
 from .scaling import Scaler
 from .validation import as_targets, as_tensor_2d
@@ -97,6 +97,51 @@ class PhaseTimer:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
 
 
+def preset(model: str, options: dict[str, Any], **fixed: Any) -> dict[str, Any]:
+    """``options`` with the settings a class fixes (``fixed``) added; ValueError naming the class when ``options``
+    asks for another value of one of them (the same value is accepted, so a model's recorded ``options()`` rebuild it)."""
+    clash = sorted(k for k, v in fixed.items() if k in options and options[k] != v)
+    if clash:
+        wanted = ", ".join(f"{k}={fixed[k]!r}" for k in clash)
+        raise ValueError(f"{model} fixes {wanted}; use the class it varies (see its docstring) for other values")
+    return {**options, **fixed}
+
+
+def jsonable_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``model.options()`` for a JSON record: dtypes by name, tensors as lists, other objects by ``repr``."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, torch.dtype):
+            return str(value).removeprefix("torch.")
+        if isinstance(value, Tensor):
+            return value.tolist()
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        return repr(value)
+
+    return {k: plain(v) for k, v in sorted(options.items())}
+
+
+def model_record(model: "OnlineGP") -> dict[str, Any]:
+    """What a run's model actually is, asked of the instance (for config.json and every other record): its class,
+    current inducing-set size, kernel class, hyper-parameter steps and :meth:`OnlineGP.options` as JSON
+    (``make_model(name, **options)`` rebuilds it)."""
+    options = jsonable_options(model.options())
+    kernel = getattr(model, "kernel", None)
+    size = model.num_inducing if model.num_inducing is not None else options.get("num_inducing")
+    return {
+        "class": type(model).__name__,
+        "num_inducing": None if size is None else int(size),
+        "kernel": None if kernel is None else type(getattr(kernel, "base_kernel", kernel)).__name__,
+        "num_steps": options.get("num_steps"),
+        "options": options,
+    }
+
+
 def gaussian_likelihood(
     noise: float = 0.1, dtype: torch.dtype = DEFAULT_DTYPE
 ) -> gpytorch.likelihoods.GaussianLikelihood:
@@ -160,11 +205,26 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         self.dtype = dtype
         self._x_bounds, self._y_stats = bounds, y_stats
         self.likelihood = gaussian_likelihood(noise, dtype)
+        self.initial_noise = float(noise)
         self.seed = int(seed)
         self.generator = torch.Generator().manual_seed(self.seed)
         self.num_data = 0
         self.num_updates = 0
         self.jitter = JitterLog()
+
+    # ----------------------------------------------------------------- options
+    def options(self) -> dict[str, Any]:
+        """The options this model runs with, as keyword arguments of its class: ``type(m)(**m.options())`` builds
+        the same model. Read from the instance, so they are what it resolved (the kernel ``'auto'`` stands for, the
+        steps chosen for the input width once it is known), not a signature's defaults; each class adds the options
+        it owns. ``input_dim`` is not among them (it is the data's, recorded as ``model.input_dim``)."""
+        return {
+            "x_bounds": None if self._x_bounds is None else self._x_bounds.tolist(),
+            "y_stats": None if self._y_stats is None else [float(v) for v in self._y_stats],
+            "noise": self.initial_noise,
+            "seed": self.seed,
+            "dtype": self.dtype,
+        }
 
     # ----------------------------------------------------------------- the input width
     def _build(self, input_dim: int) -> None:
@@ -394,6 +454,12 @@ class KernelGP(OnlineGP):
     ):
         super().__init__(input_dim, **options)
         self._kernel_spec, self._kernel_options = kernel, dict(kernel_options or {})
+
+    def options(self) -> dict[str, Any]:
+        spec = self._kernel_spec
+        if isinstance(spec, str) and self.input_dim is not None:
+            spec = kernel_name(spec, self._kernel_dim(self.input_dim))
+        return {**super().options(), "kernel": spec, "kernel_options": dict(self._kernel_options)}
 
     def _kernel_dim(self, input_dim: int) -> int:
         """Number of inputs the kernel sees (the input width, unless a model maps its inputs first)."""

@@ -307,6 +307,10 @@ class KeepAfterFirst:
     def __init__(self, selector: Selector):
         self.selector = selector
 
+    @property
+    def num_inducing(self) -> int | None:
+        return getattr(self.selector, "num_inducing", None)
+
     def __call__(
         self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
     ) -> Tensor:

@@ -51,6 +51,14 @@ class LocalEnsemble(OnlineGP):
         self.members: list[OnlineGP] = []
         self.member_seeds: list[int] = []
 
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "member": self.member,
+            "num_inducing": self.num_inducing_per_member,
+            "member_options": dict(self.member_options),
+        }
+
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
         self.centroids = torch.zeros(0, input_dim, dtype=self.dtype)

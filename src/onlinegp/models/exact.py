@@ -48,6 +48,15 @@ class ExactGP(KernelGP):
         self.lr = lr
         self.num_steps, self.max_data = int(num_steps), int(max_data)
         self.L: Tensor | None = None
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "num_steps": self.num_steps,
+            "fit": self.fit,
+            "lr": self.lr,
+            "max_data": self.max_data,
+        }
         self.alpha: Tensor | None = None
 
     def _build(self, input_dim: int) -> None:

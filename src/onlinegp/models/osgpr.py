@@ -80,12 +80,25 @@ class OSGPR(KernelGP):
         if num_steps is not None and num_steps < 0:
             raise ValueError(f"num_steps must be >= 0, got {num_steps}")
         self.selector = make_selector(inducing, num_inducing)
+        self._inducing_spec = inducing
         self.optimizer_name = optimizer
         self.auto_steps = num_steps is None and optimizer == "adam"
         self.num_steps = int(num_steps if num_steps is not None else (LBFGS_MAX_ITER if optimizer == "lbfgs" else 10))
         self.optimize_inducing, self.lr, self.lr_attention = optimize_inducing, lr, lr_attention
         self.summary: InducingPosterior | None = None
         self.predictor: Predictor | None = None
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "num_inducing": getattr(self.selector, "num_inducing", None),
+            "inducing": self._inducing_spec,
+            "optimizer": self.optimizer_name,
+            "num_steps": None if self.auto_steps and self.input_dim is None else self.num_steps,
+            "optimize_inducing": self.optimize_inducing,
+            "lr": self.lr,
+            "lr_attention": self.lr_attention,
+        }
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)

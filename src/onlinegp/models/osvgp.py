@@ -107,11 +107,28 @@ class OSVGP(KernelGP):
             )
         self.lr_hyper, self.init, self.whiten = lr_hyper, init, bool(whiten)
         self.selector = make_selector(inducing, num_inducing)
+        self._inducing_spec = inducing
         self.beta, self.num_steps, self.batch_size, self.lr = float(beta), num_steps, int(batch_size), lr
         self.learn_hyperparameters, self.optimize_inducing = learn_hyperparameters, optimize_inducing
         self.q: VariationalQ | None = None
         self.L_prior: Tensor | None = None
         self.predictor: Predictor | None = None
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "num_inducing": getattr(self.selector, "num_inducing", None),
+            "inducing": self._inducing_spec,
+            "beta": self.beta,
+            "num_steps": self.num_steps,
+            "batch_size": self.batch_size,
+            "lr": self.lr,
+            "lr_hyper": self.lr_hyper,
+            "learn_hyperparameters": self.learn_hyperparameters,
+            "optimize_inducing": self.optimize_inducing,
+            "init": self.init,
+            "whiten": self.whiten,
+        }
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import preset
 from .poam import POAM
 from .registry import register
 
@@ -18,7 +19,9 @@ class OVC(POAM):
     """OVC: noise-weighted projected terms, pivoted-Cholesky Z refined by gradient."""
 
     def __init__(self, input_dim: int | None = None, *, optimize_inducing: bool = True, **kwargs: Any):
-        super().__init__(input_dim, noise_weighted=True, optimize_inducing=optimize_inducing, **kwargs)
+        super().__init__(
+            input_dim, **preset(type(self).__name__, kwargs, noise_weighted=True), optimize_inducing=optimize_inducing
+        )
 
 
 @register("ovc++", "OVC++: OVC without gradient steps on Z")
@@ -26,4 +29,4 @@ class OVCpp(OVC):
     """OVC++: OVC without the gradient steps on Z."""
 
     def __init__(self, input_dim: int | None = None, **kwargs: Any):
-        super().__init__(input_dim, optimize_inducing=False, **kwargs)
+        super().__init__(input_dim, **preset("OVCpp", kwargs, optimize_inducing=False))

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..base import KernelGP, PhaseTimer
+from ..base import KernelGP, PhaseTimer, preset
 from ..buffer import GrowingBuffer
 from ..inducing import Selector, make_selector
 from ..kernels import CrossCovariance, diagonal
@@ -113,6 +113,7 @@ class POAM(KernelGP):
         self.sketch = None if sketch is None or variational == "gradient" else int(sketch)
         self.lr, self.lr_attention = lr, lr_attention
         self.selector = make_selector(inducing, num_inducing)
+        self._inducing_spec = inducing
         self.auto_steps = num_steps is None
         self.num_steps, self.batch_size = 10 if num_steps is None else int(num_steps), int(batch_size)
         self.terms, self.inducing_from = terms, inducing_from
@@ -122,6 +123,23 @@ class POAM(KernelGP):
         self.q: VariationalQ | None = None
         self.predictor: Predictor | None = None
         self._kuu_cache: tuple[Tensor, Tensor, Tensor] | None = None  # (Z, θ, chol K_uu): not state, a cache
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "num_inducing": getattr(self.selector, "num_inducing", None),
+            "inducing": self._inducing_spec,
+            "num_steps": None if self.auto_steps and self.input_dim is None else self.num_steps,
+            "batch_size": self.batch_size,
+            "lr": self.lr,
+            "lr_attention": self.lr_attention,
+            "terms": self.terms,
+            "inducing_from": self.inducing_from,
+            "optimize_inducing": self.optimize_inducing,
+            "variational": self.variational,
+            "noise_weighted": self.noise_weighted,
+            "sketch": self.sketch,
+        }
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
@@ -285,7 +303,7 @@ class PAM(POAM):
     """PAM (Chen et al. 2024, §IV-B): POAM's E/M steps recomputed from all data each time (offline, linear cost)."""
 
     def __init__(self, input_dim: int | None = None, **kwargs: Any):
-        super().__init__(input_dim, terms="all", inducing_from="all", **kwargs)
+        super().__init__(input_dim, **preset("PAM", kwargs, terms="all", inducing_from="all"))
 
 
 @register("full", "FULL: POAM with the terms recomputed from all data")
@@ -293,4 +311,4 @@ class FULL(POAM):
     """FULL (Chen et al. 2024, §V): POAM with the data-dependent terms recomputed from all data."""
 
     def __init__(self, input_dim: int | None = None, **kwargs: Any):
-        super().__init__(input_dim, terms="all", **kwargs)
+        super().__init__(input_dim, **preset("FULL", kwargs, terms="all"))

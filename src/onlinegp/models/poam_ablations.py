@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..base import preset
 from ..objectives import log_prior, online_bound, online_terms
 from ..posterior import InducingPosterior
 from ..training import gradient_steps
@@ -28,16 +29,10 @@ class _SummaryAblation(POAM):
     """POAM with one step replaced by SSGP's, keeping the summary InducingPosterior of the last E-step."""
 
     _dynamic = POAM._dynamic + ("summary",)
-    _fixed_options = ("terms", "inducing_from", "optimize_inducing", "variational", "noise_weighted")
 
     def __init__(self, input_dim: int | None = None, **kwargs: Any):
-        bad = sorted(set(kwargs) & set(self._fixed_options))
-        if bad:
-            raise ValueError(
-                f"{type(self).__name__} is POAM with one step replaced; it does not take "
-                f"{', '.join(bad)} (use POAM for the other ablations)"
-            )
-        super().__init__(input_dim, **kwargs)
+        fixed = dict(terms="online", inducing_from="online", optimize_inducing=False, variational="analytic")
+        super().__init__(input_dim, **preset(type(self).__name__, kwargs, **fixed, noise_weighted=False))
         self.summary: InducingPosterior | None = None
 
 

@@ -119,6 +119,14 @@ class SOLARGP(_Dominant, LocalEnsemble):
         )
         self.counts = torch.zeros(0, dtype=self.dtype)
 
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "w_gen": self.w_gen,
+            "similarity_lengthscale": self.similarity_lengthscale,
+            "num_predict": self.num_predict,
+        }
+
     def log_similarity(self, xs: Tensor) -> Tensor:
         """log s_j(x) = −‖x − c_j‖² / 2ℓ_s² for every query (rows) and member (columns)."""
         return -torch.cdist(xs, self.centroids).pow(2) / (2 * self.similarity_lengthscale**2)
@@ -202,6 +210,16 @@ class LGPR(_Dominant, KernelGP):
         self.local_y: list[Tensor] = []
         self.local_L: list[Tensor] = []
         self.local_alpha: list[Tensor] = []
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "w_gen": self.w_gen,
+            "max_local": self.max_local,
+            "num_predict": self.num_predict,
+            "fit_steps": self.fit_steps,
+            "max_fit_points": self.max_fit_points,
+        }
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)

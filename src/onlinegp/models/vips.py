@@ -66,6 +66,10 @@ class VIPS(OSGPR):
         self.target_moments = torch.zeros(3, dtype=self.dtype)  # count, sum, sum of squares (scaled targets)
         self._batch_targets: Tensor | None = None
 
+    def options(self) -> dict[str, Any]:
+        options = {k: v for k, v in super().options().items() if k not in ("inducing", "num_inducing")}
+        return {**options, "delta": self.selector.delta, "max_new": self.selector.max_new}
+
     def vips_context(self, X: Tensor) -> tuple[Tensor, InducingPosterior | None, Tensor, tuple[float, float]]:
         """What the VIPS selector needs: batch targets, old summary q(u), σ², and ȳ, s² over all targets so far."""
         if self._batch_targets is None or self._batch_targets.shape[0] != X.shape[0]:
@@ -105,6 +109,10 @@ class ConditionalVarianceGP(OSGPR):
     def __init__(self, input_dim: int | None = None, *, eta: float = 0.1, kernel: Any = "rbf", **kwargs: Any):
         super().__init__(input_dim, kernel=kernel, inducing=ConditionalVariance(eta), **kwargs)
 
+    def options(self) -> dict[str, Any]:
+        options = {k: v for k, v in super().options().items() if k not in ("inducing", "num_inducing")}
+        return {**options, "eta": self.selector.eta}
+
 
 @register("oips", "OSGPR with OIPS Z: add x when max_z k(x, z) < ρ (Pescador-Barrios et al. 2024 baseline)")
 class OIPSGP(OSGPR):
@@ -112,3 +120,7 @@ class OIPSGP(OSGPR):
 
     def __init__(self, input_dim: int | None = None, *, rho: float = 0.8, kernel: Any = "rbf", **kwargs: Any):
         super().__init__(input_dim, kernel=kernel, inducing=OIPS(rho), **kwargs)
+
+    def options(self) -> dict[str, Any]:
+        options = {k: v for k, v in super().options().items() if k not in ("inducing", "num_inducing")}
+        return {**options, "rho": self.selector.rho}

@@ -75,6 +75,9 @@ class WGPR(LocalEnsemble):
             raise ValueError(f"num_nearest (J') must be a positive integer, got {num_nearest!r}")
         self.epsilon, self.num_nearest = float(epsilon), num_nearest
 
+    def options(self) -> dict[str, Any]:
+        return {**super().options(), "epsilon": self.epsilon, "num_nearest": self.num_nearest}
+
     def _candidate(
         self, j: int, xs: Tensor, ys: Tensor, fresh_mean: Tensor, fresh_cov: Tensor, timer: PhaseTimer
     ) -> tuple[float, OnlineGP | None]:

@@ -418,6 +418,27 @@ class WISKI(KernelGP):
         self.fixed_noise = bool(fixed_noise)
         self.num_steps = None if num_steps is None else int(num_steps)
         self._cache: tuple[Tensor, SKIPosterior] | None = None  # (parameters it was built under, the caches)
+
+    def options(self) -> dict[str, Any]:
+        return {
+            **super().options(),
+            "grid_size": self._grid_size,
+            "margin": self.margin,
+            "algebra": self._algebra,
+            "num_steps": self.num_steps,
+            "fit": self.fit,
+            "lr": self.lr,
+            "lr_projection": self.lr_projection,
+            "pretrain_steps": self.pretrain_steps,
+            "pretrain_lr": self.pretrain_lr,
+            "pretrain_lr_projection": self.pretrain_lr_projection,
+            "root": self.root,
+            "rank": self._rank,
+            "wtw_rank": self.wtw_rank,
+            "wtw_update": self.wtw_update,
+            "fixed_noise": self.fixed_noise,
+            "projection_dim": self.projection_dim,
+        }
         self._batch_noise: Tensor | None = None
 
     def _kernel_dim(self, input_dim: int) -> int:

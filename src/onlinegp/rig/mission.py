@@ -17,7 +17,6 @@ thread count; BLAS reductions may round differently elsewhere).
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import time
@@ -32,9 +31,8 @@ import numpy as np
 import torch
 
 from .. import metrics
-from ..base import OnlineGP
+from ..base import OnlineGP, model_record
 from ..io import atomic_write, write_csv
-from ..kernels import kernel_name
 from ..models.registry import MODELS, make_model
 from .fields import DEFAULT_ENV, Field, FieldWarning, load_field
 from .planners import PLANNERS, bezier_pilot, make_planner, random_pilot
@@ -206,53 +204,6 @@ def build_model(config: MissionConfig) -> OnlineGP:
             ) from err
         except ValueError as err:
             raise ModelOptionsError(str(err)) from err
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
-
-
-def resolved_model(config: MissionConfig, model: OnlineGP) -> dict:
-    """What the mission's model actually is: its class, inducing-set size, kernel class and hyper-parameter steps,
-    and every constructor option as resolved (the constructors' defaults, the registered preset, the mission's
-    options; the model's own values where it exposes them). ``num_inducing`` is the model's current size
-    (``model.num_inducing``: set by its first update) or else its selector's size."""
-    factory = MODELS[config.model.lower()].factory
-    cls = getattr(factory, "func", factory)
-    options: dict[str, Any] = {}
-    for klass in reversed(inspect.getmro(cls)):  # base classes first: a subclass's default wins
-        init = klass.__dict__.get("__init__")
-        if init is None or not issubclass(klass, OnlineGP):
-            continue
-        for p in inspect.signature(init).parameters.values():
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is not p.empty:
-                options[p.name] = p.default
-    options.update(getattr(factory, "keywords", {}))
-    options.update(config.model_kwargs())
-    options.pop("x_bounds", None)
-    options.pop("input_dim", None)
-    selector_size = getattr(getattr(model, "selector", None), "num_inducing", None)
-    if selector_size is not None:
-        options["num_inducing"] = int(selector_size)
-    if getattr(model, "num_steps", None) is not None:
-        options["num_steps"] = int(model.num_steps)
-    if isinstance(getattr(model, "_kernel_spec", None), str):
-        options["kernel"] = kernel_name(model._kernel_spec, model.input_dim or 2)  # a mission's inputs are 2-D
-    for key in ("num_inducing", "num_steps", "kernel", "noise"):
-        options.setdefault(key, None)
-    kernel = getattr(model, "kernel", None)
-    size = model.num_inducing if model.num_inducing is not None else selector_size
-    return {
-        "class": type(model).__name__,
-        "num_inducing": None if size is None else int(size),
-        "kernel": None if kernel is None else type(getattr(kernel, "base_kernel", kernel)).__name__,
-        "num_steps": options["num_steps"],
-        "options": {k: _jsonable(v) for k, v in sorted(options.items())},
-    }
 
 
 def lengthscale_grid(model: Any, x: np.ndarray) -> np.ndarray | None:
@@ -611,11 +562,11 @@ def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, f
 def _recorded_config(config: MissionConfig, model: OnlineGP) -> dict:
     """config.json's ``config`` (the settings the mission ran with: ``num_inducing``, ``num_steps`` and ``kernel``
     left to the model's defaults hold the values it chose, and ``model_defaults`` names them) and ``model``
-    (:func:`resolved_model`)."""
-    resolved = resolved_model(config, model)
+    (:func:`~onlinegp.base.model_record`)."""
+    resolved = model_record(model)
     recorded = config.to_dict()
     defaults = [k for k in ("num_inducing", "num_steps", "kernel") if recorded[k] is None]
-    recorded.update({k: resolved["options"][k] for k in defaults})
+    recorded.update({k: resolved["options"].get(k) for k in defaults})
     return {"config": recorded, "model_defaults": defaults, "model": resolved}
 
 
