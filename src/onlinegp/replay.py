@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from . import metrics, plots
-from .base import OnlineGP
+from .base import OnlineGP, model_record
 from .io import atomic_write, write_csv
 from .models import make_model
 
@@ -245,7 +245,8 @@ def run_replay(
     on_row: Callable[[str, dict], None] | None = None,
 ) -> dict[str, list[dict]]:
     """Replay ``log`` through each named model (the recorded model and options when ``model_names`` is empty) and
-    write ``<model>/metrics.csv``, ``comparison.md``, ``summary.json`` and ``replay.png`` to ``out``."""
+    write ``<model>/metrics.csv``, ``<model>/config.json`` (the options it ran with:
+    :func:`~onlinegp.base.model_record`), ``comparison.md``, ``summary.json`` and ``replay.png`` to ``out``."""
     survey = load_survey(log, eval_path, period, holdout, seed or 0)
     if not model_names:
         if "model" not in survey.meta:
@@ -259,6 +260,7 @@ def run_replay(
         results[name] = replay(survey, model, None if on_row is None else (lambda row, n=name: on_row(n, row)))
         (out / name).mkdir(parents=True, exist_ok=True)
         write_csv(out / name / "metrics.csv", results[name])
+        atomic_write(out / name / "config.json", json.dumps(model_record(model), indent=1))
     table = comparison_table(results, survey)
     atomic_write(
         out / "comparison.md",

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .base import OnlineGP
+from .base import OnlineGP, model_record
 from .data import Dataset, batch_indices, load_dataset, train_test_split
 from .io import write_csv
 from .metrics import nlpd, rmse
@@ -146,16 +146,18 @@ def run_stream(
         if on_batch is not None:
             on_batch(row, model, train.X[idx])
     if out is not None:
-        write_run(Path(out), config, rows)
+        write_run(Path(out), config, rows, model)
     return rows
 
 
-def write_run(out: Path, config: StreamConfig, rows: list[dict]) -> None:
-    """config.json, metrics.csv, metrics.json and metrics.png of one streaming run."""
+def write_run(out: Path, config: StreamConfig, rows: list[dict], model: OnlineGP | None = None) -> None:
+    """config.json (the run's settings and, under ``model``, the options the model ran with: :func:`model_record`),
+    metrics.csv, metrics.json and metrics.png of one streaming run."""
     from .plots import plot_metric_curves
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(config.to_json(), indent=1, default=repr))
+    record = config.to_json() | ({} if model is None else {"model": model_record(model)})
+    (out / "config.json").write_text(json.dumps(record, indent=1, default=repr))
     (out / "metrics.json").write_text(json.dumps(rows, indent=1))
     write_csv(out / "metrics.csv", rows)
     scored = [r for r in rows if "rmse" in r]
