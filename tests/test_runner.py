@@ -2,6 +2,7 @@
 results tree (kill tests: test_runner_kill.py)."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -188,6 +189,8 @@ def test_results_tree_keeps_small_summaries_that_a_fresh_root_restores(tmp_path)
             "run_id": spec.run_id,
             "config_hash": spec.config_hash,
             "config": spec.config,
+            "job": "test_runner:toy_job",
+            "summary": ["metrics.csv"],
         }
         assert (saved / MARKER).read_text() == (tmp_path / "out" / spec.run_id / MARKER).read_text()
 
@@ -269,3 +272,70 @@ def test_cli_on_a_fresh_clone_restores_every_kept_run(tmp_path):
     alone = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "c"), "--no-results"], env=env)
     assert alone.exit_code == 0 and "1 run now" in alone.output
     assert sorted((results / "poam-table1").iterdir()) == saved
+
+
+def test_a_dirty_tree_runs_into_the_sweep_root_but_keeps_nothing(tmp_path, monkeypatch, capsys):
+    """Runs of uncommitted code are never kept: nobody could check out the code that made them."""
+    from onlinegp.bench import runner
+
+    monkeypatch.setattr(runner, "is_dirty", lambda code: code.endswith("+dirty)"))
+    monkeypatch.setattr(runner, "code_version", lambda: "0.2.0 (git abc1234+dirty)")
+    results = tmp_path / "results"
+    opts = RunnerOptions(results=results, quiet=False)
+    sweep = run_sweep(specs(), toy_job, tmp_path / "out", opts, title="toy", summary=("metrics.csv",))
+    assert [r.status for r in sweep.runs] == ["done"] * 4
+    assert not (results / "toy").exists()
+    assert "uncommitted changes" in capsys.readouterr().err
+    monkeypatch.setattr(runner, "code_version", lambda: "0.2.0 (git abc1234)")  # committed: finished runs are kept
+    again = sweep_kept(specs(), tmp_path / "out", results)
+    assert [r.status for r in again.runs] == ["skipped"] * 4 and not (results / "toy").exists()  # made dirty
+    assert runner.is_dirty("0.2.0 (git abc1234+dirty)") and not runner.is_dirty("0.2.0 (git abc1234)")
+
+
+def test_the_key_holds_the_package_version(monkeypatch):
+    """A run of another version is a different run: never served, resumed or replaced as if current."""
+    import onlinegp
+
+    spec = specs()[0]
+    before = spec.config_hash
+    monkeypatch.setattr(onlinegp, "__version__", "999.0")
+    assert spec.config_hash != before
+
+
+def test_verify_reruns_kept_runs_and_names_every_number_that_moved(tmp_path):
+    from onlinegp.bench.verify import kept_runs, verify
+
+    results = tmp_path / "results"
+    sweep_kept(specs(), tmp_path / "out", results)
+    lines: list[str] = []
+    verdicts = verify(results, echo=lines.append)
+    assert [v.status for v in verdicts] == ["reproduced"] * 4 and "verifying 4 kept run(s)" in lines[0]
+
+    run = kept_runs(results)[0]
+    metrics = (run.path / "metrics.csv").read_text().splitlines()
+    epoch, value = metrics[2].split(",")
+    metrics[2] = f"{epoch},{math.nextafter(float(value), math.inf)!r}"  # one number moved by one ulp
+    (run.path / "metrics.csv").write_text("\n".join(metrics) + "\n")
+    [verdict] = verify(results, [run.name], echo=lines.append)
+    assert verdict.status == "differs" and verdict.differences == [
+        f"metrics.csv[1].value: committed {metrics[2].split(',')[1]!r}, now {value!r}"
+    ]
+    assert len(verify(results, sample=2, echo=lines.append)) == 2
+    assert {v.run.spec["run_id"] for v in verify(results, ["a/seed-0"], echo=lines.append)} == {"a/seed-0"}
+    with pytest.raises(ValueError, match="no kept run is named 'nope'"):
+        verify(results, ["nope"], echo=lines.append)
+
+
+def test_verify_leaves_wall_clock_figures_out():
+    from onlinegp.bench.verify import _compare
+
+    out: list[str] = []
+    _compare(
+        {"rmse": 1.0, "update_time": 2.0, "median_update_s": 3.0, "rate": 4.0},
+        {"rmse": 1.0, "update_time": 9.0, "median_update_s": 9.0, "rate": 9.0},
+        "value",
+        out,
+    )
+    assert out == []
+    _compare({"rmse": 1.0, "curve": [{"nll": 1.0}]}, {"rmse": 1.0, "curve": [{"nll": 1.5}]}, "value", out)
+    assert out == ["value.curve[0].nll: committed 1.0, now 1.5"]

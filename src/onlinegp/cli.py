@@ -859,3 +859,25 @@ def bench_vips_synthetic(
 ) -> None:
     """Pescador-Barrios et al. 2024, Figs. 1 and 2a: M chosen by VIPS on synthetic sets 1-3, and fixed M = 10/20/30 vs
     VIPS vs the exact GP on a 1000-point set."""
+
+
+@bench_app.command("verify")
+def bench_verify(
+    runs: list[str] = typer.Argument(None, help="kept runs to verify: <bench>/<key>, a bench, or a run id"),
+    sample: int = typer.Option(None, "--sample", min=1, help="a random sample of this many kept runs of this version"),
+    seed: int = typer.Option(0, "--seed", help="seed of the sample"),
+    results: Path = typer.Option(None, "--results", help="the results tree (default: this checkout's results/)"),
+) -> None:
+    """Run kept results again and report any whose numbers no longer reproduce exactly (wall-clock figures aside).
+    Exits 1 when one differs or fails."""
+    from .bench.runner import resolve_results
+    from .bench.verify import verify
+
+    try:
+        verdicts = verify(resolve_results(results), runs or (), sample, seed, echo=typer.echo)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    counts = {s: sum(v.status == s for v in verdicts) for s in ("reproduced", "differs", "failed", "skipped")}
+    typer.echo(", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    if counts["differs"] or counts["failed"]:
+        raise typer.Exit(1)

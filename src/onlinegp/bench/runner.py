@@ -26,9 +26,13 @@ finished run's small summary is kept in a tree meant to be committed to git::
 ``<title>`` is the bench's name (``poam-table1``, ``vips-table1``, ``wgpr``); checkpoints, models and figures stay
 in the sweep root only. A run whose summary is in the tree counts as finished: its summary is copied into the sweep
 root (marker last) instead of running it, so a fresh clone with an empty sweep root rebuilds the tables without
-recomputing; a run finished in the sweep root but missing from the tree is added to it. The key is the config's
-hash, not the code version: ``fresh=True`` (``--fresh``) runs every spec again, replacing its run directory and,
-when it finishes, its summary. Only the sweep's own process writes the tree: a summary is assembled in a hidden
+recomputing; a run finished in the sweep root but missing from the tree is added to it. The key hashes the config
+and the package version (:attr:`RunSpec.config_hash`): a change that alters numbers raises ``onlinegp.__version__``,
+and the runs of older versions stay in the tree as history but are never served or resumed as current.
+``fresh=True`` (``--fresh``) runs every spec again, replacing its run directory and, when it finishes, its summary.
+Only committed code is kept: with uncommitted changes in src/ (:func:`code_version` ends ``+dirty``) runs go to the
+sweep root alone. Each kept ``spec.json`` names the job function and summary patterns, so ``onlinegp bench verify``
+can rerun any kept run and compare its numbers. Only the sweep's own process writes the tree: a summary is assembled in a hidden
 ``.tmp-<pid>-*`` directory beside its final place and renamed into place whole, so a run killed at any point (a
 worker, the parent, a lost Ray task) leaves either no ``<config_hash>`` directory or a complete one; leftovers of a
 killed process are removed by the next sweep. Local worker processes die with the sweep's process (Linux), so none
@@ -82,7 +86,12 @@ class RunSpec:
 
     @property
     def config_hash(self) -> str:
-        return hashlib.sha256(_canonical(self.config, self.run_id).encode()).hexdigest()[:16]
+        """The run's key: its config and the package version (``onlinegp.__version__``, raised by any change that
+        alters a committed run's numbers), so a run of older code is never taken for a run of this one."""
+        from .. import __version__
+
+        keyed = {"config": self.config, "onlinegp": __version__}
+        return hashlib.sha256(_canonical(keyed, self.run_id).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -248,15 +257,20 @@ def _summary_files(run_dir: Path, patterns: Sequence[str]) -> list[str]:
     return sorted(found - {MARKER, ERROR_FILE, SPEC_FILE})
 
 
-def save_summary(run_dir: Path, dest: Path, spec: RunSpec, patterns: Sequence[str]) -> None:
+def job_name(fn: JobFn) -> str:
+    """``module:function`` of a job, recorded with every kept run so that ``onlinegp bench verify`` can rerun it."""
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+def save_summary(run_dir: Path, dest: Path, spec: RunSpec, patterns: Sequence[str], job: str) -> None:
     """Copy a finished run's summary (``patterns`` under ``run_dir``, then its marker) to ``dest``, whole or not at all:
-    it is assembled in a hidden directory beside ``dest`` and renamed into place (replacing an older summary)."""
+    it is assembled in a hidden directory beside ``dest`` and renamed into place (replacing an older summary).
+    ``spec.json`` records the run (id, key, config) and how to run it again (``job``, ``summary``)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".tmp-{os.getpid()}-"))
     try:
-        (tmp / SPEC_FILE).write_text(
-            json.dumps({"run_id": spec.run_id, "config_hash": spec.config_hash, "config": spec.config}, indent=1)
-        )
+        record = {"run_id": spec.run_id, "config_hash": spec.config_hash, "config": spec.config}
+        (tmp / SPEC_FILE).write_text(json.dumps(record | {"job": job, "summary": list(patterns)}, indent=1))
         for rel in [*_summary_files(run_dir, patterns), MARKER]:
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(run_dir / rel, tmp / rel)
@@ -288,6 +302,14 @@ def restore_summary(src: Path, run_dir: Path) -> None:
     atomic_write(run_dir / MARKER, (src / MARKER).read_bytes())
 
 
+def _code_of(run_dir: Path) -> str | None:
+    """The code version a finished run's marker records."""
+    try:
+        return json.loads((run_dir / MARKER).read_text()).get("code")
+    except (OSError, ValueError):
+        return None
+
+
 def _alive(pid: int) -> bool:
     if os.name != "posix":  # os.kill would end the process there
         return True
@@ -312,9 +334,9 @@ def _remove_leftovers(store: Path) -> None:
 # ---------------------------------------------------------------------- executing one run
 @lru_cache(maxsize=1)
 def code_version() -> str:
-    """onlinegp's version and, when it runs from a git checkout, the commit ('+dirty' with uncommitted edits in
-    src/): recorded with every finished run, so a table says which code produced it. Taken once per process,
-    before its first run, i.e. when the code it runs was imported."""
+    """onlinegp's version and, when it runs from a git checkout, the commit ('+dirty' with uncommitted edits or new
+    files in src/): recorded with every finished run, so a table says which code produced it. Taken once per
+    process, before its first run, i.e. when the code it runs was imported."""
     from .. import __version__
 
     src = Path(__file__).resolve().parents[2]
@@ -327,10 +349,16 @@ def code_version() -> str:
             check=True,
         ).stdout.strip()
         commit = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+        dirty = git("status", "--porcelain", "--untracked-files=normal", "--", ".")
     except (OSError, subprocess.SubprocessError):
         return __version__
     return f"{__version__} (git {commit}{'+dirty' if dirty else ''})"
+
+
+def is_dirty(code: str) -> bool:
+    """True for a :func:`code_version` of a checkout with uncommitted changes in src/: runs of such code are not
+    kept in the results tree, since nobody could check out the code that made them."""
+    return code.endswith("+dirty)")
 
 
 def _init_worker(threads: int | None, parent: int) -> None:
@@ -572,7 +600,7 @@ def run_sweep(
     opts = options or RunnerOptions()
     specs = list(specs)
     _check_specs(specs)
-    code_version()  # this process's code, before any edit made while the sweep runs
+    code = code_version()  # this process's code, before any edit made while the sweep runs
     root = Path(root)
     store = None
     if opts.results is not None:
@@ -580,6 +608,13 @@ def run_sweep(
             raise ValueError(f"a sweep kept in the results tree needs a plain directory name as title, got {title!r}")
         store = Path(opts.results) / title
         _remove_leftovers(store)
+    keep = store is not None and not is_dirty(code)
+    if store is not None and not keep and not opts.quiet:
+        print(
+            f"onlinegp: the code has uncommitted changes ({code}): new runs go to {root} only, not into {store}; "
+            "commit, then rerun the sweep to keep them",
+            file=sys.stderr,
+        )
     root.mkdir(parents=True, exist_ok=True)
     atomic_write(root / SWEEP_FILE, json.dumps({"runs": [asdict(s) for s in specs]}, indent=1))
     results: dict[str, RunResult] = {}
@@ -597,8 +632,8 @@ def run_sweep(
         if not is_finished(run_dir, spec):
             todo.append(spec)
             continue
-        if store is not None and not committed:  # finished before the results tree kept it
-            save_summary(run_dir, store / spec.config_hash, spec, summary)
+        if keep and not committed and not is_dirty(_code_of(run_dir) or "+dirty)"):  # finished, not kept yet
+            save_summary(run_dir, store / spec.config_hash, spec, summary, job_name(fn))
         marker = json.loads((run_dir / MARKER).read_text())
         results[spec.run_id] = RunResult(
             spec.run_id, run_dir, "skipped", marker.get("seconds", 0.0), marker.get("value"), restored=restored
@@ -611,8 +646,8 @@ def run_sweep(
     with _Progress(len(specs), len(specs) - len(todo), opts.quiet, title) as bar:
         if todo:
             for result in execute(fn, todo, root, opts, bar):
-                if result.status == "done" and store is not None:
+                if result.status == "done" and keep:
                     spec = by_id[result.run_id]
-                    save_summary(result.run_dir, store / spec.config_hash, spec, summary)
+                    save_summary(result.run_dir, store / spec.config_hash, spec, summary, job_name(fn))
                 results[result.run_id] = result
     return SweepResult(root, [results[s.run_id] for s in specs], store)
