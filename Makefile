@@ -29,7 +29,7 @@ test-fast: $(STAMP)
 
 # onlinegp picks the OpenMP thread count itself (src/onlinegp/threads.py); `make mission OMP_NUM_THREADS=2` overrides.
 mission: $(STAMP)
-	MPLBACKEND=Agg $(VENV)/bin/onlinegp mission --out runs/mission --force
+	MPLBACKEND=Agg $(VENV)/bin/onlinegp mission --out runs/make-mission --force
 
 bench: $(STAMP)
 	MPLBACKEND=Agg $(PY) benchmarks/run_all.py

@@ -14,7 +14,7 @@ import typer
 from . import __version__
 from .bench.defaults import METHODS as DEFAULTS_METHODS
 from .data import UCI
-from .io import fresh_directory
+from .io import claim_run_directory, fresh_directory, run_kind
 from .models.registry import MODELS
 from .options import parse_options
 
@@ -111,7 +111,9 @@ def mission_command(
         "repeatable (e.g. --option sketch=None for POAM's exact M-step)",
     ),
     resume: bool = typer.Option(False, "--resume", help="continue from the run directory's last completed epoch"),
-    force: bool = typer.Option(False, "--force", help="start over in an --out that holds a mission (overwriting it)"),
+    force: bool = typer.Option(
+        False, "--force", help="start over in an --out that holds a mission or another run (emptying it first)"
+    ),
     animate: bool = typer.Option(False, "--animate", help="also write mission.gif of the map being built"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
     list_envs: bool = typer.Option(False, "--list-envs", help="list bundled environments and exit"),
@@ -198,7 +200,10 @@ def mission_command(
             noise_std=noise_std,
             speed=speed,
         )
-        state = None if out is None else rig_mission.run_state(out)
+        held = None if out is None else run_kind(out)
+        if held not in (None, "mission") and not force:
+            raise ValueError(f"{out} holds a {held} run, not a mission: pass --force to replace it, or another --out")
+        state = None if held != "mission" else rig_mission.run_state(out)
         if resume and state is None:
             raise ValueError(f"nothing to resume in {out}: it holds no {rig_mission.CHECKPOINT}")
         if state == "finished" and not (resume or force):
@@ -243,6 +248,7 @@ def mission_command(
     if out is None:
         out = str(fresh_directory("runs/mission", default_name))
         typer.echo(f"run directory: {out}")
+    claim_run_directory(out, "mission", force=force, reuse=resume)
     try:
         result = rig_mission.run_mission(
             mission, out, quiet=quiet, stop_after_epochs=stop_after_epochs, echo=typer.echo
@@ -287,6 +293,10 @@ def _blame_options(config, items: list[str], err: Exception) -> str:
 
 
 # -------------------------------------------------------------------------------------------------------- replay
+TARGET_HELP = "CSV target column, a header name or 0-based index (default: the last column but batch/time)"
+INPUTS_HELP = "comma-separated CSV input columns, names or 0-based indices (default: all but target, batch, time)"
+
+
 @app.command("replay")
 def replay_command(
     log: str = typer.Argument(
@@ -309,10 +319,22 @@ def replay_command(
     holdout: float = typer.Option(
         0.0, "--holdout", help="fraction of samples held out for evaluation when the log has no ground truth"
     ),
+    target: str = typer.Option(None, "--target", help=TARGET_HELP),
+    inputs: str = typer.Option(None, "--inputs", help=INPUTS_HELP),
+    batch: str = typer.Option(None, "--batch", help="CSV column of each row's batch index (default: a 'batch' column)"),
+    time: str = typer.Option(None, "--time", help="CSV column of times in seconds, with --period (default: 'time')"),
+    dropna: bool = typer.Option(False, "--dropna", help="drop CSV rows with missing values (default: an error)"),
+    x_bounds: str = typer.Option(
+        None,
+        "--x-bounds",
+        help="the models' input box as XMIN,XMAX,YMIN,YMAX,... (default: a CSV's whole range, an .npz's recorded "
+        "one), or first-batch to fit it on the first batch",
+    ),
+    force: bool = typer.Option(False, "--force", help="replace an --out that holds another run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
     """Feed a recorded survey through one or more models, batch by batch as recorded, and compare their maps."""
-    from .replay import run_replay
+    from .replay import load_survey, run_replay
 
     def show(name: str, row: dict) -> None:
         if not quiet:
@@ -322,25 +344,85 @@ def replay_command(
             )
 
     options = parse_model_options(option)
-    fresh = out is None
-    if fresh:  # a mission's log is its survey.npz: name the replay after the mission's directory
+    if x_bounds is not None:
+        options["x_bounds"] = _parse_bounds(x_bounds)
+    columns = dict(target=target, inputs=_columns(inputs), batch=batch, time=time, dropna=dropna)
+    try:
+        survey = load_survey(log, truth, period, holdout, seed or 0, columns)
+        if (
+            x_bounds is not None
+            and options["x_bounds"] is not None
+            and len(options["x_bounds"][0]) != survey.x.shape[1]
+        ):
+            raise ValueError(f"--x-bounds gives {len(options['x_bounds'][0])} inputs, the log has {survey.x.shape[1]}")
+        if out is not None and run_kind(out) is not None and not force:
+            claim_run_directory(out, "replay")  # raises: names --force
+    except (ValueError, TypeError) as err:
+        raise typer.BadParameter(str(err)) from err
+    names = list(model or []) or ([survey.meta["model"]] if "model" in survey.meta else [])
+    for name in names:
+        check_model_options(name, survey.x.shape[1], option, options)
+    if "roles" in survey.meta:  # always: which column is which, before any result
+        typer.echo(f"{Path(log).name}: {survey.meta['roles']}")
+    if out is None:  # a mission's log is its survey.npz: name the replay after the mission's directory
         name = Path(log).stem if Path(log).stem != "survey" else Path(log).resolve().parent.name
         out = str(fresh_directory("runs/replay", name))
         typer.echo(f"output directory: {out}")
+    claim_run_directory(out, "replay", force=force)
     try:
-        run_replay(log, list(model or []), out, options, seed, truth, period, holdout, show)
+        run_replay(log, list(model or []), out, options, seed, truth, period, holdout, show, survey=survey)
     except (ValueError, TypeError) as err:
-        _remove_if_empty(out, fresh)
         raise typer.BadParameter(str(err)) from err
     if not quiet:
         typer.echo(open(f"{out}/comparison.md").read())
         typer.echo(f"per-model metrics.csv, comparison.md, summary.json and replay.png in {out}")
 
 
-def _remove_if_empty(out: str, fresh: bool) -> None:
-    """Remove the directory a failed run was given, when this command created it and nothing was written there."""
-    if fresh and not any(Path(out).iterdir()):
-        Path(out).rmdir()
+def _columns(text: str | None) -> list[str] | None:
+    """``--inputs a,b`` as ``["a", "b"]``."""
+    return None if text is None else [c.strip() for c in text.split(",") if c.strip()]
+
+
+def _parse_bounds(text: str) -> list[list[float]] | None:
+    """``--x-bounds XMIN,XMAX,YMIN,YMAX,...`` as [[mins], [maxs]]; ``first-batch`` as None."""
+    if text == "first-batch":
+        return None
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or len(values) % 2 or any(lo >= hi for lo, hi in zip(values[::2], values[1::2])):
+        raise typer.BadParameter(
+            f"--x-bounds expects XMIN,XMAX,YMIN,YMAX,... (a min below a max for each input) or first-batch; got {text!r}"
+        )
+    return [values[::2], values[1::2]]
+
+
+def check_model_options(name: str, input_dim: int, items: list[str] | None, options: dict) -> None:
+    """Build model ``name`` with ``options`` once, before a run: a usage error naming each ``--option`` item it
+    refuses, with the model's reason (or the model's error when it fails without them)."""
+    from .models.registry import make_model
+
+    parsed = {item: parse_model_options([item]) for item in items or []}
+    base = {k: v for k, v in options.items() if not any(k in p for p in parsed.values())}
+
+    def failure(extra: dict) -> Exception | None:
+        try:
+            make_model(name, input_dim, **base, **extra)
+        except (ValueError, TypeError) as reason:
+            return reason
+        return None
+
+    err = failure({k: v for p in parsed.values() for k, v in p.items()})
+    if err is None:
+        return
+    if not parsed or failure({}) is not None:
+        raise typer.BadParameter(str(err))
+    bad = {item: reason for item, p in parsed.items() if (reason := failure(p)) is not None}
+    raise typer.BadParameter(
+        "; ".join(f"--option {item}: {reason}" for item, reason in bad.items())
+        or ", ".join(f"--option {item}" for item in parsed) + f": {err}"
+    )
 
 
 # -------------------------------------------------------------------------------------------------------- bench
@@ -350,16 +432,33 @@ def _bench_command(name: str, run: Callable[..., None], options: dict[str, tuple
 
     def register(declaration: Callable[..., None]) -> Callable[..., None]:
         @functools.wraps(declaration)
-        def command(**arguments) -> None:
+        def command(force: bool, **arguments) -> None:
+            _claim_bench(name, arguments["out"], force)
             run(**arguments)
 
         signature = inspect.signature(declaration, eval_str=True)
         keyword = inspect.Parameter.KEYWORD_ONLY
-        added = [inspect.Parameter(k, keyword, default=option, annotation=t) for k, (t, option) in options.items()]
+        added = [
+            inspect.Parameter(k, keyword, default=option, annotation=t)
+            for k, (t, option) in {**options, "force": (bool, FORCE_BENCH())}.items()
+        ]
         command.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *added])  # typer reads it
         return bench_app.command(name)(command)
 
     return register
+
+
+def FORCE_BENCH() -> typer.models.OptionInfo:  # noqa: N802 - a fresh Option per command, as typer needs
+    return typer.Option(False, "--force", help="replace an --out that holds another run (its own runs are resumed)")
+
+
+def _claim_bench(name: str, out: str, force: bool) -> None:
+    """Take ``out`` for ``bench NAME``: a usage error when it holds another run, unless ``force``; a rerun of the
+    same bench continues there."""
+    try:
+        claim_run_directory(out, f"bench {name}", force=force, reuse=True)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
 
 
 def _results_options() -> dict[str, tuple[type, typer.models.OptionInfo]]:
@@ -459,12 +558,14 @@ def bench_wgpr_command(
     results: str = _results_options()["results"][1],
     no_results: bool = _results_options()["no_results"][1],
     resume: bool = _results_options()["resume"][1],
+    force: bool = FORCE_BENCH(),
 ) -> None:
     """Kepler et al. 2021 (WGPR): two-regime toy, Tables II-III (time, RMSE) and RMSE/rate vs number of models
     (Fig. 2)."""
     from .bench import wgpr as bench_wgpr
     from .bench.runner import RunnerOptions
 
+    _claim_bench("wgpr", out, force)
     try:
         options = RunnerOptions(
             workers=workers,
@@ -738,11 +839,17 @@ def stream_command(
         "--out",
         help="output directory (default: a new runs/stream/MODEL-DATASET-seedK[-N], never an existing one)",
     ),
+    target: str = typer.Option(None, "--target", help=TARGET_HELP),
+    inputs: str = typer.Option(None, "--inputs", help=INPUTS_HELP),
+    dropna: bool = typer.Option(False, "--dropna", help="drop CSV rows with missing values (default: an error)"),
+    force: bool = typer.Option(False, "--force", help="replace an --out that holds another run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
 ) -> None:
     """Stream a dataset through an online model in batches; per batch RMSE, NLPD, M and update time."""
+    from .data import load_dataset
     from .stream import StreamConfig, run_stream
 
+    columns = {k: v for k, v in dict(target=target, inputs=_columns(inputs), dropna=dropna or None).items() if v}
     config = StreamConfig(
         dataset=dataset,
         model=model,
@@ -753,15 +860,29 @@ def stream_command(
         test_fraction=test_fraction,
         options=parse_model_options(option),
         scaling=scaling,
+        dataset_options=columns,
     )
-    fresh = out is None
-    if fresh:
+    try:
+        if not 0 < test_fraction < 1:
+            raise ValueError(f"--test-fraction is the held-out fraction, 0 < f < 1; got {test_fraction}")
+        if columns and Path(dataset).suffix not in (".csv", ".gz", ".txt"):
+            raise ValueError("--target, --inputs and --dropna are for a CSV --dataset, not a bundled one")
+        ds = load_dataset(dataset, **columns)
+        if out is not None and run_kind(out) is not None and not force:
+            claim_run_directory(out, "stream")  # raises: names --force
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    if model.lower() != "exact":
+        check_model_options(model, ds.input_dim, option, config.options)
+    if "roles" in ds.meta:  # always: which column is which, before any result
+        typer.echo(f"{Path(dataset).name}: {ds.meta['roles']}")
+    if out is None:
         out = str(fresh_directory("runs/stream", f"{model.lower()}-{_slug(dataset)}-seed{seed}"))
         typer.echo(f"output directory: {out}")
+    claim_run_directory(out, "stream", force=force)
     try:
         rows = run_stream(config, out=out, quiet=quiet)
     except ValueError as err:
-        _remove_if_empty(out, fresh)
         raise typer.BadParameter(str(err)) from err
     if not quiet:
         last = rows[-1]

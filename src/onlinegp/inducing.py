@@ -7,6 +7,7 @@ model size works for every method. ``model`` gives strategies that need it (VIPS
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -75,8 +76,8 @@ class PivotedCholesky(PoolSelector):
     """
 
     def __init__(self, num_inducing: int = 500, rel_tol: float = 1e-8):
-        if num_inducing < 1:
-            raise ValueError(f"num_inducing must be positive, got {num_inducing}")
+        if not isinstance(num_inducing, numbers.Integral) or num_inducing < 1:
+            raise ValueError(f"num_inducing must be a positive integer, got {num_inducing!r}")
         self.num_inducing, self.rel_tol = int(num_inducing), rel_tol
 
     def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
@@ -132,8 +133,8 @@ class Resample:
     by gradient on the online bound."""
 
     def __init__(self, num_inducing: int = 500, keep: float = 0.7):
-        if num_inducing < 1 or not 0.0 <= keep <= 1.0:
-            raise ValueError(f"need num_inducing >= 1 and 0 <= keep <= 1, got {num_inducing}, {keep}")
+        if not isinstance(num_inducing, numbers.Integral) or num_inducing < 1 or not 0.0 <= keep <= 1.0:
+            raise ValueError(f"need an integer num_inducing >= 1 and 0 <= keep <= 1, got {num_inducing!r}, {keep!r}")
         self.num_inducing, self.keep = int(num_inducing), float(keep)
 
     def __call__(

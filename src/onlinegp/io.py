@@ -1,11 +1,13 @@
 """Output files written whole or not at all: :func:`atomic_write` and, through it, :func:`write_csv`; run directories
-that never reuse an existing one: :func:`fresh_directory`."""
+that never reuse an existing one: :func:`fresh_directory`; a run directory never taken over by another run without
+``--force``: :func:`claim_run_directory`."""
 
 from __future__ import annotations
 
 import csv
 import io
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -66,3 +68,44 @@ def fresh_directory(parent: str | Path, name: str) -> Path:
             continue
         return path
     raise RuntimeError(f"no free directory name {name}-N under {parent}")
+
+
+#: the file naming the kind of run a directory holds ("mission", "stream", "replay", "bench NAME")
+RUN_MARKER = ".onlinegp-run"
+#: files that tell the kind of a run written before the marker existed (checked in this order)
+LEGACY_RUNS = (("checkpoint.pt", "mission"), ("survey.npz", "mission"), ("comparison.md", "replay"))
+
+
+def run_kind(path: str | Path) -> str | None:
+    """The kind of run ``path`` holds: its :data:`RUN_MARKER`'s, else one told by an older run's files
+    (:data:`LEGACY_RUNS`; ``config.json`` with ``metrics.csv``: a stream), else ``"unknown files"``; None when
+    ``path`` is missing or empty."""
+    path = Path(path)
+    if not path.is_dir() or not any(path.iterdir()):
+        return None
+    if (path / RUN_MARKER).is_file():
+        return (path / RUN_MARKER).read_text().strip()
+    for name, kind in LEGACY_RUNS:
+        if (path / name).is_file():
+            return kind
+    return "stream" if (path / "config.json").is_file() and (path / "metrics.csv").is_file() else "unknown files"
+
+
+def claim_run_directory(path: str | Path, kind: str, force: bool = False, reuse: bool = False) -> Path:
+    """Make ``path`` the run directory of a ``kind`` run and mark it so (:data:`RUN_MARKER`).
+
+    A directory holding another run (or other files) is refused with a ValueError that names ``--force``; with
+    ``force`` it is emptied first, so no file of the old run is left. ``reuse`` lets a run of the same kind continue
+    in its own directory (a resumable sweep, a mission's ``--resume``), and one made before the marker existed."""
+    path = Path(path)
+    held = run_kind(path)
+    if held is not None and not (reuse and held in (kind, "unknown files")):
+        if not force:
+            what = "other files" if held == "unknown files" else f"a {held} run"
+            raise ValueError(
+                f"{path} holds {what}: pass --force to replace it, or another --out (none: a new directory)"
+            )
+        shutil.rmtree(path)
+    path.mkdir(parents=True, exist_ok=True)
+    atomic_write(path / RUN_MARKER, kind + "\n")
+    return path

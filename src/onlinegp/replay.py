@@ -4,8 +4,8 @@ A survey log holds sample locations ``x`` (N, D), measurements ``y`` (N,), the b
 (cumulative sample counts after each update; the first entry ends the pilot survey) and, for evaluation, a ground
 truth ``eval_x``, ``eval_y``. It is a ``.npz`` (the format of a mission's ``survey.npz`` and of the streams the POAM
 paper's implementation recorded; recorded ``smse``, ``msll`` and ``update_s`` per update are read when present) or a
-CSV with a header: input columns, a ``y`` column and either a ``batch`` column (batch index of each row) or a
-``time`` column (seconds) cut into batches of ``period`` seconds. A CSV has no ground truth of its own: pass one
+CSV read by :func:`onlinegp.tables.read_table` (header optional; input columns, a target and either a ``batch``
+column, the batch index of each row, or a ``time`` column in seconds cut into batches of ``period`` seconds). A CSV has no ground truth of its own: pass one
 (``eval_path``, an ``.npz`` with ``eval_x`` and ``eval_y``) or hold out a random fraction of the samples.
 
 Each model sees identical data; after every update it is evaluated on the same points (SMSE, MSLL against
@@ -28,6 +28,7 @@ from . import metrics, plots
 from .base import OnlineGP, model_record
 from .io import atomic_write, write_csv
 from .models import make_model
+from .tables import read_table
 
 RECORDED = ("smse", "msll", "update_s")
 
@@ -89,8 +90,16 @@ def load_survey(
     period: float | None = None,
     holdout: float = 0.0,
     seed: int = 0,
+    columns: dict | None = None,
 ) -> Survey:
-    """Read a survey log (``.npz`` or ``.csv``, see the module docstring)."""
+    """Read a survey log (``.npz`` or ``.csv``, see the module docstring); ``columns`` (``target``, ``inputs``,
+    ``batch``, ``time``, ``dropna``) choose a CSV's roles, named in ``meta["roles"]``. A CSV's ``meta["x_bounds"]``
+    is its whole input box (the models' input scaling, as a log's range is known up front); an ``.npz`` keeps what
+    its recorder used (its ``x_bounds``, else the scaling fitted on the first batch)."""
+    if not 0 <= holdout < 1:
+        raise ValueError(f"--holdout is the fraction of samples held out, 0 <= h < 1; got {holdout}")
+    if period is not None and not period > 0:
+        raise ValueError(f"--period is the decision period in seconds and must be positive; got {period}")
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no survey log at {str(path)!r}")
@@ -107,8 +116,9 @@ def load_survey(
         meta = json.loads(str(arrays["meta"])) if "meta" in arrays else {}
         truth = (arrays["eval_x"], arrays["eval_y"]) if "eval_x" in arrays else None
     elif path.suffix == ".csv":
-        x, y, ends = _read_csv(path, period)
-        recorded, meta, truth = {}, {}, None
+        x, y, ends, roles = _read_csv(path, period, columns or {})
+        recorded, truth = {}, None
+        meta = {"roles": roles, "x_bounds": [x.min(0).tolist(), x.max(0).tolist()]}
     else:
         raise ValueError(f"survey logs are .npz or .csv files, got {path.name!r}")
     if eval_path is not None:
@@ -124,26 +134,24 @@ def load_survey(
     return Survey(x, y, ends, np.asarray(truth[0], np.float64), np.asarray(truth[1], np.float64), recorded, meta)
 
 
-def _read_csv(path: Path, period: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    table = np.genfromtxt(path, delimiter=",", names=True, dtype=np.float64)
-    names = list(table.dtype.names or ())
-    if "y" not in names or not ({"batch", "time"} & set(names)):
+def _read_csv(path: Path, period: float | None, columns: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    table = read_table(path, **columns)
+    if table.key is None:
         raise ValueError(
-            f"{path.name}: the CSV header needs input columns, a 'y' column and a 'batch' (or 'time') "
-            f"column; found {names}"
+            f"{path.name}: a replayed CSV needs a 'batch' column (batch of each row) or a 'time' column (seconds): "
+            "name it in the header, or pass --batch COL or --time COL"
         )
-    inputs = [n for n in names if n not in ("y", "batch", "time")]
-    x = np.stack([table[n] for n in inputs], axis=1)
-    if "batch" in names:
-        key = table["batch"]
+    if table.key_role == "batch":
+        key = table.key
     else:
-        if not period or period <= 0:
-            raise ValueError(f"{path.name} has timestamps but no batches: give the decision period in seconds")
-        key = np.floor((table["time"] - table["time"][0]) / period)
+        if period is None:
+            raise ValueError(f"{path.name} has timestamps but no batches: give the decision period (--period SECONDS)")
+        key = np.floor((table.key - table.key[0]) / period)
     if (np.diff(key) < 0).any():
         raise ValueError(f"{path.name}: rows must be in the order collected (batch/time never decreasing)")
     ends = np.flatnonzero(np.diff(key)) + 1
-    return x, table["y"], np.append(ends, len(key)).astype(int)
+    roles = table.roles() + (f" (batches of {period:g} s)" if table.key_role == "time" else "")
+    return table.x, table.y, np.append(ends, len(key)).astype(int), roles
 
 
 def _hold_out(
@@ -243,11 +251,14 @@ def run_replay(
     period: float | None = None,
     holdout: float = 0.0,
     on_row: Callable[[str, dict], None] | None = None,
+    columns: dict | None = None,
+    survey: Survey | None = None,
 ) -> dict[str, list[dict]]:
     """Replay ``log`` through each named model (the recorded model and options when ``model_names`` is empty) and
     write ``<model>/metrics.csv``, ``<model>/config.json`` (the options it ran with:
-    :func:`~onlinegp.base.model_record`), ``comparison.md``, ``summary.json`` and ``replay.png`` to ``out``."""
-    survey = load_survey(log, eval_path, period, holdout, seed or 0)
+    :func:`~onlinegp.base.model_record`), ``comparison.md``, ``summary.json`` and ``replay.png`` to ``out``.
+    ``columns`` go to :func:`load_survey`; ``survey``, when given, is ``log`` as already loaded."""
+    survey = survey or load_survey(log, eval_path, period, holdout, seed or 0, columns)
     if not model_names:
         if "model" not in survey.meta:
             raise ValueError(f"{Path(log).name} does not record its model: name the model(s) to replay")

@@ -159,19 +159,24 @@ def synthetic(which: int, seed: int = 0, noise_std: float = 0.3) -> Dataset:
     )
 
 
-def csv_file(path: str | Path) -> Dataset:
-    """Any CSV (optionally .gz) without header: last column the target, the others inputs."""
+def csv_file(path: str | Path, **columns: Any) -> Dataset:
+    """Any CSV (optionally .gz), header optional: by default the last column the target, the others inputs, a
+    header's ``time`` or ``batch`` column the recording time or batch of each row; ``columns`` (``target``,
+    ``inputs``, ``batch``, ``time``, ``dropna``) go to :func:`onlinegp.tables.read_table`. ``meta["roles"]`` names
+    the columns of each role."""
+    from ..tables import read_table
+
     path = Path(path)
-    data = _read(path)
-    if data.shape[1] < 2:
-        raise ValueError(f"{path} needs at least two columns (inputs, then the target)")
-    n = data.shape[0]
+    table = read_table(path, **columns)
+    n = len(table.y)
     return Dataset(
-        data[:, :-1],
-        data[:, -1],
+        table.x,
+        table.y,
         path.name.split(".")[0],
+        time=table.key if table.key_role == "time" else None,
+        groups=table.key if table.key_role == "batch" else None,
         default_batches=20 if n < LARGE else 50,
-        meta={"source": str(path)},
+        meta={"source": str(path), "roles": table.roles()},
     )
 
 
@@ -202,5 +207,5 @@ def load_dataset(name: str, **options: Any) -> Dataset:
         except TypeError as err:
             raise ValueError(f"dataset {name!r} does not take the options {sorted(options)}: {err}") from None
     if Path(name).suffix in (".csv", ".gz", ".txt") and Path(name).is_file():
-        return csv_file(name)
+        return csv_file(name, **options)
     raise ValueError(f"unknown dataset {name!r}: choose one of {', '.join(list_datasets())} or pass a CSV path")

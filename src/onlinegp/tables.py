@@ -1,0 +1,165 @@
+"""The CSV reader of ``onlinegp stream`` and ``onlinegp replay``: which column is an input, the target, the batch or
+the time, with the roles said before a run.
+
+A header is optional: the first line is one when any of its cells is not a number. Columns are chosen by header name
+or 0-based index. The rule without ``target``: the last column that is neither ``batch`` nor ``time``; when a header
+also names another column ``y`` or ``target``, the target is ambiguous and must be given. The inputs are by default
+every other column but ``batch`` and ``time``. Empty cells and ``nan``/``NA`` are missing values: an error naming
+their rows, unless ``dropna`` drops those rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+KEYS = ("batch", "time")
+TARGET_NAMES = ("y", "target")
+MISSING = ("", "nan", "na", "n/a", "null", "none")
+
+
+@dataclass
+class Table:
+    """Inputs ``x`` (N, D) and target ``y`` (N,) of a CSV, its ``key`` column (batch or time: ``key_role``) when
+    asked for, the column names of each role and the data rows dropped for missing values."""
+
+    x: np.ndarray
+    y: np.ndarray
+    inputs: list[str]
+    target: str
+    key: np.ndarray | None = None
+    key_role: str | None = None
+    key_name: str | None = None
+    dropped: list[int] | None = None
+
+    def roles(self) -> str:
+        """One line naming the columns of each role, e.g. ``inputs x, y; target value; time: time``."""
+        text = f"inputs {', '.join(self.inputs)}; target {self.target}"
+        if self.key_name is not None:
+            text += f"; {self.key_role} column {self.key_name}"
+        if self.dropped:
+            text += f"; dropped {len(self.dropped)} row(s) with missing values"
+        return text
+
+
+def _cells(path: Path) -> list[list[str]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="") as fh:
+        return [[c.strip() for c in row] for row in csv.reader(fh) if any(c.strip() for c in row)]
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return cell.lower() in MISSING
+    return True
+
+
+def _column(spec: str | int, names: list[str], what: str, path: Path) -> int:
+    """The index of column ``spec`` (a header name or a 0-based index)."""
+    if isinstance(spec, str) and spec in names:
+        return names.index(spec)
+    try:
+        index = int(spec)
+    except ValueError:
+        index = -1
+    if not 0 <= index < len(names):
+        raise ValueError(
+            f"{path.name}: no column {spec!r} for {what}; its columns are {', '.join(names)} (names or 0-based indices)"
+        )
+    return index
+
+
+def read_table(
+    path: str | Path,
+    target: str | int | None = None,
+    inputs: list[str | int] | None = None,
+    batch: str | int | None = None,
+    time: str | int | None = None,
+    dropna: bool = False,
+) -> Table:
+    """Read the CSV (optionally .gz) at ``path`` (see the module docstring). The ``key`` column is ``batch`` (batch
+    index of each row) or ``time`` (seconds) when given, else a header's ``batch`` or ``time`` column, if any."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no CSV file at {str(path)!r}")
+    rows = _cells(path)
+    if not rows:
+        raise ValueError(f"{path.name} is empty")
+    header = not all(_number(c) for c in rows[0])
+    names = rows[0] if header else [f"column {i}" for i in range(len(rows[0]))]
+    data, first_line = (rows[1:], 2) if header else (rows, 1)
+    if len(names) < 2 or not data:
+        raise ValueError(f"{path.name} needs at least two columns (inputs, then the target) and one row of data")
+    for k, row in enumerate(data):
+        if len(row) != len(names):
+            raise ValueError(
+                f"{path.name}, line {first_line + k}: {len(row)} cells where the first line has {len(names)}"
+            )
+    given = [(role, spec) for role, spec in (("batch", batch), ("time", time)) if spec is not None]
+    if len(given) > 1:
+        raise ValueError("give a batch column or a time column, not both")
+    if given:
+        key_role, spec = given[0]
+        key_col = _column(spec, names, f"the {key_role} column (--{key_role})", path)
+    else:
+        key_role = next((n for n in KEYS if header and n in names), None)
+        key_col = None if key_role is None else names.index(key_role)
+    others = [i for i, n in enumerate(names) if i != key_col and not (header and n in KEYS)]
+    if target is not None:
+        target_col = _column(target, names, "the target (--target)", path)
+    else:
+        target_col = others[-1] if others else len(names) - 1
+        named = [i for i in others if header and names[i].lower() in TARGET_NAMES and i != target_col]
+        if named:
+            raise ValueError(
+                f"{path.name}: which column is the target? By default the last one, {names[target_col]!r}, but "
+                f"{names[named[0]]!r} is named like a target: pass --target {names[target_col]} or --target "
+                f"{names[named[0]]} (and --inputs COLS if not all the others are inputs)"
+            )
+    if inputs:
+        input_cols = [_column(c, names, "an input (--inputs)", path) for c in inputs]
+    else:
+        input_cols = [i for i in others if i != target_col]
+    if target_col in input_cols or key_col in (target_col, *input_cols):
+        raise ValueError(f"{path.name}: a column cannot play two roles (inputs, target, batch or time)")
+    if not input_cols:
+        raise ValueError(f"{path.name}: no input columns left; pass --inputs COLS")
+    used = [*input_cols, target_col, *([] if key_col is None else [key_col])]
+    values = np.full((len(data), len(names)), np.nan)
+    for k, row in enumerate(data):
+        for i in used:
+            if row[i].lower() in MISSING:
+                continue
+            try:
+                values[k, i] = float(row[i])
+            except ValueError:
+                raise ValueError(
+                    f"{path.name}, line {first_line + k}, column {names[i]!r}: {row[i]!r} is not a number"
+                ) from None
+    missing = ~np.isfinite(values[:, used]).all(1)
+    lines = [first_line + int(k) for k in np.flatnonzero(missing)]
+    if lines and not dropna:
+        shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+        raise ValueError(
+            f"{path.name}: missing or non-finite values on {len(lines)} line(s) ({shown}); fill them, or pass "
+            "--dropna to drop those rows"
+        )
+    values = values[~missing]
+    if not len(values):
+        raise ValueError(f"{path.name}: no rows left after dropping those with missing values")
+    return Table(
+        x=values[:, input_cols],
+        y=values[:, target_col],
+        inputs=[names[i] for i in input_cols],
+        target=names[target_col],
+        key=None if key_col is None else values[:, key_col],
+        key_role=key_role,
+        key_name=None if key_col is None else names[key_col],
+        dropped=lines,
+    )
