@@ -14,9 +14,12 @@ at construction when D is given, otherwise at the first ``update`` (or when a ch
 from __future__ import annotations
 
 import copy
+import functools
+import reprlib
 import time
+import types
 from abc import ABCMeta, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +33,7 @@ from .buffer import GrowingBuffer
 from .kernels import kernel_name, lengthscale_map, make_kernel
 from .linalg import JitterLog
 from .scaling import Scaler
-from .validation import as_targets, as_tensor_2d
+from .validation import as_targets, as_tensor_2d, floating_dtype
 
 DEFAULT_DTYPE = torch.float64
 
@@ -51,7 +54,12 @@ def copy_state(value: Any) -> Any:
 
 @dataclass
 class Prediction:
-    """Predictive distribution: latent ``f`` and noisy ``y`` marginals (and ``cov_f``, the covariance of f, if asked)."""
+    """Predictive distribution: latent ``f`` and noisy ``y`` marginals (and ``cov_f``, the covariance of f, if asked).
+
+    The names of gpytorch's and scikit-learn's predictive distributions are those of ``y``, the predictive of a new
+    observation (gpytorch's ``likelihood(model(x))``, scikit-learn's ``predict(x, return_std=True)`` with a noise
+    kernel): ``variance`` is ``var_y``, ``stddev`` its square root, ``covariance_matrix`` is ``cov_f`` plus the
+    noise on its diagonal, and ``mean, variance = pred`` unpacks. ``var_f``/``cov_f`` are the latent ones."""
 
     mean: Tensor
     var_f: Tensor
@@ -61,6 +69,25 @@ class Prediction:
     @property
     def std_y(self) -> Tensor:
         return self.var_y.sqrt()
+
+    @property
+    def variance(self) -> Tensor:
+        return self.var_y
+
+    @property
+    def stddev(self) -> Tensor:
+        return self.std_y
+
+    @property
+    def covariance_matrix(self) -> Tensor:
+        """Covariance of y at the predicted points: ``cov_f`` plus the noise variance on the diagonal."""
+        if self.cov_f is None:
+            raise ValueError("this prediction has no covariance: predict with full_cov=True to get one")
+        return self.cov_f + torch.diag_embed(self.var_y - self.var_f)
+
+    def __iter__(self) -> Iterator[Tensor]:
+        """``mean, variance = pred`` (the variance of y)."""
+        return iter((self.mean, self.var_y))
 
 
 @dataclass
@@ -159,6 +186,23 @@ class _BuildWhenWidthKnown(ABCMeta):
         if model._requested_dim is not None:
             model._build_for(model._requested_dim)
         return model
+
+
+class _class_or_instance:
+    """A method bound to the instance when called on one, else to the class (``POAM.load(path)`` and
+    ``model.load(path)``)."""
+
+    def __init__(self, method: Callable) -> None:
+        self.method = method
+        functools.update_wrapper(self, method)
+
+    def __get__(self, instance: Any, owner: type) -> Callable:
+        return types.MethodType(self.method, owner if instance is None else instance)
+
+
+_short = reprlib.Repr()
+_short.maxlist = _short.maxtuple = 4
+_short.maxstring = _short.maxother = 60
 
 
 class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
@@ -303,21 +347,29 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         return Prediction(mean=mean, var_f=var_f, var_y=var_f + self.noise.detach(), cov_f=cov)
 
     def posterior(self, x: Any, full_cov: bool = False) -> Prediction:
-        """Predictive distribution at ``x`` in user units, differentiable in a tensor ``x`` (e.g. for BoTorch)."""
+        """Predictive distribution at ``x`` in user units, differentiable in a tensor ``x`` (e.g. for BoTorch).
+
+        Computed in the model's ``dtype``; returned in the floating dtype of ``x`` when it is a floating tensor or
+        array (float32 in, float32 out), else in the model's."""
         if self.num_updates == 0:
             raise RuntimeError("the model has seen no data yet: call update(x, y) before predict")
+        out = floating_dtype(x) or self.dtype
         x = as_tensor_2d(x, "x", self.dtype, self.input_dim, keep_graph=True)
         scaled = self.posterior_scaled(self.scaler.x(x), full_cov)
         return Prediction(
-            mean=self.scaler.y_inverse_mean(scaled.mean),
-            var_f=self.scaler.y_inverse_var(scaled.var_f),
-            var_y=self.scaler.y_inverse_var(scaled.var_y),
-            cov_f=None if scaled.cov_f is None else self.scaler.y_inverse_var(scaled.cov_f),
+            mean=self.scaler.y_inverse_mean(scaled.mean).to(out),
+            var_f=self.scaler.y_inverse_var(scaled.var_f).to(out),
+            var_y=self.scaler.y_inverse_var(scaled.var_y).to(out),
+            cov_f=None if scaled.cov_f is None else self.scaler.y_inverse_var(scaled.cov_f).to(out),
         )
 
     @torch.no_grad()
     def predict(self, x: Any, full_cov: bool = False) -> Prediction:
-        """Predictive mean and variances at ``x`` (user units)."""
+        """Predictive mean and variances at ``x`` (user units): ``mean, variance = model.predict(x)``."""
+        return self.posterior(x, full_cov)
+
+    def forward(self, x: Any, full_cov: bool = False) -> Prediction:
+        """``model(x)``: :meth:`posterior` at ``x``, as a gpytorch model's call (:meth:`predict` without gradients)."""
         return self.posterior(x, full_cov)
 
     # ----------------------------------------------------------------- to implement
@@ -432,11 +484,57 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         """Write an exact checkpoint (``torch.save`` of ``state_dict``)."""
         torch.save(self.state_dict(), path)
 
-    def load(self, path: str) -> "OnlineGP":
-        """Read a checkpoint written by ``save`` into this model and return it: build the model with the options it
-        was saved with (``make_model(name, **options).load(path)``); its input width and scaling come from the file."""
-        self.load_state_dict(torch.load(path, weights_only=False))
-        return self
+    @_class_or_instance
+    def load(target: "OnlineGP | type[OnlineGP]", path: str, **options: Any) -> "OnlineGP":
+        """Read a checkpoint written by ``save`` and return the model: ``model.load(path)`` loads into ``model``,
+        ``POAM.load(path, **options)`` into a new model of that class. A checkpoint holds the state, not the options:
+        give the options it was saved with where they are not the defaults (``POAM.load(path, num_inducing=120)``,
+        or ``make_model(name, **options).load(path)``); its input width and scaling come from the file."""
+        if not isinstance(target, type) and options:
+            raise ValueError(
+                f"options ({', '.join(options)}) are for building a model: call load on the class "
+                f"({type(target).__name__}.load(path, **options)) or build the model with them first"
+            )
+        model = target(**options) if isinstance(target, type) else target
+        model.load_state_dict(torch.load(path, weights_only=False))
+        return model
+
+    # ----------------------------------------------------------------- conventions of nn.Module
+    def __repr__(self) -> str:
+        """The class, the options that differ from its defaults, and the data seen (N) and inducing inputs (M)."""
+        defaults = {k: repr(v) for k, v in type(self)().options().items()}
+        shown = [f"{k}={_short.repr(v)}" for k, v in self.options().items() if repr(v) != defaults.get(k)]
+        size = f"N={self.num_data}" + ("" if self.num_inducing is None else f", M={self.num_inducing}")
+        return f"{type(self).__name__}({', '.join(shown)}) [{size}]"
+
+    def to(self, *args: Any, **kwargs: Any) -> "OnlineGP":
+        """Move to a device as ``nn.Module.to``; a change of dtype is refused (build the model with ``dtype=``)."""
+        device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+        self._keep_dtype(dtype)
+        return self if device is None else super().to(device, non_blocking=non_blocking)
+
+    def type(self, dst_type: Any) -> "OnlineGP":
+        return self.to(torch.empty(0).type(dst_type).dtype)
+
+    def float(self) -> "OnlineGP":
+        return self.to(torch.float32)
+
+    def double(self) -> "OnlineGP":
+        return self.to(torch.float64)
+
+    def half(self) -> "OnlineGP":
+        return self.to(torch.float16)
+
+    def bfloat16(self) -> "OnlineGP":
+        return self.to(torch.bfloat16)
+
+    def _keep_dtype(self, dtype: torch.dtype | None) -> None:
+        """The dtype lives in the scaler, buffers, stored terms and optimisers too: only a new model changes it."""
+        if dtype is not None and dtype != self.dtype:
+            raise ValueError(
+                f"{type(self).__name__} computes in {self.dtype} and cannot be converted to {dtype}: build it with "
+                f"dtype={dtype} instead (predictions come back in the dtype of the inputs either way)"
+            )
 
 
 class KernelGP(OnlineGP):

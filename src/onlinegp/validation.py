@@ -23,7 +23,7 @@ def as_tensor_2d(x: Any, name: str, dtype: torch.dtype, width: int | None, keep_
             raise ValueError(
                 f"{name} must be numeric (a tensor, array or nested list of numbers), got {type(x).__name__}"
             ) from err
-        t = torch.from_numpy(arr)
+        t = torch.from_numpy(arr if arr.flags.writeable else arr.copy())  # read-only: a joblib memmap
     if not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)):
         raise ValueError(f"{name} must hold real numbers, got dtype {t.dtype}")
     t = t.to(dtype)
@@ -44,13 +44,24 @@ def as_tensor_2d(x: Any, name: str, dtype: torch.dtype, width: int | None, keep_
     return t
 
 
+def floating_dtype(x: Any) -> torch.dtype | None:
+    """The torch dtype of a floating tensor or array ``x``; None for anything else (lists, integers)."""
+    dtype = getattr(x, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return dtype if dtype.is_floating_point else None
+    if isinstance(dtype, np.dtype) and dtype.kind == "f":
+        return torch.from_numpy(np.empty(0, dtype)).dtype
+    return None
+
+
 def as_targets(y: Any, n: int, dtype: torch.dtype) -> Tensor:
     """Convert user targets to an ``(N,)`` floating tensor matching ``n`` rows of inputs, or raise ValueError."""
     if isinstance(y, Tensor):
         t = y.detach()
     else:
         try:
-            t = torch.from_numpy(np.asarray(y, dtype=np.float64))
+            arr = np.asarray(y, dtype=np.float64)
+            t = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
         except (TypeError, ValueError) as err:
             raise ValueError(f"y must be numeric, got {type(y).__name__}") from err
     if t.dtype == torch.bool or t.is_complex():
