@@ -9,6 +9,8 @@ Run: python examples/map_robot_samples.py  (about 10 s)
 """
 
 import math
+import tempfile
+from pathlib import Path
 
 import torch
 
@@ -50,7 +52,8 @@ for step in range(10):
         f"map RMSE {rmse:.2f}, most uncertain at ({target[0]:.0f}, {target[1]:.0f}) m"
     )
 
-model.save("robot_map.pt")  # an exact checkpoint: build the same model, then load it
-again = onlinegp.POAM(num_inducing=120, num_steps=30, x_bounds=AREA).load("robot_map.pt")
+checkpoint = Path(tempfile.mkdtemp()) / "robot_map.pt"  # your own run directory in practice
+model.save(checkpoint)  # an exact checkpoint: the state, not the options, so give the non-default ones to load it
+again = onlinegp.POAM.load(checkpoint, num_inducing=120, num_steps=30, x_bounds=AREA)
 assert torch.equal(again.predict(grid[:5]).mean, model.predict(grid[:5]).mean)
 print("learnt hyper-parameters:", {k: round(v, 3) for k, v in model.hyperparameters(grid).items()})

@@ -6,9 +6,10 @@ A survey log is a CSV with a header: input columns (any names), a `y` column and
 With no ground truth, a random `holdout` fraction of the samples is kept out of the stream for evaluation. The same
 runs from the shell: onlinegp replay survey.csv --period 20 --holdout 0.2 --model poam --model ssgp++
 
-Run: python examples/replay_survey.py  (about 15 s; writes replay_out/)
+Run: python examples/replay_survey.py  (about 15 s; writes the log and the replay to a temporary directory)
 """
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,18 +21,20 @@ rng = np.random.default_rng(0)
 t = np.arange(0, 240, 0.5)
 east, north = 25 * np.sin(t / 40), -25 + 50 * t / 240 + 3 * np.sin(t / 7)
 depth = 20 + 5 * np.sin(east / 9) + 3 * np.cos(north / 6) + 0.2 * rng.standard_normal(t.size)
-log = Path("survey.csv")
+work = Path(tempfile.mkdtemp(prefix="replay_survey-"))  # the log and the replay's outputs go here
+log = work / "survey.csv"
 np.savetxt(log, np.column_stack([east, north, depth, t]), delimiter=",", header="east,north,y,time", comments="")
 
 # 2. replay it through two models, one update per 20 s of the log; options go to every model
 results = run_replay(
     log,
     ["poam", "ssgp++"],
-    out="replay_out",
+    out=work / "replay",
     options={"num_inducing": 60, "num_steps": 10},
     period=20.0,
     holdout=0.2,
 )
-print(Path("replay_out/comparison.md").read_text())
+print((work / "replay" / "comparison.md").read_text())
+print(f"log and replay written to {work}")
 for name, rows in results.items():
     print(f"{name}: {len(rows)} updates, final RMSE {rows[-1]['rmse']:.3f} m")

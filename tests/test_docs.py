@@ -29,11 +29,11 @@ def test_mkdocs_build_strict_has_no_warnings(tmp_path):
     log = done.stdout + done.stderr
     warnings = [line for line in log.splitlines() if line.startswith(("WARNING", "ERROR"))]
     assert done.returncode == 0 and not warnings, "mkdocs build --strict failed:\n" + log[-6000:]
-    api = (site / "api" / "index.html").read_text()
+    api = (site / "api.html").read_text()
     # the reference really comes from the docstrings: the base class, its update and the records are there
     for name in ("onlinegp.base.OnlineGP", "onlinegp.base.OnlineGP.update", "onlinegp.base.Prediction"):
         assert f'id="{name}"' in api, f"{name} is missing from the API page"
-    models = (site / "api-models" / "index.html").read_text()
+    models = (site / "api-models.html").read_text()
     assert 'id="onlinegp.models.poam.POAM"' in models and ":class:" not in models
 
 
@@ -42,3 +42,11 @@ def test_docs_python_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for code in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S):
         exec(compile(code, str(page), "exec"), {"__name__": "docs"})
+
+
+def test_every_page_is_in_the_nav_and_links_work_without_a_server():
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert re.search(r"^use_directory_urls: false$", config, flags=re.M), "site/ opened from disk needs page.html links"
+    nav = set(re.findall(r":\s*(\S+\.md)$", config, flags=re.M))
+    pages = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    assert pages <= nav, f"pages missing from the nav in mkdocs.yml: {sorted(pages - nav)}"

@@ -1,7 +1,9 @@
-"""Every script in examples/ runs to the end (exit status 0) from a fresh working directory."""
+"""Every script in examples/ runs to the end (exit status 0) from a fresh working directory, and leaves it empty
+(outputs go to a temporary directory, not into a user's checkout)."""
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,3 +30,7 @@ def test_example_runs(script, tmp_path):
     )
     assert done.returncode == 0, f"{script.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.stdout.strip(), f"{script.name} printed nothing"
+    assert not list(tmp_path.iterdir()), f"{script.name} wrote into the working directory: write to a temporary one"
+    if script.name == "botorch_loop.py":  # the loop shows BO at work: the best value improves after the first batch
+        best = [float(v) for v in re.findall(r"best\s+([-+][\d.]+)", done.stdout)]
+        assert len(best) > 3 and best[-1] > best[1], done.stdout

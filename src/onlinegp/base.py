@@ -501,7 +501,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
 
     # ----------------------------------------------------------------- conventions of nn.Module
     def __repr__(self) -> str:
-        """The class, the options that differ from its defaults, and the data seen (N) and inducing inputs (M)."""
+        """The class, the options that differ from those of ``type(self)()`` (choices resolved for the data, such as
+        the kernel ``'auto'`` stands for, show too), and the data seen (N) and inducing inputs (M)."""
         defaults = {k: repr(v) for k, v in type(self)().options().items()}
         shown = [f"{k}={_short.repr(v)}" for k, v in self.options().items() if repr(v) != defaults.get(k)]
         size = f"N={self.num_data}" + ("" if self.num_inducing is None else f", M={self.num_inducing}")
