@@ -1002,3 +1002,25 @@ def bench_verify(
     typer.echo(", ".join(f"{n} {s}" for s, n in counts.items() if n))
     if counts["differs"] or counts["failed"]:
         raise typer.Exit(1)
+
+
+@bench_app.command("report")
+def bench_report(
+    pages: list[Path] = typer.Argument(None, help="pages to render (default: docs/results/*.md and README.md)"),
+    check: bool = typer.Option(False, "--check", help="compare only: exit 1 when a page differs from its rendering"),
+    results: Path = typer.Option(None, "--results", help="the results tree (default: this checkout's results/)"),
+) -> None:
+    """Render the tables of the results pages again from the kept runs alone (each `<!-- report: ... -->` block of a
+    page names its command, output file and version). Runs nothing: a block whose runs are not kept fails."""
+    from .bench.report import default_pages, render
+    from .bench.runner import default_results_root, resolve_results
+
+    try:
+        root = default_results_root()
+        changed = render(pages or default_pages(root.parent), resolve_results(results), check=check, echo=typer.echo)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    verb = "differ from their rendering" if check else "rewritten"
+    typer.echo(f"{len(changed)} page(s) {verb}" + (f": {', '.join(p.name for p in changed)}" if changed else ""))
+    if check and changed:
+        raise typer.Exit(1)

@@ -57,6 +57,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from multiprocessing import get_context
@@ -76,6 +77,25 @@ _SCRATCH = re.compile(r"\.(?:tmp|old)-(\d+)-")  # a summary being written, or on
 
 JobFn = Callable[[dict, Path], Any]
 
+#: set by :func:`kept_only` (``onlinegp bench report``): the version whose kept runs are read, and no running
+_KEPT_ONLY: dict[str, str] = {}
+
+
+@contextmanager
+def kept_only(version: str) -> Iterator[None]:
+    """Within the block every sweep only restores kept runs of ``version`` (its keys are computed for that version)
+    and raises :class:`NotKept` instead of running one that is not kept: how tables are rendered from the results
+    tree alone, including the history of older versions."""
+    _KEPT_ONLY["version"] = version
+    try:
+        yield
+    finally:
+        _KEPT_ONLY.clear()
+
+
+class NotKept(ValueError):
+    """A sweep under :func:`kept_only` needs runs that the results tree does not hold."""
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -90,7 +110,7 @@ class RunSpec:
         alters a committed run's numbers), so a run of older code is never taken for a run of this one."""
         from .. import __version__
 
-        keyed = {"config": self.config, "onlinegp": __version__}
+        keyed = {"config": self.config, "onlinegp": _KEPT_ONLY.get("version", __version__)}
         return hashlib.sha256(_canonical(keyed, self.run_id).encode()).hexdigest()[:16]
 
 
@@ -637,6 +657,11 @@ def run_sweep(
         marker = json.loads((run_dir / MARKER).read_text())
         results[spec.run_id] = RunResult(
             spec.run_id, run_dir, "skipped", marker.get("seconds", 0.0), marker.get("value"), restored=restored
+        )
+    if todo and _KEPT_ONLY:
+        missing = ", ".join(s.run_id for s in todo[:5]) + (f" and {len(todo) - 5} more" if len(todo) > 5 else "")
+        raise NotKept(
+            f"{len(todo)} run(s) of {title!r} are not kept for version {_KEPT_ONLY['version']} under {store}: {missing}"
         )
     if opts.backend == "ray":
         execute = _run_ray
