@@ -46,6 +46,8 @@ ROBUSTNESS_SETTINGS = {
 PAPER_SETTINGS = {"num_inducing": 500, "num_steps": 10, "kernel": "ak", "budget": 5000}
 SUMMARY_KEYS = ("smse", "msll", "update_time")
 HEADERS = {"smse": "Averaged SMSE ↓", "msll": "Averaged MSLL ↓", "update_time": "Averaged update time (s) ↓"}
+FINAL_KEYS = ("smse", "msll")
+FINAL_HEADERS = {"smse": "Final SMSE ↓", "msll": "Final MSLL ↓"}
 LABELS = {"ssgp++": "SSGP++", "ovc": "OVC", "ovc++": "OVC++", "poam": "POAM", "full": "FULL"}
 LENGTHSCALE_FILE = "lengthscale.npz"
 LENGTHSCALE_RESOLUTION = 60
@@ -225,13 +227,16 @@ def _groups(records: Sequence[RunRecord]) -> dict[tuple[str, str, str], list[Run
     return groups
 
 
-def summarise(records: Sequence[RunRecord], keys: Sequence[str] = SUMMARY_KEYS) -> list[dict[str, Any]]:
-    """Table I: per (setting, env, method), each key averaged over a run's epochs, then mean/std/min/max over seeds."""
+def summarise(
+    records: Sequence[RunRecord], keys: Sequence[str] = SUMMARY_KEYS, final: bool = False
+) -> list[dict[str, Any]]:
+    """Table I: per (setting, env, method), each key averaged over a run's epochs (``final``: its value at the run's
+    last evaluation), then mean/std/min/max over seeds."""
     table = []
     for (setting, env, method), runs in _groups(records).items():
         row: dict[str, Any] = {"setting": setting, "env": env, "method": method, "seeds": len(runs)}
         for key in keys:
-            per_run = np.array([r.averaged(key) for r in runs])
+            per_run = np.array([float(r.columns[key][-1]) if final else r.averaged(key) for r in runs])
             row.update(
                 {
                     f"{key}_mean": float(per_run.mean()),
@@ -254,21 +259,28 @@ def _cell(row: dict, key: str, bold: bool) -> str:
 
 
 def write_summary(
-    table: Sequence[dict], out: Path, name: str, title: str, caption: str, keys: Sequence[str] = SUMMARY_KEYS
+    table: Sequence[dict],
+    out: Path,
+    name: str,
+    title: str,
+    caption: str,
+    keys: Sequence[str] = SUMMARY_KEYS,
+    headers: dict[str, str] = HEADERS,
 ) -> dict[str, Path]:
-    """``<name>.csv`` (every statistic) and ``<name>.md`` (Table I's layout; the best mean per environment in bold)."""
+    """``<name>.csv`` (every statistic) and ``<name>.md`` (Table I's layout; the best mean per environment in bold;
+    the title in italics, not a heading, so that a results page can show the file as it is)."""
     out.mkdir(parents=True, exist_ok=True)
     csv_path, md_path = out / f"{name}.csv", out / f"{name}.md"
     columns = ["setting", "env", "method", "seeds"] + [f"{k}_{s}" for k in keys for s in ("mean", "std", "min", "max")]
     write_csv(csv_path, table, columns)
     settings = list(dict.fromkeys(r["setting"] for r in table))
-    lines = [f"# {title}", "", caption, ""]
+    lines = [f"*{title}*", "", caption, ""]
     for setting in settings:
         rows = [r for r in table if r["setting"] == setting]
         if setting:
             lines += [f"## {setting}", ""]
         lines += [
-            "| Environment | Method | Seeds | " + " | ".join(HEADERS.get(k, k) for k in keys) + " |",
+            "| Environment | Method | Seeds | " + " | ".join(headers.get(k, k) for k in keys) + " |",
             "|---|---|---|" + "---|" * len(keys),
         ]
         for env in dict.fromkeys(r["env"] for r in rows):
@@ -279,7 +291,7 @@ def write_summary(
                 lines.append(f"| {env} | {label(r['method'])} | {r['seeds']} | " + " | ".join(cells) + " |")
         lines.append("")
     md_path.write_text("\n".join(lines))
-    return {"summary_csv": csv_path, "summary_md": md_path}
+    return {f"{name}_csv": csv_path, f"{name}_md": md_path}
 
 
 def write_per_run(records: Sequence[RunRecord], path: Path, keys: Sequence[str] = SUMMARY_KEYS) -> Path:
@@ -495,6 +507,22 @@ def run_experiment(
             + "."
         )
         files.update(write_summary(summarise(records), out, "summary", exp.title, caption))
+        final_caption = (
+            "Each run's SMSE and MSLL at its last evaluation (after "
+            f"{exp.mission.get('budget')} samples); cells show mean ± std over seeds with <sub>min</sub><sup>max</sup>; "
+            "the best mean per environment is bold."
+        )
+        files.update(
+            write_summary(
+                summarise(records, FINAL_KEYS, final=True),
+                out,
+                "final",
+                f"{exp.title}: final SMSE and MSLL",
+                final_caption,
+                FINAL_KEYS,
+                FINAL_HEADERS,
+            )
+        )
         files["per_run_csv"] = write_per_run(records, out / "runs.csv")
         if any(r.method == "poam" for r in records):
             files.update(write_paired(paired_comparisons(records), out))
