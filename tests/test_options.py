@@ -86,7 +86,8 @@ def test_mission_and_stream_read_options_alike(monkeypatch, tmp_path):
     args = [arg for item in OPTIONS for arg in ("--option", item)]
     result = runner.invoke(app, ["mission", "--out", str(tmp_path / "m"), "--quiet", *args])
     assert result.exit_code == 2 and "stopped before work" in text(result)
-    result = runner.invoke(app, ["stream", "--dataset", "synthetic2", "--out", str(tmp_path / "s"), "--quiet", *args])
+    stream_args = ["stream", "--dataset", "synthetic2", "--model", "poam", "--out", str(tmp_path / "s"), "--quiet"]
+    result = runner.invoke(app, [*stream_args, *args])  # options POAM takes: stream checks them first
     assert result.exit_code == 0, result.output
     assert seen == {"mission": PARSED, "stream": PARSED}
 

@@ -45,10 +45,11 @@ def gradient_steps(
     num_steps: int,
     scale: float = 1.0,
     stepped: Sequence[torch.optim.Optimizer] | None = None,
+    schedules: Sequence[torch.optim.lr_scheduler.LRScheduler] = (),
 ) -> float | None:
     """``num_steps`` steps maximising ``objective()``: clear the gradients of every optimiser, back-propagate
-    ``-objective() / scale``, step the optimisers in ``stepped`` (default: all). Returns the last objective value
-    (None when ``num_steps`` is 0)."""
+    ``-objective() / scale``, step the optimisers in ``stepped`` (default: all), then the learning-rate
+    ``schedules``. Returns the last objective value (None when ``num_steps`` is 0)."""
     value = None
     for _ in range(num_steps):
         for opt in optimizers:
@@ -57,6 +58,8 @@ def gradient_steps(
         (-current / scale).backward()
         for opt in optimizers if stepped is None else stepped:
             opt.step()
+        for schedule in schedules:
+            schedule.step()
         value = float(current.detach())
     return value
 

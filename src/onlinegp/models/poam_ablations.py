@@ -62,14 +62,15 @@ class OnlineELBO(_SummaryAblation):
         super()._e_step(xs, ys)
         self.summary = self.projected.posterior(self.kernel, self.noise, self.jitter)
 
-    def _m_step(self) -> float | None:
-        if self.num_steps == 0:
+    def _m_step(self, optimizer: torch.optim.Optimizer, num_steps: int, schedules: tuple = ()) -> float | None:
+        if num_steps == 0:
             return None
         xs, ys = self._batch
         return gradient_steps(
-            [self.optimizer],
+            [optimizer],
             lambda: online_bound(self.kernel, self.noise, self.Z, xs, ys, self._previous, self.jitter)
             + log_prior(self.kernel),
-            self.num_steps,
+            num_steps,
             scale=xs.shape[0],
+            schedules=schedules,
         )

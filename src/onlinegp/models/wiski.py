@@ -704,10 +704,7 @@ class WISKI(KernelGP):
         2021, Table C.1); a fresh Adam, so the online optimiser starts from zero moments as after batch training."""
         adam = self._adam(self.pretrain_lr, self.pretrain_lr_projection)
         schedule = torch.optim.lr_scheduler.CosineAnnealingLR(adam, T_max=self.pretrain_steps)
-        for _ in range(self.pretrain_steps):
-            value = gradient_steps([adam], mll, 1, scale=n)
-            schedule.step()
-        return value
+        return gradient_steps([adam], mll, self.pretrain_steps, scale=n, schedules=[schedule])
 
     def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         post = self._caches()
