@@ -1,18 +1,23 @@
-"""Which defaults should POAM's missions use? Initial noise variance 0.1 vs 1.0 (the POAM paper's implementation
-starts its Gaussian likelihood at 1.0) and the sketched vs exact M-step, paired by seed.
+"""Which defaults should POAM's missions use? Paired by seed, one study per question (``--study``):
 
-Variants (all: Attentive Kernel, M = 500, 10 Adam steps, 5000 samples, the ``paper`` simulator profile):
+``noise``: initial noise variance 0.1 vs 1.0 (the POAM paper's implementation starts its Gaussian likelihood at 1.0)
+and the sketched vs exact M-step (all: Attentive Kernel, M = 500, 10 Adam steps, 5000 samples, the ``paper``
+simulator profile; taken before POAM pre-trained on its first batch):
 
 * ``noise-0.1``: the library default until this study (σ² = 0.1 in scaled units, sketched M-step, p = 64);
 * ``noise-1.0``: σ² = 1.0, sketched M-step;
 * ``noise-1.0-exact``: σ² = 1.0, the paper's exact M-step (``sketch=None``).
+
+``pretrain``: does pre-training on the first batch (the pilot survey in a mission) change a mission beyond seed
+noise? ``pretrain-200`` (the library default) vs ``pretrain-0`` (the paper's Algorithm 1).
 
 Each mission runs through ``onlinegp.bench.poam.table1`` (resumable: finished missions are skipped on rerun), so an
 interrupted study continues where it stopped. Output: ``benchmarks/results/poam_defaults_study.{json,md}`` with,
 per pair of variants, the mean difference of final and mission-averaged SMSE/MSLL, wins out of the pairs and a
 two-sided sign test.
 
-    python benchmarks/study_poam_defaults.py --envs valley-ridges,plateau,coast --seeds 0-4 --workers 2
+    python benchmarks/study_poam_defaults.py --study noise --envs valley-ridges,plateau,coast --seeds 0-4 --workers 2
+    python benchmarks/study_poam_defaults.py --study pretrain --envs valley-ridges,coast --seeds 0-4 --budget 2000
 """
 
 from __future__ import annotations
@@ -25,10 +30,20 @@ import numpy as np
 from scipy.stats import binomtest
 
 from onlinegp.bench import poam as bench_poam
-from onlinegp.bench.runner import SWEEP_FILE, RunnerOptions, RunSpec
+from onlinegp.bench.runner import SWEEP_FILE, RunnerOptions, RunSpec, code_version
 
-VARIANTS = {"noise-0.1": {"noise": 0.1}, "noise-1.0": {"noise": 1.0}, "noise-1.0-exact": {"noise": 1.0, "sketch": None}}
-PAIRS = (("noise-1.0", "noise-0.1"), ("noise-1.0-exact", "noise-1.0"))
+STUDIES = {  # name: (variants, pairs compared, output file stem in benchmarks/results)
+    "noise": (
+        {"noise-0.1": {"noise": 0.1}, "noise-1.0": {"noise": 1.0}, "noise-1.0-exact": {"noise": 1.0, "sketch": None}},
+        (("noise-1.0", "noise-0.1"), ("noise-1.0-exact", "noise-1.0")),
+        "poam_defaults_study",
+    ),
+    "pretrain": (
+        {"pretrain-0": {"pretrain_steps": 0}, "pretrain-200": {"pretrain_steps": 200}},
+        (("pretrain-200", "pretrain-0"),),
+        "poam_pretrain_study",
+    ),
+}
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -61,6 +76,7 @@ def paired(a: dict, b: dict) -> dict[str, dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--study", choices=sorted(STUDIES), default="noise")
     parser.add_argument("--envs", default="valley-ridges,plateau,coast")
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--budget", type=int, default=5000)
@@ -73,9 +89,10 @@ def main() -> None:
         "over processes); the others are only read back, and the tables need all to be finished",
     )
     args = parser.parse_args()
+    variants, pairs, stem = STUDIES[args.study]
     options = RunnerOptions(workers=args.workers, threads=1)
     results: dict[str, dict] = {}
-    for name, model_options in VARIANTS.items():
+    for name, model_options in variants.items():
         if args.run_only and name not in args.run_only.split(","):
             continue
         report = bench_poam.table1(
@@ -83,7 +100,7 @@ def main() -> None:
             methods="poam",
             seeds=args.seeds,
             budget=args.budget,
-            out=Path(args.out) / name,
+            out=Path(args.out) / args.study / name,
             options=options,
             paper_options=False,
             model_options=model_options,
@@ -95,17 +112,18 @@ def main() -> None:
     if args.run_only:
         return
     study = {
-        "variants": VARIANTS,
+        "code": code_version(),
+        "variants": variants,
         "envs": args.envs,
         "seeds": args.seeds,
         "budget": args.budget,
         "runs": results,
-        "paired": {f"{a} vs {b}": paired(results[a], results[b]) for a, b in PAIRS},
+        "paired": {f"{a} vs {b}": paired(results[a], results[b]) for a, b in pairs},
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "poam_defaults_study.json").write_text(json.dumps(study, indent=1))
+    (RESULTS / f"{stem}.json").write_text(json.dumps(study, indent=1))
     lines = [
-        f"# POAM defaults study ({args.envs}; seeds {args.seeds}; {args.budget} samples)",
+        f"# POAM defaults study: {args.study} ({args.envs}; seeds {args.seeds}; {args.budget} samples; {study['code']})",
         "",
         "| variant | runs | final SMSE | final MSLL | averaged SMSE | averaged MSLL | update s per mission |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -130,7 +148,7 @@ def main() -> None:
                 f"| {pair} | {metric} | {s['mean_difference']:+.4f} | {s['wins']}/{s['pairs']} | "
                 f"{s['sign_test_p']:.3f} |"
             )
-    (RESULTS / "poam_defaults_study.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
