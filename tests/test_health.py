@@ -68,6 +68,10 @@ def test_runaway_hyperparameters():
     assert health.runaway(kernel) == []
     kernel.base_kernel.lengthscale = torch.tensor([[1e5, 1e6]])  # every input switched off: a constant model
     assert any("length-scales" in w for w in health.runaway(kernel))
+    kernel.base_kernel.lengthscale = torch.tensor([[3.3e3, 3.3e3]])  # 1e5 m on a survey of half-range 30 m
+    assert any("length-scales" in w for w in health.runaway(kernel))
+    kernel.base_kernel.lengthscale = torch.tensor([[20.0, 50.0]])  # long but not flat: a smooth trend
+    assert health.runaway(kernel) == []
     kernel.base_kernel.lengthscale = torch.tensor([[1e-5, 1.0]])
     assert any("length-scales" in w for w in health.runaway(kernel))
     assert health.runaway(None) == []

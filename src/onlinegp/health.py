@@ -35,7 +35,9 @@ INPUT_RANGE = 10.0
 MAX_Z2 = 100.0
 MIN_BATCH = 10
 MAX_OUTPUTSCALE = 1e4
-LENGTHSCALE_RANGE = (1e-4, 1e4)
+#: (shortest, longest) sane length-scale in scaled units: past 100 input half-ranges the kernel is flat over the
+#: domain (correlation above 0.9998 end to end), e.g. 1e5 m on a 60 m survey (3300 half-ranges)
+LENGTHSCALE_RANGE = (1e-4, 1e2)
 #: below this length-scale (scaled units) a kernel is not evaluated: the squared distances of inputs in [-1, 1]
 #: divided by it carry a rounding error of about eps·D·(2/ℓ)², 3e-4 at ℓ = 1e-5 with 32 inputs, 1 at ℓ ≈ 1e-8
 MIN_USABLE_LENGTHSCALE = 1e-5
