@@ -97,3 +97,12 @@ def test_a_malformed_option_is_a_usage_error_in_every_command(command, tmp_path)
     result = runner.invoke(app, [*command, "--out", str(tmp_path / "run"), "--quiet", "--option", "sketch"])
     assert result.exit_code == 2 and "KEY=VALUE" in text(result)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["mission"], ["stream", "--dataset", "synthetic2"], ["replay", "survey.csv", "--model", "osgpr"]]
+)
+def test_every_command_takes_dash_o_for_option(command, tmp_path):
+    """``-o`` is short for ``--option`` in every command that builds models (it was only stream's)."""
+    result = runner.invoke(app, [*command, "--out", str(tmp_path / "run"), "--quiet", "-o", "sketch"])
+    assert result.exit_code == 2 and "KEY=VALUE" in text(result), text(result)

@@ -107,6 +107,7 @@ def mission_command(
     option: list[str] = typer.Option(
         None,
         "--option",
+        "-o",
         help="any model constructor argument as KEY=VALUE, "
         "repeatable (e.g. --option sketch=None for POAM's exact M-step)",
     ),
@@ -311,7 +312,7 @@ def replay_command(
         None, "--out", help="output directory (default: a new runs/replay/LOG[-N], never an existing one)"
     ),
     option: list[str] = typer.Option(
-        None, "--option", help="model constructor argument KEY=VALUE for every model, repeatable"
+        None, "--option", "-o", help="model constructor argument KEY=VALUE for every model, repeatable"
     ),
     seed: int = typer.Option(None, "--seed", help="model seed (default: the log's, else 0)"),
     truth: str = typer.Option(None, "--truth", help=".npz with eval_x, eval_y to evaluate on (for CSV logs)"),
