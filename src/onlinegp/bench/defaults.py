@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base import model_record
 from ..data import UCI, load_dataset
 from ..io import atomic_write, write_csv
 from ..metrics import nlpd, rmse
@@ -72,7 +73,7 @@ def defaults_revision(method: str) -> int:
 
 
 #: the files of a run kept in the results tree (onlinegp.bench.runner)
-SUMMARY = ("metrics.csv",)
+SUMMARY = ("metrics.csv", "model.json")  # model.json: the options the model ran with (base.model_record)
 
 
 def split_data(name: str, split: int, train_size: int, test_size: int) -> tuple[np.ndarray, ...]:
@@ -126,6 +127,7 @@ def defaults_job(config: dict, run_dir: Path) -> dict:
             }
             rows.append(row | scores(y_test, pred))
     write_csv(run_dir / "metrics.csv", rows)
+    atomic_write(run_dir / "model.json", json.dumps(model_record(model), indent=1))
     final = dict(rows[-1])
     final["update_time"] = sum(r["update_time"] for r in rows)
     final["worst_nlpd"] = max(r["nlpd"] for r in rows)

@@ -44,6 +44,7 @@ import numpy as np
 import torch
 from scipy.interpolate import CubicSpline
 
+from ..base import model_record
 from ..data import Dataset, load_dataset, order_indices, train_test_split
 from ..io import write_csv
 from ..metrics import rmse
@@ -63,7 +64,8 @@ TOY_REGIMES = ((0.0, 150.0, 20.0, 0.5), (150.0, 300.0, 5.0, 2.0))  # (from, to, 
 #: §IV-B); the UCI sets stream their whole training split
 PAPER_POINTS = {"toy": 3000, "bathymetry": 12700}
 #: a run's files that the tables and figures read (the marker carries the result too)
-SUMMARY_FILES = ("result.json", "toy_predictions.npz")
+MODEL_FILE = "model.json"  # the options the model ran with (onlinegp.base.model_record)
+SUMMARY_FILES = ("result.json", "toy_predictions.npz", MODEL_FILE)
 
 
 def _thresholds(epsilon: float, similarity_lengthscale: float, eps_grid: tuple[float, ...]) -> dict[str, Any]:
@@ -238,6 +240,7 @@ def run_job(config: dict, run_dir: Path) -> dict:
         if b in checkpoints:
             curve.append({"num_data": int(idx[-1] + 1), "rmse": rmse(test.y, model.predict(test.X).mean)})
     pred = model.predict(test.X)
+    (Path(run_dir) / MODEL_FILE).write_text(json.dumps(model_record(model), indent=1))
     out = {
         "dataset": config["dataset"],
         "method": config["method"],

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..base import model_record
 from ..data import load_dataset, train_test_split
 from ..io import write_csv
 from ..linalg import CholeskyError
@@ -559,7 +560,7 @@ def run_bo(
 #: Stanton et al. 2021, appendix (root-rank ablation on skillcraft): grid points per dimension → the ranks r of the root
 #: of WᵀW in its table (m = 256: r = 128, 192, 256; m = 1024: r = 256, 512, 768, 1024)
 RANK_ABLATION: dict[int, tuple[int, ...]] = {16: (128, 192, 256), 32: (256, 512, 768, 1024)}
-RANK_SUMMARY = ("metrics.json",)
+RANK_SUMMARY = ("metrics.json", "model.json")  # model.json: the options WISKI ran with (base.model_record)
 
 
 def rank_job(config: dict, run_dir: str) -> dict:
@@ -578,6 +579,7 @@ def rank_job(config: dict, run_dir: str) -> dict:
         gp, X, y, Xt, yt, n0, n_stream, config["eval_every"], config["pretrain_steps"], True, "wiski"
     )
     (Path(run_dir) / "metrics.json").write_text(json.dumps(rows, indent=1))
+    (Path(run_dir) / "model.json").write_text(json.dumps(model_record(gp), indent=1))
     columns = gp.grid.size if gp.wtw_rank is None else int(gp.wtw_root.shape[1])
     return {**rows[-1], "median_update_s": float(np.median(times)), "root_columns": columns}
 
