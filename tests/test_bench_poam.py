@@ -239,11 +239,11 @@ def test_reproduction_benches_pin_the_papers_model_settings():
     exp = Experiment("t", "t", ["valley-ridges"], ["poam", "ssgp++", "z-opt"], [0], {"budget": 700})
     options = {spec.run_id.split("/")[1]: spec.config["model_options"] for spec in exp.specs()}
     assert options == {
-        "poam": {"noise": 1.0, "sketch": None},
+        "poam": {"noise": 1.0, "sketch": None, "pretrain_steps": 0},
         "ssgp++": {"noise": 1.0},
-        "z-opt": {"noise": 1.0, "sketch": None},
+        "z-opt": {"noise": 1.0, "sketch": None, "pretrain_steps": 0},
     }
     mine = Experiment("t", "t", ["valley-ridges"], ["poam"], [0], {"budget": 700, "model_options": {"noise": 0.3}})
-    assert mine.specs()[0].config["model_options"] == {"noise": 0.3, "sketch": None}
+    assert mine.specs()[0].config["model_options"] == {"noise": 0.3, "sketch": None, "pretrain_steps": 0}
     plain = Experiment("t", "t", ["valley-ridges"], ["poam"], [0], {"budget": 700}, paper_options=False)
     assert plain.specs()[0].config["model_options"] == {}

@@ -339,3 +339,28 @@ def test_verify_leaves_wall_clock_figures_out():
     assert out == []
     _compare({"rmse": 1.0, "curve": [{"nll": 1.0}]}, {"rmse": 1.0, "curve": [{"nll": 1.5}]}, "value", out)
     assert out == ["value.curve[0].nll: committed 1.0, now 1.5"]
+
+
+def test_kept_only_restores_runs_of_a_pinned_version_by_run_id_and_their_recorded_config(tmp_path, monkeypatch):
+    """History is read back after configs gained keys: a kept run matches a spec with the same run id whose config
+    holds every key (nested too) the kept run recorded; nothing runs, and a run not kept is named."""
+    from onlinegp.bench import runner
+    from onlinegp.bench.runner import NotKept, kept_only
+
+    results = tmp_path / "results"
+    monkeypatch.setattr(onlinegp, "__version__", "0.1.0")
+    monkeypatch.setattr(runner, "code_version", lambda: "0.1.0 (git abc1234)")
+    old = [RunSpec(s.run_id, s.config | {"opts": {"x": 1}}) for s in specs()]
+    sweep_kept(old, tmp_path / "out", results)
+    monkeypatch.setattr(onlinegp, "__version__", "0.2.0")
+    monkeypatch.setattr(runner, "code_version", lambda: "0.2.0 (git def5678)")
+    new = [RunSpec(s.run_id, s.config | {"opts": {"x": 1, "added": 0}, "added": True}) for s in old]
+    with kept_only("0.1.0"):
+        restored = sweep_kept(new, tmp_path / "history", results)
+        assert [r.status for r in restored.runs] == ["skipped"] * 4 and all(r.restored for r in restored.runs)
+        assert read_values(tmp_path / "history") == read_values(tmp_path / "out")
+        assert all(is_finished(tmp_path / "history" / s.run_id, s) for s in new)  # the bench reads them as its own
+        changed = [RunSpec(s.run_id, s.config | {"opts": {"x": 2}}) for s in new]
+        with pytest.raises(NotKept, match="4 run"):
+            sweep_kept(changed, tmp_path / "other", results)
+    assert not list((tmp_path / "history").rglob("calls.log"))  # nothing ran

@@ -57,11 +57,12 @@ SUMMARY_FILES = ("config.json", "metrics.csv", LENGTHSCALE_FILE)
 
 def paper_model_options(method: str) -> dict[str, Any]:
     """The model settings of the POAM paper's implementation: the Gaussian likelihood starts at σ² = 1.0 (scaled
-    units) and POAM's family runs the exact M-step (``sketch=None``). Explicit ``model_options`` win."""
+    units) and POAM's family runs the exact M-step (``sketch=None``) without pre-training on the pilot survey
+    (``pretrain_steps=0``: Algorithm 1). Explicit ``model_options`` win."""
     factory = MODELS[method.lower()].factory if method.lower() in MODELS else None
     cls = getattr(factory, "func", factory)
-    exact = {"sketch": None} if isinstance(cls, type) and issubclass(cls, POAM) else {}
-    return {"noise": 1.0, **exact}
+    poam_family = {"sketch": None, "pretrain_steps": 0} if isinstance(cls, type) and issubclass(cls, POAM) else {}
+    return {"noise": 1.0, **poam_family}
 
 
 def label(method: str) -> str:

@@ -330,6 +330,53 @@ def _code_of(run_dir: Path) -> str | None:
         return None
 
 
+def _restore_kept(specs: Sequence[RunSpec], root: Path, store: Path | None, title: str) -> SweepResult:
+    """:func:`kept_only`'s sweep: every spec restored from the kept run of the pinned version, found by its key or
+    else by run id and the config keys that run records (a key added to configs since that version is one its code
+    did not have); :class:`NotKept` names the runs not found. The restored marker takes the spec's key, so the
+    bench reads the run back as its own."""
+    version = _KEPT_ONLY["version"]
+    by_id: dict[str, list[tuple[dict, Path]]] = {}
+    for marker in sorted(store.glob(f"*/{MARKER}")) if store is not None else []:
+        kept = marker.parent
+        if not kept.name.startswith(".") and (_code_of(kept) or "").split(" ")[0] == version:
+            spec_record = json.loads((kept / SPEC_FILE).read_text())
+            by_id.setdefault(spec_record["run_id"], []).append((spec_record["config"], kept))
+    runs, missing = [], []
+    for spec in specs:
+        exact = store / spec.config_hash if store is not None else None
+        found = [exact] if exact is not None and is_finished(exact, spec) else []
+        found = found or [d for config, d in by_id.get(spec.run_id, []) if _records_part_of(config, spec.config)]
+        if len(found) != 1:
+            missing.append(f"{spec.run_id}{' (ambiguous)' if found else ''}")
+            continue
+        run_dir = root / spec.run_id
+        restore_summary(found[0], run_dir)
+        marker = json.loads((run_dir / MARKER).read_text()) | {"config_hash": spec.config_hash}
+        atomic_write(run_dir / MARKER, json.dumps(marker, indent=1))
+        runs.append(RunResult(spec.run_id, run_dir, "skipped", marker["seconds"], marker["value"], restored=True))
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise NotKept(
+            f"{len(missing)} run(s) of {title!r} are not kept for version {version} under {store}: "
+            f"{', '.join(missing[:5])}{more}"
+        )
+    return SweepResult(root, runs, store)
+
+
+def _records_part_of(recorded: dict, config: dict) -> bool:
+    """Every key of a kept run's ``recorded`` config has the same value in ``config`` (nested dicts alike)."""
+    return all(
+        key in config
+        and (
+            _records_part_of(value, config[key])
+            if isinstance(value, dict) and isinstance(config[key], dict)
+            else config[key] == value
+        )
+        for key, value in recorded.items()
+    )
+
+
 def _alive(pid: int) -> bool:
     if os.name != "posix":  # os.kill would end the process there
         return True
@@ -637,6 +684,8 @@ def run_sweep(
         )
     root.mkdir(parents=True, exist_ok=True)
     atomic_write(root / SWEEP_FILE, json.dumps({"runs": [asdict(s) for s in specs]}, indent=1))
+    if _KEPT_ONLY:
+        return _restore_kept(specs, root, store, title)
     results: dict[str, RunResult] = {}
     todo = []
     for spec in specs:
@@ -657,11 +706,6 @@ def run_sweep(
         marker = json.loads((run_dir / MARKER).read_text())
         results[spec.run_id] = RunResult(
             spec.run_id, run_dir, "skipped", marker.get("seconds", 0.0), marker.get("value"), restored=restored
-        )
-    if todo and _KEPT_ONLY:
-        missing = ", ".join(s.run_id for s in todo[:5]) + (f" and {len(todo) - 5} more" if len(todo) > 5 else "")
-        raise NotKept(
-            f"{len(todo)} run(s) of {title!r} are not kept for version {_KEPT_ONLY['version']} under {store}: {missing}"
         )
     if opts.backend == "ray":
         execute = _run_ray
