@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint test test-fast mission bench docs clean
+.PHONY: install extras lint test test-fast mission bench docs clean
 
 install: $(STAMP)
 
@@ -16,6 +16,11 @@ $(STAMP): pyproject.toml requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
+
+# optional extras into make's .venv, editable as the install above (a plain `pip install ".[x]"` would replace it):
+# make extras EXTRAS=geotiff,bo
+extras: $(STAMP)
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples docs/hooks.py

@@ -1,6 +1,8 @@
 """The package's layout: every model at the root, the registry a leaf, no import circle, no deferred imports."""
 
 import ast
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,12 @@ def test_failed_first_update_leaves_the_model_without_an_input_width():
     assert model.state_dict().keys() == before.keys()
     report = model.update(torch.rand(20, 2, dtype=torch.float64), torch.rand(20, dtype=torch.float64))
     assert model.input_dim == 2 and report.num_data == 20
+
+
+def test_make_extras_keeps_the_editable_install():
+    """`make extras EXTRAS=geotiff` installs an extra into make's .venv without replacing the editable install."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    root = Path(__file__).resolve().parents[1]
+    dry = subprocess.run(["make", "-n", "-C", str(root), "extras", "EXTRAS=geotiff"], capture_output=True, text=True)
+    assert dry.returncode == 0 and 'pip install -q -e ".[geotiff]"' in dry.stdout, dry.stdout + dry.stderr
