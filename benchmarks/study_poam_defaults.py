@@ -34,7 +34,11 @@ from onlinegp.bench.runner import SWEEP_FILE, RunnerOptions, RunSpec, code_versi
 
 STUDIES = {  # name: (variants, pairs compared, output file stem in benchmarks/results)
     "noise": (
-        {"noise-0.1": {"noise": 0.1}, "noise-1.0": {"noise": 1.0}, "noise-1.0-exact": {"noise": 1.0, "sketch": None}},
+        {  # before pre-training existed: pinned off, so the study reruns as it ran
+            "noise-0.1": {"noise": 0.1, "pretrain_steps": 0},
+            "noise-1.0": {"noise": 1.0, "pretrain_steps": 0},
+            "noise-1.0-exact": {"noise": 1.0, "sketch": None, "pretrain_steps": 0},
+        },
         (("noise-1.0", "noise-0.1"), ("noise-1.0-exact", "noise-1.0")),
         "poam_defaults_study",
     ),
