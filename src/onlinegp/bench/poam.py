@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from ..io import atomic_write, write_csv
-from ..models import MODELS, POAM
+from ..models import POAM
+from ..models.registry import model_class
 from ..rig.fields import DEFAULT_ENV, ENVIRONMENTS, load_field
 from ..rig.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
 from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
@@ -59,9 +60,8 @@ def paper_model_options(method: str) -> dict[str, Any]:
     """The model settings of the POAM paper's implementation: the Gaussian likelihood starts at σ² = 1.0 (scaled
     units) and POAM's family runs the exact M-step (``sketch=None``) without pre-training on the pilot survey
     (``pretrain_steps=0``: Algorithm 1). Explicit ``model_options`` win."""
-    factory = MODELS[method.lower()].factory if method.lower() in MODELS else None
-    cls = getattr(factory, "func", factory)
-    poam_family = {"sketch": None, "pretrain_steps": 0} if isinstance(cls, type) and issubclass(cls, POAM) else {}
+    cls = model_class(method)
+    poam_family = {"sketch": None, "pretrain_steps": 0} if cls is not None and issubclass(cls, POAM) else {}
     return {"noise": 1.0, **poam_family}
 
 

@@ -40,6 +40,12 @@ def register(name: str, description: str, **preset: Any) -> Callable[[T], T]:
     return add
 
 
+def model_class(name: str) -> type | None:
+    """The class registered as ``name`` (a preset variant's class too); None for an unknown name."""
+    entry = MODELS.get(name.lower())
+    return None if entry is None else getattr(entry.factory, "func", entry.factory)
+
+
 def make_model(name: str, input_dim: int | None = None, **options: Any) -> OnlineGP:
     """Build the model registered as ``name`` (case-insensitive); ``input_dim`` None takes it from the first batch."""
     key = name.lower()

@@ -33,7 +33,8 @@ import torch
 from .. import metrics
 from ..base import OnlineGP, model_record
 from ..io import atomic_write, write_csv
-from ..models.registry import MODELS, make_model
+from ..models.poam import POAM
+from ..models.registry import MODELS, make_model, model_class
 from .fields import DEFAULT_ENV, Field, FieldWarning, load_field
 from .planners import PLANNERS, bezier_pilot, make_planner, random_pilot
 from .robot import DiffDrive, PointSensor
@@ -66,6 +67,12 @@ def task_extent(extent: tuple[float, float, float, float]) -> tuple[float, float
 #: simulator profiles: ``paper`` follows the text of Chen et al. 2024 (§V-A: 3 Hz sensing, 1 rad/s turn limit);
 #: ``reference-code`` does what their public implementation does (a sample every 4th 10 Hz control tick, i.e.
 #: 2.5 Hz; no turn limit; the field read at the nearest cell; the model's input scaling fitted on the pilot survey)
+#: POAM's family in a mission: no pre-training on the pilot survey (the paper's Algorithm 1 moves θ only a few
+#: steps per decision epoch, so that the robot explores first, Chen et al. 2024 §IV-D). Pre-training it, the library
+#: default for other streams, raised the mission-averaged SMSE from 0.30 to 0.66 (1 of 10 pairs better, sign test
+#: p = 0.02; benchmarks/results/poam_pretrain_study.json). ``model_options`` may still set it.
+MISSION_MODEL_OPTIONS = {"pretrain_steps": 0}
+
 PROFILES: dict[str, dict[str, Any]] = {
     "paper": {"sensing_rate": 3.0, "max_turn_rate": 1.0, "interpolation": "linear", "input_scaling": "task"},
     "reference-code": {
@@ -176,7 +183,9 @@ class MissionConfig:
         opts = {k: getattr(self, k) for k in ("num_inducing", "num_steps", "kernel") if getattr(self, k) is not None}
         xmin, xmax, ymin, ymax = self.task_extent
         box = {"x_bounds": [[xmin, ymin], [xmax, ymax]]} if self.input_scaling == "task" else {}
-        return {**opts, **self.model_options, **box, "seed": int(self.seed)}
+        cls = model_class(self.model)
+        in_mission = MISSION_MODEL_OPTIONS if cls is not None and issubclass(cls, POAM) else {}
+        return {**in_mission, **opts, **self.model_options, **box, "seed": int(self.seed)}
 
     def to_dict(self) -> dict:
         d = asdict(self)
