@@ -320,6 +320,10 @@ def test_verify_reruns_kept_runs_and_names_every_number_that_moved(tmp_path):
     assert verdict.status == "differs" and verdict.differences == [
         f"metrics.csv[1].value: committed {metrics[2].split(',')[1]!r}, now {value!r}"
     ]
+    marker = json.loads((run.path / MARKER).read_text())
+    (run.path / MARKER).write_text(json.dumps(marker | {"machine": "0123456789ab"}))
+    [verdict] = verify(results, [run.name], echo=lines.append)
+    assert verdict.differences[0].startswith("made on another machine kind (0123456789ab")
     assert len(verify(results, sample=2, echo=lines.append)) == 2
     assert {v.run.spec["run_id"] for v in verify(results, ["a/seed-0"], echo=lines.append)} == {"a/seed-0"}
     with pytest.raises(ValueError, match="no kept run is named 'nope'"):

@@ -215,6 +215,7 @@ def _mark_done(run_dir: Path, spec: RunSpec, outcome: dict) -> None:
                 "seconds": outcome["seconds"],
                 "value": outcome["value"],
                 "code": outcome.get("code"),
+                "machine": outcome.get("machine"),
                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             },
             indent=1,
@@ -422,6 +423,18 @@ def code_version() -> str:
     return f"{__version__} (git {commit}{'+dirty' if dirty else ''})"
 
 
+@lru_cache(maxsize=1)
+def machine_kind() -> str:
+    """A digest of what moves a run's last digits besides the code: the CPU's feature flags (the Attentive Kernel's
+    routine is built with -march=native; BLAS picks its kernels by CPU) and the torch build. Recorded with every
+    run: ``onlinegp bench verify`` expects exact reproduction on the same kind only."""
+    import torch
+
+    from ..kernels.native import _cpu_signature
+
+    return hashlib.sha256(f"{_cpu_signature()}|{torch.__version__}".encode()).hexdigest()[:12]
+
+
 def is_dirty(code: str) -> bool:
     """True for a :func:`code_version` of a checkout with uncommitted changes in src/: runs of such code are not
     kept in the results tree, since nobody could check out the code that made them."""
@@ -452,7 +465,7 @@ def _execute(fn: JobFn, config: dict, run_dir: str) -> dict:
     """Run ``fn`` into ``run_dir``; never raises for the job's own errors, returns the outcome instead."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    code = code_version()
+    code, machine = code_version(), machine_kind()
     t0 = time.perf_counter()
     try:
         value = fn(config, path)
@@ -460,7 +473,8 @@ def _execute(fn: JobFn, config: dict, run_dir: str) -> dict:
         ok, error = True, None
     except Exception:
         value, ok, error = None, False, traceback.format_exc()
-    return {"ok": ok, "seconds": time.perf_counter() - t0, "value": value, "error": error, "code": code}
+    seconds = time.perf_counter() - t0
+    return {"ok": ok, "seconds": seconds, "value": value, "error": error, "code": code, "machine": machine}
 
 
 def _execute_packed(fn: JobFn, config: dict, threads: int | None) -> dict:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .runner import MARKER, SPEC_FILE, JobFn, _execute, code_version
+from .runner import MARKER, SPEC_FILE, JobFn, _execute, code_version, machine_kind
 
 TIMING = re.compile(r"(time|_s|seconds|rate)$")  # wall-clock figures: not compared
 
@@ -163,6 +163,11 @@ def verify_run(run: KeptRun) -> Verdict:
             rel = path.relative_to(run.path).as_posix()
             if path.is_file() and rel not in (MARKER, SPEC_FILE):
                 differences += compare_files(run.path, Path(scratch), rel)
+    if differences and run.marker.get("machine") != machine_kind():
+        made = run.marker.get("machine") or "not recorded"
+        differences.insert(
+            0, f"made on another machine kind ({made}, here {machine_kind()}): the last digits follow the CPU"
+        )
     return Verdict(run, "differs" if differences else "reproduced", differences, outcome["seconds"])
 
 
