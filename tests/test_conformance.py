@@ -303,3 +303,34 @@ def test_a_class_that_fixes_an_option_refuses_another_value():
     with pytest.raises(ValueError, match="FULL fixes terms='all'"):
         make_model("full", terms="online")
     make_model("full", terms="all")  # its own value is accepted, so its record rebuilds it
+
+
+def test_a_checkpoint_of_another_class_is_refused_and_changes_nothing(name, tmp_path):
+    """Issue 35: 124 of 464 cross-class loads went through and answered wrongly, others failed half-way."""
+    cls = getattr(MODELS[name].factory, "func", MODELS[name].factory)
+    other = "poam" if cls is not type(build("poam")) else "osgpr"
+    source = fed(other, 2)
+    source.save(tmp_path / "other.pt")
+    for model in (build(name), fed(name, 1)):
+        before = copy.deepcopy(model.state_dict())
+        with pytest.raises(ValueError, match=f"{type(source).__name__}.*{other}.*{type(model).__name__}"):
+            model.load(tmp_path / "other.pt")
+        assert state_equal(before, model.state_dict())
+
+
+def test_a_failed_load_leaves_the_model_as_it_was(name):
+    model = fed(name, 1)
+    before = copy.deepcopy(model.state_dict())
+    state = fed(name, 2).state_dict()
+    state["_extra_state"] = {**state["_extra_state"], "num_updates": None, "generator": "damaged"}
+    with pytest.raises((TypeError, RuntimeError, ValueError)):
+        model.load_state_dict(state)
+    assert state_equal(before, model.state_dict())
+
+
+@pytest.mark.parametrize("content", [b"", b"\x80\x04garbage", b"PK\x03\x04truncated"])
+def test_a_damaged_checkpoint_is_a_clear_error_naming_the_file(content, tmp_path):
+    path = tmp_path / "model.pt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="model.pt"):
+        make_model("osgpr").load(path)

@@ -121,3 +121,53 @@ def test_conditioning_threshold():
     cholesky(torch.ones(5, 5, dtype=torch.float64) - 1e-6 * torch.eye(5, dtype=torch.float64), log)
     assert log.count == 2 and log.max_relative == pytest.approx(1e-5)
     assert "up to 1.0e-05" in health.conditioning(log)[0]
+
+
+def test_fit_thresholds():
+    ys = torch.linspace(-1.0, 1.0, 50, dtype=torch.float64)
+    assert health.fit(0.9 * ys, ys, absorbed=True)[0] == []
+    found, numbers = health.fit(ys + 3.0, ys, absorbed=True)
+    assert numbers["batch_error_after"] > health.MAX_ERROR_AFTER and "diverging fit: after absorbing" in found[0]
+    assert health.fit(ys + 3.0, ys, absorbed=False)[0] == []  # held out: 26x the constant's error may be fair
+    assert "before this batch" in health.fit(ys + 100.0, ys, absorbed=False)[0][0]
+    assert health.fit(torch.full_like(ys, float("nan")), ys, absorbed=True)[0]  # NaN predictions too
+
+
+def test_objective_threshold():
+    assert health.objective(None, 10) == [] and health.objective(-30.0, 100) == []
+    assert "absurd objective" in health.objective(-3e8, 100)[0]
+    assert health.objective(float("nan"), 100) and health.objective(float("inf"), 100)
+
+
+def test_a_diverging_model_warns_at_the_update_where_it_diverges():
+    """Issue 35: O-SVGP's mean ran off at an update that no check reported (the batch's calibration was checked
+    only before absorbing it). The fit to the very batch just absorbed is checked now."""
+    model = make_model("osgpr", num_inducing=30, num_steps=5)
+    batches = list(sine_batches(3))
+    for x, y in batches[:2]:
+        assert model.update(x, y).warnings == []
+    predict = model._predict
+
+    def running_away(xs, full_cov):  # the mean off by 1e3 (scaled units) once two batches are in
+        mean, var, cov = predict(xs, full_cov)
+        return mean + 1e3, var, cov
+
+    model._predict = running_away
+    report = model.update(*batches[2])
+    assert any("diverging fit: after absorbing" in w for w in report.warnings)
+    assert any("diverging fit: before" in w for w in report.warnings)
+
+
+def test_a_first_batch_that_cannot_define_the_scaling_says_so():
+    """Issue 35: a first batch of one point froze a unit half-range silently (on a 0.01-wide domain the exact GP
+    then ends at RMSE 0.94 of the target's std instead of 0.024)."""
+    x = np.random.default_rng(0).uniform(0.0, 0.01, (20, 2))
+    y = np.sin(300 * x[:, 0])
+    found = make_model("osgpr", num_inducing=10, num_steps=2).update(x[:1], y[:1]).warnings
+    assert len(found) == 1 and "input column 0, input column 1, the targets" in found[0] and "x_bounds" in found[0]
+    constant = x.copy()
+    constant[:, 1] = 0.5
+    found = make_model("osgpr", num_inducing=10, num_steps=2).update(constant, y).warnings
+    assert len(found) == 1 and "input column 1 took a single value" in found[0]
+    given = make_model("osgpr", num_inducing=10, num_steps=2, x_bounds=[[0, 0], [0.01, 0.01]], y_stats=(0.0, 1.0))
+    assert given.update(x[:1], y[:1]).warnings == []

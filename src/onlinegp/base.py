@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import pickle
 import reprlib
 import time
 import types
@@ -50,6 +51,18 @@ def copy_state(value: Any) -> Any:
     if type(value) in (int, float, bool, str, type(None)):
         return value  # immutable: what deepcopy returns too
     return copy.deepcopy(value)
+
+
+def class_name(cls: type) -> str:
+    """``module.QualName`` of a model class, as a checkpoint records it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def registered_names(cls: type) -> list[str]:
+    """The names :func:`~onlinegp.models.make_model` builds ``cls`` under (its presets included), sorted."""
+    from .models.registry import MODELS
+
+    return sorted(name for name, entry in MODELS.items() if getattr(entry.factory, "func", entry.factory) is cls)
 
 
 @dataclass
@@ -308,17 +321,23 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
                 self._build_for(x.shape[1])
             self.jitter = JitterLog()
             with timer("scaling"):
-                self.scaler.fit(x, y)
+                degenerate = self.scaler.fit(x, y)
                 xs, ys = self.scaler.x(x), self.scaler.y(y)
             with timer("health"), torch.no_grad():
                 warnings, checks = health.input_range(xs)
+                warnings = health.scaling(degenerate, x.shape[0]) + warnings
                 if self.num_updates and xs.shape[0] >= health.MIN_BATCH:
                     before = self.posterior_scaled(xs)
                     found, calibration = health.calibration(before.mean, before.var_y, ys)
-                    warnings, checks = warnings + found, checks | calibration
+                    diverging, error = health.fit(before.mean, ys, absorbed=False)
+                    warnings, checks = warnings + found + diverging, checks | calibration | error
             info = self._update(xs, ys, timer) or {}
             with timer("health"), torch.no_grad():
-                warnings += health.conditioning(self.jitter) + health.runaway(getattr(self, "kernel", None))
+                warnings += health.objective(info.get("objective"), xs.shape[0]) + health.conditioning(self.jitter)
+                warnings += health.runaway(getattr(self, "kernel", None))
+                if xs.shape[0] >= health.MIN_BATCH:
+                    found, error = health.fit(self.posterior_scaled(xs).mean, ys, absorbed=True)
+                    warnings, checks = warnings + found, checks | error
         except BaseException:
             if unbuilt is not None:
                 self._restore_structure(unbuilt)
@@ -444,6 +463,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             dyn[k] = v.detach().clone() if isinstance(v, Tensor) else copy_state(v)
         optimizer, data = getattr(self, "optimizer", None), getattr(self, "data", None)
         return {
+            "class": class_name(type(self)),
+            "model": registered_names(type(self)),
             "input_dim": self.input_dim,
             "dynamic": dyn,
             "generator": self.generator.get_state(),
@@ -469,16 +490,41 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             self.data.load(state["data"])
 
     def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False) -> Any:
-        """Load an exact checkpoint; a model that has not fixed its input width yet adopts the checkpoint's."""
-        width = state_dict.get("_extra_state", {}).get("input_dim", self.input_dim)
-        if width != self.input_dim:
-            if self.input_dim is not None:
-                raise ValueError(
-                    f"the checkpoint is of a model with input_dim={width}, this model has "
-                    f"input_dim={self.input_dim}; load it into a model built without input_dim"
-                )
-            self._build_for(width)
-        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+        """Load an exact checkpoint; a model that has not fixed its input width yet adopts the checkpoint's.
+
+        A checkpoint of another class is refused (ValueError naming both) before anything changes, and a load that
+        fails leaves the model exactly as it was."""
+        extra = state_dict.get("_extra_state", {}) if isinstance(state_dict, dict) else {}
+        saved = extra.get("class") if isinstance(extra, dict) else None
+        if saved is not None and saved != class_name(type(self)):
+            names = ", ".join(extra.get("model") or []) or "no registered name"
+            raise ValueError(
+                f"the checkpoint is of a {saved} model ({names}), not of this {class_name(type(self))} "
+                f"({', '.join(registered_names(type(self))) or 'no registered name'}): load it into a model of its "
+                f"own class, e.g. make_model({(extra.get('model') or ['NAME'])[0]!r}).load(path)"
+            )
+        width = extra.get("input_dim", self.input_dim) if isinstance(extra, dict) else self.input_dim
+        snapshot = (
+            None
+            if self.input_dim is None
+            else {k: v.clone() if isinstance(v, Tensor) else v for k, v in self.state_dict().items()}
+        )
+        unbuilt = self._structure() if self.input_dim is None else None
+        try:
+            if width != self.input_dim:
+                if self.input_dim is not None:
+                    raise ValueError(
+                        f"the checkpoint is of a model with input_dim={width}, this model has "
+                        f"input_dim={self.input_dim}; load it into a model built without input_dim"
+                    )
+                self._build_for(width)
+            return super().load_state_dict(state_dict, strict=strict, assign=assign)
+        except BaseException:
+            if unbuilt is not None:
+                self._restore_structure(unbuilt)
+            else:
+                super().load_state_dict(snapshot)
+            raise
 
     def save(self, path: str) -> None:
         """Write an exact checkpoint (``torch.save`` of ``state_dict``)."""
@@ -496,7 +542,13 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
                 f"({type(target).__name__}.load(path, **options)) or build the model with them first"
             )
         model = target(**options) if isinstance(target, type) else target
-        model.load_state_dict(torch.load(path, weights_only=False))
+        try:
+            state = torch.load(path, weights_only=False)
+        except (OSError, EOFError, RuntimeError, ValueError, UnicodeDecodeError, pickle.UnpicklingError) as error:
+            raise ValueError(f"cannot read the checkpoint {path}: {type(error).__name__}: {error}") from error
+        if not isinstance(state, dict) or not isinstance(state.get("_extra_state"), dict):
+            raise ValueError(f"{path} is not a checkpoint written by OnlineGP.save (no model state in it)")
+        model.load_state_dict(state)
         return model
 
     # ----------------------------------------------------------------- conventions of nn.Module

@@ -2,6 +2,11 @@
 
 Three symptoms, each cheap next to the update itself:
 
+* **a degenerate scaling**: the first batch (with no ``x_bounds`` or ``y_stats``) had a column, or targets, with a
+  single value (a first batch of one point has only such columns): the scaler gave it a unit half-range or std in
+  user units and froze it, whatever the stream's real scale (issue 35: a first point on a 0.01-wide domain left
+  the exact GP at RMSE 0.94 of the target's std instead of 0.024). It cannot be refitted later: every model's stored
+  terms (inducing inputs, hyper-parameters, posterior summaries) are in the scaled units from the first update on.
 * **inputs outside the fitted range**: the scaler is fitted once (first batch or explicit ``x_bounds``) and then
   frozen, so a stream whose later inputs reach far beyond the first batch's range is modelled in a space the
   defaults were not set for. Reported when a batch has a scaled input beyond ``±INPUT_RANGE`` (the fitted range is
@@ -11,6 +16,16 @@ Three symptoms, each cheap next to the update itself:
   calibrated model (less once the model has seen nearby data); above ``MAX_Z2`` the predictive variance has
   collapsed relative to the errors (the NLPD is then dominated by ``z²/2``). Checked on batches of at least
   ``MIN_BATCH`` points (one point says little, and single-point streams keep their lazy prediction caches).
+* **diverging fit**: the model's mean squared error on the batch, relative to the constant predictor at the scaled
+  target mean (``mean(y²)`` in scaled units, floored at ``FIT_FLOOR``): before absorbing, a ratio above
+  ``MAX_ERROR_BEFORE`` (a GP far from its data reverts to that constant, so a held-out batch predicted orders of
+  magnitude worse means its mean has run away); after absorbing, above ``MAX_ERROR_AFTER`` (the model does not fit
+  the very batch it was just fitted to). Both are reported at the update where they happen, on batches of at least
+  ``MIN_BATCH`` points as the calibration check.
+* **an absurd objective**: the update's objective (a bound or log likelihood in scaled units) beyond
+  ``±MAX_OBJECTIVE`` nats per point of the batch, or not finite. With unit target variance and the noise floor a
+  model that fits its data is within a few nats per point; values of 1e6 per point and beyond are the optimiser
+  running away (O-SVGP's objective reached -3e8 on a batch of 100 before its predictions went wrong).
 * **ill-conditioned matrices**: a Cholesky of the update needed more than ``linalg.WARN_JITTER`` relative jitter
   (the model's matrices are near-singular: inducing inputs closer together than the length-scales resolve, a
   collapsing noise or output scale). The update went through, but repeated, this precedes a failed one.
@@ -34,6 +49,10 @@ log = logging.getLogger("onlinegp")
 INPUT_RANGE = 10.0
 MAX_Z2 = 100.0
 MIN_BATCH = 10
+MAX_ERROR_BEFORE = 100.0
+MAX_ERROR_AFTER = 10.0
+FIT_FLOOR = 1e-2
+MAX_OBJECTIVE = 1e4
 MAX_OUTPUTSCALE = 1e4
 #: (shortest, longest) sane length-scale in scaled units: past 100 input half-ranges the kernel is flat over the
 #: domain (correlation above 0.9998 end to end), e.g. 1e5 m on a 60 m survey (3300 half-ranges)
@@ -41,6 +60,18 @@ LENGTHSCALE_RANGE = (1e-4, 1e2)
 #: below this length-scale (scaled units) a kernel is not evaluated: the squared distances of inputs in [-1, 1]
 #: divided by it carry a rounding error of about eps·D·(2/ℓ)², 3e-4 at ℓ = 1e-5 with 32 inputs, 1 at ℓ ≈ 1e-8
 MIN_USABLE_LENGTHSCALE = 1e-5
+
+
+def scaling(degenerate: list[str], num_points: int) -> list[str]:
+    """Warn when the scaling was fitted on a batch that cannot define it (:meth:`~onlinegp.scaling.Scaler.fit`)."""
+    if not degenerate:
+        return []
+    return [
+        f"scaling fitted on a batch that cannot define it: {', '.join(degenerate)} took a single value in this first "
+        f"batch of {num_points} point(s), so got a unit scale in user units, frozen from now on (stored terms depend "
+        "on it); unless that is the stream's real scale, build the model again with x_bounds (the corners of the "
+        "input domain) and y_stats (the targets' mean and std), or start it with a batch that spans them"
+    ]
 
 
 def input_range(xs: Tensor) -> tuple[list[str], dict[str, float]]:
@@ -70,6 +101,33 @@ def calibration(mean: Tensor, var_y: Tensor, ys: Tensor) -> tuple[list[str], dic
             " in scaled units): the predictive variance has collapsed"
         )
     return warnings, {"batch_z2": z2}
+
+
+def fit(mean: Tensor, ys: Tensor, absorbed: bool) -> tuple[list[str], dict[str, float]]:
+    """Warn when the batch's mean squared error, over that of the constant predictor, shows the fit diverging (see the
+    module docstring); ``absorbed`` tells whether ``mean`` is the prediction after the batch was absorbed."""
+    ratio = float((ys - mean).pow(2).mean()) / max(float(ys.pow(2).mean()), FIT_FLOOR)
+    key, limit = ("batch_error_after", MAX_ERROR_AFTER) if absorbed else ("batch_error_before", MAX_ERROR_BEFORE)
+    warnings = []
+    if not ratio <= limit:  # NaN too
+        when = "after absorbing this batch" if absorbed else "before this batch was absorbed"
+        warnings.append(
+            f"diverging fit: {when} its mean squared error was {ratio:.3g} times that of a constant predictor (at most "
+            f"{limit:g} expected): the model's mean has run away; this model's answers are wrong from here on. Roll "
+            "back to a checkpoint and use smaller steps (lr, num_steps), fewer inducing inputs or another model"
+        )
+    return warnings, {key: ratio}
+
+
+def objective(value: float | None, num_points: int) -> list[str]:
+    """Warn when the update's objective is not finite or beyond ``±MAX_OBJECTIVE`` nats per point of the batch."""
+    if value is None or abs(value) <= MAX_OBJECTIVE * num_points:
+        return []
+    return [
+        f"absurd objective: {value:.3g} on a batch of {num_points} (a fit in scaled units is within a few nats per "
+        "point): the optimisation has run away and this model's answers are wrong from here on. Roll back to a "
+        "checkpoint and use smaller steps (lr, num_steps), fewer inducing inputs or another model"
+    ]
 
 
 def conditioning(jitter: JitterLog) -> list[str]:

@@ -43,15 +43,22 @@ class Scaler(nn.Module):
         self.x_half_range.copy_(torch.where(half > 0, half, torch.ones_like(half)))
         self.x_fitted.fill_(True)
 
-    def fit(self, x: Tensor, y: Tensor) -> None:
-        """Fit whatever is not fitted yet on the first batch (a single point gives unit scales)."""
+    def fit(self, x: Tensor, y: Tensor) -> list[str]:
+        """Fit whatever is not fitted yet on the first batch; returns what that batch could not define (a column with
+        one value, targets with one value), which got a unit scale in user units and stays frozen with it."""
+        degenerate = []
         if not bool(self.x_fitted):
-            self.set_x_bounds(torch.stack([x.min(0).values, x.max(0).values]))
+            low, high = x.min(0).values, x.max(0).values
+            degenerate += [f"input column {j}" for j in (high <= low).nonzero().flatten().tolist()]
+            self.set_x_bounds(torch.stack([low, high]))
         if not bool(self.y_fitted):
             std = y.std() if y.numel() > 1 else torch.ones((), dtype=y.dtype)
+            if not float(std) > 0 or y.numel() < 2:
+                degenerate.append("the targets")
             self.y_mean.copy_(y.mean())
             self.y_std.copy_(std if float(std) > 0 else torch.ones_like(std))
             self.y_fitted.fill_(True)
+        return degenerate
 
     def x(self, x: Tensor) -> Tensor:
         return (x - self.x_center) / self.x_half_range
