@@ -11,7 +11,7 @@ from conftest import state_equal
 from onlinegp.kronecker import GridFactors, grid_marginal, kron_congruence, kron_dense, kron_matmul
 from onlinegp.linalg import CholeskyError
 from onlinegp.models.registry import make_model
-from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier
+from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier, batch_steps
 from onlinegp.posterior import kuu
 
 D = torch.float64
@@ -412,6 +412,30 @@ def test_prediction_caches_rebuilt_lazily_and_on_parameter_change():
     assert_close(pred.mean, mean)
     model.update(X[30:31], y[30:31])
     assert model._cache is None
+
+
+def test_default_steps_one_per_point_and_the_root_of_a_batch():
+    """Single points take one Adam step each (Algorithm 1), a batch of B points ⌈√B⌉ (our default, not B: the steps are
+    the whole cost of an update), the first batch its pre-training steps on a fresh Adam; ``num_steps`` overrides."""
+    X, y = toy(200)
+    model = WISKI(2, grid_size=6, pretrain_steps=3, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+
+    def online_steps() -> set[int]:
+        return {int(s["step"]) for s in model.optimizer.state.values()} or {0}
+
+    model.update(X[:20], y[:20])
+    assert online_steps() == {0}
+    for i in range(20, 25):
+        model.update(X[i : i + 1], y[i : i + 1])
+    assert online_steps() == {5}
+    model.update(X[25:125], y[25:125])
+    assert online_steps() == {5 + 10}
+    model.update(X[125:135], y[125:135])
+    assert online_steps() == {15 + 4}
+    model.num_steps = 2
+    model.update(X[135:185], y[135:185])
+    assert online_steps() == {19 + 2}
+    assert [batch_steps(b) for b in (1, 2, 4, 5, 1000)] == [1, 2, 2, 3, 32]
 
 
 def test_paper_setup_defaults():
