@@ -18,8 +18,18 @@ rank of WᵀW (a rank-r root of it, Stanton et al. 2021 §4.2, saves work only w
 the Choleskies: rows with ``"tree": "compare"``, and the ratios compare / this. ``--grids 5:16`` times the learnt
 projection (D = 5 inputs onto a 16² grid). Writes ``benchmarks/results/wiski.json``.
 
+``--batch`` instead compares the Adam steps a batch of B points gets (:data:`RULES`: B, one per point as Algorithm 1
+streams them; WISKI's default ⌈√B⌉; one per batch, the step count of the code of 2026-11-23 and of the authors'
+``update``) on ``make_model("wiski")`` (2-D, m = 256, 200 pre-training steps on the first batch), the models of every
+rule updated in turn, batch by batch, in one process: the seconds of a first batch of 200 and of batches of 1000 after
+it (the smooth field above); the final RMSE and NLPD of 20 batches of 500 of the 2-D magnetic-field survey
+(``onlinegp.bench.defaults.split_data``: a seeded shuffle, 1000 test points, standardised) against the exact GP (θ by
+L-BFGS on the first ``--exact-fit`` points, then conditioned on all); and ``--stream-points`` of it in batches of
+200-1000 points (seeded sizes). Writes ``benchmarks/results/wiski-batch.json`` with the load averages.
+
     OMP_NUM_THREADS=1 python benchmarks/bench_wiski.py [--sizes 1000,20000] [--points 20] [--threads 1]
         [--grids 2:16,3:10] [--algebras kronecker,dense] [--dense-sizes 1000] [--compare OLD_SRC]
+    OMP_NUM_THREADS=1 python benchmarks/bench_wiski.py --batch [--splits 3] [--stream-points 22000]
 """
 
 from __future__ import annotations
@@ -35,10 +45,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 from scipy.linalg import lapack
 
+from onlinegp.bench.defaults import bounds_of, scores, split_data
+from onlinegp.bench.runner import code_version
+from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import WISKI
+from onlinegp.stream import lbfgs_exact_gp
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -214,6 +229,128 @@ def measure(
     return rows
 
 
+#: ``--batch``'s step rules: the Adam steps of a batch of B points after the first (None: WISKI's default, ⌈√B⌉)
+RULES = {"per point": lambda b: b, "default": None, "one per batch": lambda b: 1}
+
+
+def stream_rules(
+    X: np.ndarray, y: np.ndarray, sizes: list[int], seed: int, test: tuple[np.ndarray, np.ndarray] | None = None
+) -> dict[str, dict]:
+    """``make_model("wiski")`` under every rule of :data:`RULES`, fed (X, y) in batches of ``sizes``, the models
+    updated in turn batch by batch: each rule's seconds per batch, the Adam steps after the first batch (its online
+    optimiser's count) and, with ``test``, its final scores."""
+    models = {name: make_model("wiski", seed=seed) for name in RULES}
+    seconds: dict[str, list[float]] = {name: [] for name in RULES}
+    start = 0
+    for b in sizes:
+        for name, model in models.items():
+            model.num_steps = None if RULES[name] is None else RULES[name](b)
+            t0 = time.perf_counter()
+            model.update(X[start : start + b], y[start : start + b])
+            seconds[name].append(time.perf_counter() - t0)
+        start += b
+    out = {}
+    for name, model in models.items():
+        steps = max((int(state["step"]) for state in model.optimizer.state.values()), default=0)
+        out[name] = {"seconds": seconds[name], "online_steps": steps, "update_s": sum(seconds[name])}
+        if test is not None:
+            out[name] |= scores(test[1], model.predict(test[0]))
+    return out
+
+
+def exact_reference(X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, fit_points: int) -> dict:
+    """The exact GP's scores: θ and σ² by L-BFGS on the first ``fit_points`` points, then conditioned on all."""
+    gp = make_model("exact", num_steps=0, max_data=len(X), x_bounds=bounds_of(X), y_stats=(0.0, 1.0))
+    lbfgs_exact_gp(gp, X[:fit_points], y[:fit_points])
+    gp.update(X[fit_points:], y[fit_points:])
+    return scores(y_test, gp.predict(X_test))
+
+
+def batch_study(args: argparse.Namespace) -> dict:
+    """``--batch``: timing, accuracy and a long stream of the step rules (module docstring)."""
+    result: dict = {
+        "benchmark": "wiski-batch",
+        "code": code_version(),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__},
+        "torch_threads": torch.get_num_threads(),
+        "rules": {"per point": "B", "default": "ceil(sqrt(B))", "one per batch": "1"},
+    }
+
+    def loads() -> list[float]:
+        return [round(v, 2) for v in os.getloadavg()]
+
+    load = loads()
+    X, y = data(200 + args.repeats * 1000, 2, 0)
+    runs = stream_rules(X, y, [200] + [1000] * args.repeats, 0)
+    result["timing"] = {
+        "load_average_start": load,
+        "load_average_end": loads(),
+        "first_batch": 200,
+        "batch": 1000,
+        "rules": {
+            name: {
+                "first_batch_s": r["seconds"][0],
+                "batch_s": r["seconds"][1:],
+                "batch_median_s": statistics.median(r["seconds"][1:]),
+            }
+            for name, r in runs.items()
+        },
+    }
+    timing = result["timing"]["rules"]
+    for name, r in timing.items():
+        print(
+            f"[timing] {name:13s}: first batch of 200 {r['first_batch_s']:.2f} s, batches of 1000 median "
+            f"{r['batch_median_s']:.3f} s {[round(t, 3) for t in r['batch_s']]}",
+            flush=True,
+        )
+    result["timing"]["per_point_over_default"] = (
+        timing["per point"]["batch_median_s"] / timing["default"]["batch_median_s"]
+    )
+
+    result["accuracy"] = {"dataset": args.dataset, "batches": 20, "batch": 500, "splits": []}
+    for split in range(args.splits):
+        load = loads()
+        X, y, Xt, yt = split_data(args.dataset, split, 20 * 500, 1000)
+        row = {"split": split, "load_average_start": load, "exact": exact_reference(X, y, Xt, yt, args.exact_fit)}
+        row |= {"rules": stream_rules(X, y, [500] * 20, split, (Xt, yt)), "load_average_end": loads()}
+        result["accuracy"]["splits"].append(row)
+        print(
+            f"[accuracy] split {split}: exact RMSE {row['exact']['rmse']:.4f} NLPD {row['exact']['nlpd']:.3f}; "
+            + "; ".join(
+                f"{n} RMSE {r['rmse']:.4f} NLPD {r['nlpd']:.3f} ({r['update_s']:.0f} s)"
+                for n, r in row["rules"].items()
+            ),
+            flush=True,
+        )
+
+    load = loads()
+    X, y, Xt, yt = split_data(args.dataset, 0, args.stream_points, 1000)
+    sizes: list[int] = []
+    for b in np.random.default_rng(0).integers(200, 1001, size=len(X)):
+        sizes.append(int(min(b, len(X) - sum(sizes))))
+        if sum(sizes) == len(X):
+            break
+    runs = stream_rules(X, y, sizes, 0, (Xt, yt))
+    for r in runs.values():
+        del r["seconds"]
+    result["stream"] = {
+        "points": len(X),
+        "batches": len(sizes),
+        "load_average_start": load,
+        "load_average_end": loads(),
+        "rules": runs,
+    }
+    for name, r in runs.items():
+        print(
+            f"[stream] {name:13s}: {len(X)} points in {len(sizes)} batches, {r['update_s']:.1f} s, "
+            f"RMSE {r['rmse']:.4f} NLPD {r['nlpd']:.3f}",
+            flush=True,
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "wiski-batch.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
 def main() -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,20000", help="comma-separated N")
@@ -227,12 +364,20 @@ def main() -> dict:
         "--wtw-ranks", default="", help="comma-separated r: also the Kronecker algebra with a rank-r root of WᵀW"
     )
     ap.add_argument("--wtw-updates", default="gill,truncate", help="the root updates timed with --wtw-ranks")
+    ap.add_argument("--batch", action="store_true", help="compare the step rules of a batch (module docstring)")
+    ap.add_argument("--repeats", type=int, default=3, help="--batch: timed batches of 1000 per rule")
+    ap.add_argument("--splits", type=int, default=3, help="--batch: splits of the accuracy streams")
+    ap.add_argument("--dataset", default="magnetic", help="--batch: the 2-D dataset of the accuracy streams")
+    ap.add_argument("--exact-fit", type=int, default=2000, help="--batch: points the exact GP's θ is fitted on")
+    ap.add_argument("--stream-points", type=int, default=22000, help="--batch: points of the long stream")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.worker:
         serve()
         return {}
+    if args.batch:
+        return batch_study(args)
     load_start = list(os.getloadavg())
     sizes = [int(s) for s in args.sizes.split(",")]
     dense_sizes = [int(s) for s in args.dense_sizes.split(",")]

@@ -2,6 +2,7 @@
 JSON lines (here running this same source tree, so both trees must report the same model)."""
 
 import importlib.util
+import math
 import os
 import subprocess
 import sys
@@ -49,3 +50,17 @@ def test_measure_with_a_compare_worker():
         this, other = by_key[("this", "kronecker", n)], by_key[("compare", "kronecker", n)]
         assert this["rank_WtW"] == other["rank_WtW"] and this["checkpoint_bytes"] == other["checkpoint_bytes"]
     assert by_key[("this", "kronecker", 30)]["rank_WtW"] == by_key[("this", "dense", 30)]["rank_WtW"] <= 25
+
+
+def test_batch_rules_take_their_steps():
+    """``--batch``: the models of each step rule take B, ⌈√B⌉ and 1 steps on a batch of B after the first."""
+    bench = load_bench()
+    X, y = (t.numpy() for t in bench.data(100, 2, 0))
+    runs = bench.stream_rules(X, y, [40, 60], 0, (X[:10], y[:10]))
+    assert {name: run["online_steps"] for name, run in runs.items()} == {
+        "per point": 60,
+        "default": 8,
+        "one per batch": 1,
+    }
+    for run in runs.values():
+        assert len(run["seconds"]) == 2 and run["update_s"] > 0 and run["rmse"] > 0 and math.isfinite(run["nlpd"])
