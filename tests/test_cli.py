@@ -2,6 +2,7 @@
 --resume/--force, the pilot-only warning, --option errors that name the option, resolved settings in config.json."""
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -10,7 +11,7 @@ from typer.testing import CliRunner
 
 import onlinegp
 from onlinegp.cli import app
-from onlinegp.io import fresh_directory
+from onlinegp.io import RUN_LOCK, fcntl, fresh_directory
 from onlinegp.rig import mission as rig_mission
 from onlinegp.rig.mission import Mission, MissionConfig, run_state
 
@@ -78,6 +79,42 @@ def test_a_finished_run_is_refused_unless_forced_or_resumed(finished, tmp_path):
     forced = runner.invoke(app, ["mission", *SMALL, "--out", str(copy), "--force", "--stop-after-epochs", "1"])
     assert forced.exit_code == 0, forced.output
     assert run_state(copy) == "checkpoint" and not (copy / "model.pt").exists()
+
+
+def test_resume_writes_the_final_files_a_killed_mission_left_unwritten(finished, tmp_path):
+    """Issue 35, item 5: a mission killed after model.pt but before metrics.json was "already complete"."""
+    root, _ = finished
+    run = root / "runs" / "mission" / NAME
+    files = ("metrics.json", "survey.npz", "figures/ground_truth.png")
+    assert all((run / name).is_file() for name in files)
+    killed = tmp_path / "killed"
+    shutil.copytree(run, killed)
+    (killed / "metrics.json").unlink()
+    (killed / "survey.npz").unlink()
+    shutil.rmtree(killed / "figures")
+    (killed / ".survey.npz.3hx8_q0w.tmp").write_bytes(b"")
+    assert run_state(killed) == "checkpoint"
+    refused = runner.invoke(app, ["mission", *SMALL, "--out", str(killed)])
+    assert refused.exit_code == 2 and "unfinished mission" in _text(refused)
+    resumed = runner.invoke(app, ["mission", *SMALL, "--out", str(killed), "--resume"])
+    assert resumed.exit_code == 0 and "already complete" not in _text(resumed), resumed.output
+    assert run_state(killed) == "finished" and all((killed / name).is_file() for name in files)
+    assert json.loads((killed / "metrics.json").read_text()) == json.loads((run / "metrics.json").read_text())
+    assert not list(killed.glob(".*.tmp"))
+
+
+@pytest.mark.skipif(fcntl is None, reason="run directories are locked on POSIX only")
+def test_a_mission_into_a_directory_another_run_is_writing_to_is_refused(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    fd = os.open(out / RUN_LOCK, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the other run's process holds it
+        result = runner.invoke(app, ["mission", *SMALL, "--out", str(out)])
+    finally:
+        os.close(fd)
+    assert result.exit_code == 2 and "in use by another run" in _text(result), result.output
+    assert [p.name for p in out.iterdir()] == [RUN_LOCK]
 
 
 def test_an_unfinished_run_needs_resume_or_force(tmp_path):

@@ -31,6 +31,7 @@ from torch import Tensor, nn
 
 from . import health
 from .buffer import GrowingBuffer
+from .io import atomic_write
 from .kernels import kernel_name, lengthscale_map, make_kernel
 from .linalg import JitterLog
 from .scaling import Scaler
@@ -527,8 +528,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             raise
 
     def save(self, path: str) -> None:
-        """Write an exact checkpoint (``torch.save`` of ``state_dict``)."""
-        torch.save(self.state_dict(), path)
+        """Write an exact checkpoint (``torch.save`` of ``state_dict``), atomically (:func:`onlinegp.io.atomic_write`)."""
+        atomic_write(path, lambda fh: torch.save(self.state_dict(), fh))
 
     @_class_or_instance
     def load(target: "OnlineGP | type[OnlineGP]", path: str, **options: Any) -> "OnlineGP":

@@ -249,7 +249,7 @@ def mission_command(
     if out is None:
         out = str(fresh_directory("runs/mission", default_name))
         typer.echo(f"run directory: {out}")
-    claim_run_directory(out, "mission", force=force, reuse=resume)
+    _claim(out, "mission", force=force, reuse=resume)
     try:
         result = rig_mission.run_mission(
             mission, out, quiet=quiet, stop_after_epochs=stop_after_epochs, echo=typer.echo
@@ -263,6 +263,15 @@ def mission_command(
             if result.completed
             else f"stopped after epoch {result.rows[-1]['epoch']}; continue with --resume --out {out}"
         )
+
+
+def _claim(out: str | Path, kind: str, **how: bool) -> None:
+    """:func:`~onlinegp.io.claim_run_directory`, its refusal (another run's files, or a run still writing there) a
+    usage error."""
+    try:
+        claim_run_directory(out, kind, **how)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
 
 
 def _slug(name: str) -> str:
@@ -369,7 +378,7 @@ def replay_command(
         name = Path(log).stem if Path(log).stem != "survey" else Path(log).resolve().parent.name
         out = str(fresh_directory("runs/replay", name))
         typer.echo(f"output directory: {out}")
-    claim_run_directory(out, "replay", force=force)
+    _claim(out, "replay", force=force)
     try:
         run_replay(log, list(model or []), out, options, seed, truth, period, holdout, show, survey=survey)
     except (ValueError, TypeError) as err:
@@ -456,10 +465,7 @@ def FORCE_BENCH() -> typer.models.OptionInfo:  # noqa: N802 - a fresh Option per
 def _claim_bench(name: str, out: str, force: bool) -> None:
     """Take ``out`` for ``bench NAME``: a usage error when it holds another run, unless ``force``; a rerun of the
     same bench continues there."""
-    try:
-        claim_run_directory(out, f"bench {name}", force=force, reuse=True)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
+    _claim(out, f"bench {name}", force=force, reuse=True)
 
 
 def _results_options() -> dict[str, tuple[type, typer.models.OptionInfo]]:
@@ -880,7 +886,7 @@ def stream_command(
     if out is None:
         out = str(fresh_directory("runs/stream", f"{model.lower()}-{_slug(dataset)}-seed{seed}"))
         typer.echo(f"output directory: {out}")
-    claim_run_directory(out, "stream", force=force)
+    _claim(out, "stream", force=force)
     try:
         rows = run_stream(config, out=out, quiet=quiet)
     except ValueError as err:

@@ -1,6 +1,6 @@
 """Output files written whole or not at all: :func:`atomic_write` and, through it, :func:`write_csv`; run directories
 that never reuse an existing one: :func:`fresh_directory`; a run directory never taken over by another run without
-``--force``: :func:`claim_run_directory`."""
+``--force``, nor shared with a run still writing to it: :func:`claim_run_directory`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: run directories are not locked
+    fcntl = None
 
 
 def atomic_write(path: str | Path, content: str | bytes | Callable[[BinaryIO], Any]) -> Path:
@@ -72,6 +77,8 @@ def fresh_directory(parent: str | Path, name: str) -> Path:
 
 #: the file naming the kind of run a directory holds ("mission", "stream", "replay", "bench NAME")
 RUN_MARKER = ".onlinegp-run"
+#: the file a run holds an exclusive lock on (``flock``) in its directory while it runs
+RUN_LOCK = ".onlinegp-lock"
 #: files that tell the kind of a run written before the marker existed (checked in this order)
 LEGACY_RUNS = (("checkpoint.pt", "mission"), ("survey.npz", "mission"), ("comparison.md", "replay"))
 
@@ -81,7 +88,7 @@ def run_kind(path: str | Path) -> str | None:
     (:data:`LEGACY_RUNS`; ``config.json`` with ``metrics.csv``: a stream), else ``"unknown files"``; None when
     ``path`` is missing or empty."""
     path = Path(path)
-    if not path.is_dir() or not any(path.iterdir()):
+    if not path.is_dir() or all(p.name == RUN_LOCK for p in path.iterdir()):
         return None
     if (path / RUN_MARKER).is_file():
         return (path / RUN_MARKER).read_text().strip()
@@ -91,21 +98,62 @@ def run_kind(path: str | Path) -> str | None:
     return "stream" if (path / "config.json").is_file() and (path / "metrics.csv").is_file() else "unknown files"
 
 
+_locks: dict[Path, int] = {}  # run directories this process holds: resolved path -> the locked file descriptor
+
+
+def _lock_run_directory(path: Path) -> None:
+    """Hold an exclusive lock on ``path``'s :data:`RUN_LOCK` until this process ends (again: nothing to do); a
+    ValueError when another process holds it."""
+    key = path.resolve()
+    if fcntl is None:
+        return
+    if key in _locks:
+        lock_file = path / RUN_LOCK
+        if lock_file.is_file() and os.fstat(_locks[key]).st_ino == lock_file.stat().st_ino:
+            return
+        os.close(_locks.pop(key))  # the directory was removed and made again since
+    fd = os.open(path / RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise ValueError(
+            f"{path} is in use by another run (process {holder}): wait for it to end, or use another --out"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    _locks[key] = fd
+
+
 def claim_run_directory(path: str | Path, kind: str, force: bool = False, reuse: bool = False) -> Path:
-    """Make ``path`` the run directory of a ``kind`` run and mark it so (:data:`RUN_MARKER`).
+    """Make ``path`` the run directory of a ``kind`` run, mark it so (:data:`RUN_MARKER`) and lock it for the rest of
+    this process (:data:`RUN_LOCK`), so that a second run into it while this one is running is refused.
 
     A directory holding another run (or other files) is refused with a ValueError that names ``--force``; with
     ``force`` it is emptied first, so no file of the old run is left. ``reuse`` lets a run of the same kind continue
-    in its own directory (a resumable sweep, a mission's ``--resume``), and one made before the marker existed."""
+    in its own directory (a resumable sweep, a mission's ``--resume``), and one made before the marker existed.
+    Temporary files of :func:`atomic_write` left by a killed run are removed."""
     path = Path(path)
-    held = run_kind(path)
-    if held is not None and not (reuse and held in (kind, "unknown files")):
-        if not force:
+
+    def check() -> str | None:
+        held = run_kind(path)
+        if held is not None and not (reuse and held in (kind, "unknown files")) and not force:
             what = "other files" if held == "unknown files" else f"a {held} run"
             raise ValueError(
                 f"{path} holds {what}: pass --force to replace it, or another --out (none: a new directory)"
             )
-        shutil.rmtree(path)
+        return held
+
+    check()  # before the lock file is made in a directory that is not ours
     path.mkdir(parents=True, exist_ok=True)
+    _lock_run_directory(path)
+    held = check()  # again under the lock: another run may have written here since
+    if held is not None and not (reuse and held in (kind, "unknown files")):
+        for entry in path.iterdir():  # force: empty it, keeping the lock file that this run holds
+            if entry.name != RUN_LOCK:
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    for tmp in path.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
     atomic_write(path / RUN_MARKER, kind + "\n")
     return path

@@ -45,8 +45,9 @@ if TYPE_CHECKING:
 METRIC_KEYS = ("smse", "msll", "rmse", "nlpd", "mae")
 CHECKPOINT = "checkpoint.pt"
 SURVEY = "survey.npz"
-#: files only a finished mission leaves (written after its last epoch)
-FINISHED = ("metrics.json", "model.pt")
+#: files only a finished mission leaves, in the order they are written after its last epoch (figures come before
+#: metrics.json): a mission is finished when all of them are there
+FINISHED = ("model.pt", SURVEY, "metrics.json")
 INITS = ("bezier", "random")
 #: seconds between checkpoints (each rewrites about 10 MB for POAM at M = 500, and metrics.csv with it): a killed
 #: mission loses at most this much work; a stopped or finished one is checkpointed at its last epoch
@@ -548,12 +549,15 @@ def _progress(quiet: bool):
 
 
 def run_state(out: str | Path) -> str | None:
-    """What ``out`` holds: ``"finished"`` (a completed mission's :data:`FINISHED` files), ``"checkpoint"`` (an
-    unfinished mission to resume) or None (no mission)."""
+    """What ``out`` holds: ``"finished"`` (all of a completed mission's :data:`FINISHED` files), ``"checkpoint"`` (an
+    unfinished mission to resume, or a finished one whose final files were not all written: resuming writes them) or
+    None (no mission)."""
     out = Path(out)
-    if any((out / name).is_file() for name in FINISHED):
+    if all((out / name).is_file() for name in FINISHED):
         return "finished"
-    return "checkpoint" if (out / CHECKPOINT).is_file() else None
+    if (out / CHECKPOINT).is_file():
+        return "checkpoint"
+    return "finished" if any((out / name).is_file() for name in FINISHED) else None
 
 
 def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, field: Field | None = None) -> Mission:
@@ -604,7 +608,7 @@ def run_mission(
     elif ckpt.is_file() and not quiet:
         echo(f"{out} holds an earlier mission: starting afresh over it (--resume continues one instead)")
     if not mission.rows:  # a fresh start: no output of an earlier mission may stay to be mistaken for this one's
-        for name in (*FINISHED, SURVEY, "mission.gif"):
+        for name in (*FINISHED, "mission.gif"):
             (out / name).unlink(missing_ok=True)
     info = {
         **_recorded_config(config, mission.model),
@@ -648,6 +652,7 @@ def run_mission(
     mission.model.save(str(out / "model.pt"))
     write_csv(out / "metrics.csv", mission.rows)
     atomic_write(out / SURVEY, lambda fh: mission.survey().save(fh))
+    files = write_figures(mission, out)
     final = {k: mission.rows[-1][k] for k in ("epoch", "num_samples", "num_inducing", *METRIC_KEYS)}
     summary = {
         "final": final,
@@ -656,8 +661,7 @@ def run_mission(
         "wall_time": mission.wall_time,
         "epochs": len(mission.rows),
     }
-    atomic_write(out / "metrics.json", json.dumps({"summary": summary, "rows": mission.rows}, indent=1))
-    files = write_figures(mission, out)
+    atomic_write(out / "metrics.json", json.dumps({"summary": summary, "rows": mission.rows}, indent=1))  # the last
     files.update(
         {
             "config": out / "config.json",
