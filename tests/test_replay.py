@@ -58,6 +58,49 @@ def test_bad_logs_are_clear_errors(tmp_path):
         run_replay(tmp_path / "ok.npz", [], tmp_path / "out")
 
 
+def test_damaged_logs_are_errors_naming_the_file_before_any_run_folder(tmp_path, monkeypatch):
+    """Issue 35, item 6: a truncated .npz gave a BadZipFile traceback, an empty one only "Aborted."."""
+    from typer.testing import CliRunner
+
+    from onlinegp.cli import app
+
+    toy_survey().save(tmp_path / "ok.npz")
+    whole = (tmp_path / "ok.npz").read_bytes()
+    (tmp_path / "truncated.npz").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "cut.npz").write_bytes(whole[:-30])
+    (tmp_path / "empty.npz").write_bytes(b"")
+    np.save(tmp_path / "array.npy", np.ones(3))
+    (tmp_path / "array.npy").rename(tmp_path / "array.npz")
+    monkeypatch.chdir(tmp_path)
+    for name, message in [
+        ("truncated.npz", "truncated or not an .npz"),
+        ("cut.npz", "truncated or not an .npz"),
+        ("array.npz", "truncated or not an .npz"),
+        ("empty.npz", "is empty"),
+    ]:
+        with pytest.raises(ValueError, match=message) as err:
+            load_survey(tmp_path / name)
+        assert str(tmp_path / name) in str(err.value)
+        result = CliRunner().invoke(app, ["replay", name, "--model", "osgpr", "-q"])
+        text = " ".join(result.output.replace("│", " ").split())
+        assert result.exit_code == 2 and name in text and message in text, result.output
+    with pytest.raises(ValueError, match="cannot read the ground truth .*truncated.npz"):
+        load_survey(tmp_path / "ok.npz", eval_path=tmp_path / "truncated.npz")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_missing_batch_id_in_a_csv_names_its_line(tmp_path):
+    """Issue 35, item 6: a NaN batch id split the stream into extra updates."""
+    s = toy_survey()
+    batch = np.repeat(np.arange(6.0), 20)
+    batch[15] = np.nan
+    np.savetxt(tmp_path / "b.csv", np.column_stack([s.x, s.y, batch]), delimiter=",", header="a,b,y,batch", comments="")
+    with pytest.raises(ValueError, match=r"b.csv: missing or non-finite values on 1 line\(s\) \(17\)"):
+        load_survey(tmp_path / "b.csv", holdout=0.2)
+    dropped = load_survey(tmp_path / "b.csv", holdout=0.2, columns={"dropna": True})
+    assert len(dropped.batch_end) <= 6 and "dropped 1 row" in dropped.meta["roles"]
+
+
 def test_replay_compares_models_on_identical_data(tmp_path):
     s = toy_survey()
     s.save(tmp_path / "s.npz")

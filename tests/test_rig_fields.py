@@ -64,6 +64,15 @@ def test_from_array_rejects_malformed(bad, match):
         from_array(bad)
 
 
+@pytest.mark.parametrize("shape", [(2, 2), (3, 3), (3, 40)])
+def test_a_grid_too_small_to_survey_is_refused_with_the_minimum(shape, tmp_path):
+    """Issue 35, item 6: a 2×2 or 3×3 DEM ran a mission without a word."""
+    np.save(tmp_path / "tiny.npy", _dem(*shape))
+    with pytest.raises(ValueError, match=f"'tiny' is {shape[0]}×{shape[1]} cells, too small .* at least 4×4 cells"):
+        load_field(tmp_path / "tiny.npy")
+    assert load_field(_dem(4, 4)).values.shape == (360, 360)
+
+
 def test_bundled_environments_are_distinct():
     assert len(ENVIRONMENTS) >= 4 and fields.DEFAULT_ENV in ENVIRONMENTS
     roughness = {}

@@ -104,8 +104,7 @@ def load_survey(
     if not path.is_file():
         raise ValueError(f"no survey log at {str(path)!r}")
     if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
+        arrays = _read_npz(path, "survey log")
         missing = [k for k in ("x", "y", "batch_end") if k not in arrays]
         if missing:
             raise ValueError(
@@ -122,8 +121,10 @@ def load_survey(
     else:
         raise ValueError(f"survey logs are .npz or .csv files, got {path.name!r}")
     if eval_path is not None:
-        with np.load(eval_path, allow_pickle=False) as data:
-            truth = (data["eval_x"], data["eval_y"])
+        arrays = _read_npz(Path(eval_path), "ground truth")
+        if not {"eval_x", "eval_y"} <= set(arrays):
+            raise ValueError(f"the ground truth {Path(eval_path).name} must hold eval_x and eval_y")
+        truth = (arrays["eval_x"], arrays["eval_y"])
     if truth is None and holdout > 0:
         x, y, ends, truth = _hold_out(x, y, ends, holdout, seed)
     if truth is None:
@@ -132,6 +133,23 @@ def load_survey(
             "fraction of the samples (holdout=0.1)"
         )
     return Survey(x, y, ends, np.asarray(truth[0], np.float64), np.asarray(truth[1], np.float64), recorded, meta)
+
+
+def _read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
+    """Every array of the ``.npz`` at ``path``; a ValueError naming the file when it is missing, empty, truncated or
+    not an ``.npz`` (whatever numpy and zipfile raise for it)."""
+    if not path.is_file():
+        raise ValueError(f"no {what} at {str(path)!r}")
+    if path.stat().st_size == 0:
+        raise ValueError(f"the {what} {str(path)!r} is empty (0 bytes): was it written to the end?")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except Exception as err:  # BadZipFile, EOFError, zlib.error, ValueError, OSError ...
+        raise ValueError(
+            f"cannot read the {what} {str(path)!r} ({type(err).__name__}: {err}): it is truncated or not an .npz "
+            "written by numpy (np.savez)"
+        ) from err
 
 
 def _read_csv(path: Path, period: float | None, columns: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:

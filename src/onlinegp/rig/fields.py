@@ -39,6 +39,8 @@ import numpy as np
 from scipy.interpolate import RectBivariateSpline
 
 GRID_SIZE = 360
+#: fewest cells along each side of a user's grid: a smaller one is a plane or a single bump, nothing to survey
+MIN_CELLS = 4
 ENV_EXTENT = (-31.0, 31.0, -31.0, 31.0)
 VALUE_RANGE = (0.0, 255.0)
 SCALED_UNIT = "scaled 0-255"
@@ -216,8 +218,11 @@ def from_array(
     a = np.squeeze(a)
     if a.ndim != 2:
         raise ValueError(f"field {name!r} must be a 2-D array (rows × columns: {AXES}), got shape {a.shape}")
-    if min(a.shape) < 2:
-        raise ValueError(f"field {name!r} needs at least 2×2 cells, got shape {a.shape}")
+    if min(a.shape) < MIN_CELLS:
+        raise ValueError(
+            f"field {name!r} is {a.shape[0]}×{a.shape[1]} cells, too small to survey: a field needs at least "
+            f"{MIN_CELLS}×{MIN_CELLS} cells (a smaller grid is a plane or a single bump, with nothing to map)"
+        )
     if first_row not in FIRST_ROWS:
         raise ValueError(f"first_row must be south (row 0 at y = ymin) or north (row 0 at y = ymax), got {first_row!r}")
     normalised = isinstance(extent, str) and extent == "normalised"
