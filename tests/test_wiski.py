@@ -401,8 +401,9 @@ def test_kernel_priors_join_the_objective():
 def test_prediction_caches_rebuilt_lazily_and_on_parameter_change():
     X, y = toy(40)
     model = WISKI(2, grid_size=8, num_steps=1, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
-    model.update(X[:30], y[:30])
-    assert model._cache is None  # an update does not build R
+    model.update(X[:29], y[:29])  # the health check's fit to a batch of 10 or more points builds R
+    model.update(X[29:30], y[29:30])
+    assert model._cache is None  # a one-point update does not build R
     R1, _ = model.predictive_caches()
     assert model.predictive_caches()[0] is R1  # built once, reused
     with torch.no_grad():

@@ -151,12 +151,12 @@ def run_stream(
 
 
 def write_run(out: Path, config: StreamConfig, rows: list[dict], model: OnlineGP | None = None) -> None:
-    """config.json (the run's settings and, under ``model``, the options the model ran with: :func:`model_record`),
+    """config.json (the run's settings and, under ``model_record``, the options the model ran with: :func:`model_record`),
     metrics.csv, metrics.json and metrics.png of one streaming run."""
     from .plots import plot_metric_curves
 
     out.mkdir(parents=True, exist_ok=True)
-    record = config.to_json() | ({} if model is None else {"model": model_record(model)})
+    record = config.to_json() | ({} if model is None else {"model_record": model_record(model)})
     (out / "config.json").write_text(json.dumps(record, indent=1, default=repr))
     (out / "metrics.json").write_text(json.dumps(rows, indent=1))
     write_csv(out / "metrics.csv", rows)

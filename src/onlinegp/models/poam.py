@@ -303,9 +303,8 @@ class POAM(KernelGP):
         """The first batch: ``pretrain_steps`` M-step steps at ``pretrain_lr`` cosine-annealed to zero, in rounds of
         ``num_steps`` each after an E-step; the batch's terms are then dropped (Z is kept), to be absorbed under the
         new θ."""
-        adam = hyperparameter_optimizer(
-            self.kernel, self.likelihood, self.pretrain_lr, self.pretrain_lr * self.lr_attention / self.lr
-        )
+        scale = self.pretrain_lr / self.lr if self.lr else 0.0  # lr 0 keeps θ where it is
+        adam = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr * scale, self.lr_attention * scale)
         schedule = torch.optim.lr_scheduler.CosineAnnealingLR(adam, T_max=self.pretrain_steps)
         rounds = max(self.num_steps, 1)
         for done in range(0, self.pretrain_steps, rounds):
