@@ -5,7 +5,15 @@ import pytest
 import torch
 
 from onlinegp import POAM
-from onlinegp.inducing import OIPS, SELECTORS, ConditionalVariance, VIPSSelector, make_selector, residual_traces
+from onlinegp.inducing import (
+    OIPS,
+    SELECTORS,
+    ConditionalVariance,
+    VIPSSelector,
+    make_selector,
+    residual_traces,
+    unique_rows,
+)
 from onlinegp.kernels import dense, diagonal, make_kernel
 from onlinegp.objectives import noise_log_lik, online_bounds
 from onlinegp.posterior import InducingPosterior, kuu
@@ -127,3 +135,42 @@ def test_poam_with_vips_grows_with_an_expanding_domain():
     grid = torch.linspace(0.5, 9.5, 100, dtype=D)[:, None]
     err = model.predict(grid).mean - (torch.sin(2 * grid[:, 0]) + torch.cos(5 * grid[:, 0]))
     assert float(err.pow(2).mean().sqrt()) < 0.2
+
+
+def distinct(Z: torch.Tensor) -> bool:
+    return len(torch.unique(Z, dim=0)) == len(Z)
+
+
+@pytest.mark.parametrize("name", ["kmeans", "random"])
+def test_pool_selectors_never_pick_a_duplicated_input_twice(name):
+    """Issue 35, item 7: z-kmeans on duplicated inputs chose coincident centres (K_zz singular)."""
+    k = make_kernel("rbf", 2, D, lengthscale=0.3)
+    X, _ = data(60)
+    X = torch.cat([X, X[:40], X[:40]])  # 60 distinct inputs among 140
+    g = torch.Generator().manual_seed(0)
+    for Z_old, M in [(None, 50), (None, 100), (X[:30], 50), (X[:30], 200)]:
+        Z = make_selector(name, M)(k, Z_old, X, generator=g)
+        assert distinct(Z) and len(Z) == min(M, 60)
+
+
+def test_unique_rows_keeps_first_occurrences_in_order_and_a_pool_without_repeats_as_it_is():
+    X, _ = data(10)
+    assert unique_rows(X) is X  # so picks from such a pool draw exactly as before duplicates were skipped
+    assert torch.equal(unique_rows(torch.cat([X[:3], X[1:2], X[3:], X])), X)
+
+
+@pytest.mark.parametrize("name", ["z-kmeans", "z-rand"])
+def test_kmeans_and_random_ablations_on_a_stream_with_duplicates(name):
+    from onlinegp.models import make_model
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(600, 2, dtype=D, generator=g) * 10
+    X[1::2] = X[::2]  # every input twice
+    f = lambda x: torch.sin(x[:, 0] / 1.5) * torch.cos(x[:, 1] / 2)  # noqa: E731
+    y = f(X) + 0.05 * torch.randn(600, dtype=D, generator=g)
+    model = make_model(name, seed=0, num_inducing=200, num_steps=2)
+    for b in range(6):
+        model.update(X[100 * b : 100 * (b + 1)], y[100 * b : 100 * (b + 1)])
+        assert distinct(model.Z), f"update {b}: {len(model.Z) - len(torch.unique(model.Z, dim=0))} repeated"
+    Xt = torch.rand(200, 2, dtype=D, generator=g) * 10
+    assert float((model.predict(Xt).mean - f(Xt)).pow(2).mean().sqrt() / f(Xt).std()) < 0.2

@@ -36,6 +36,17 @@ def candidates(Z: Tensor | None, X: Tensor) -> Tensor:
     return X if Z is None or Z.shape[0] == 0 else torch.cat([Z, X])
 
 
+def unique_rows(C: Tensor) -> Tensor:
+    """The distinct rows of ``C`` in the order they first occur (``C`` itself when none repeats): two equal
+    inducing inputs make K_zz singular."""
+    _, inverse = torch.unique(C, dim=0, return_inverse=True)
+    if int(inverse.max()) + 1 == C.shape[0]:
+        return C
+    rows = torch.arange(C.shape[0], device=C.device)
+    first = torch.full((C.shape[0],), C.shape[0], device=C.device).scatter_reduce(0, inverse, rows, "amin")
+    return C[first[first < C.shape[0]].sort().values]
+
+
 @torch.no_grad()
 def greedy_variance(
     kernel: Kernel, C: Tensor, max_rank: int, tol: float = 0.0, initial: Tensor | None = None
@@ -87,32 +98,37 @@ class PivotedCholesky(PoolSelector):
 
 
 class RandomSubset(PoolSelector):
-    """M points drawn uniformly from [Z; X] (POAM's Z-RAND ablation)."""
+    """M distinct points drawn uniformly from the distinct rows of [Z; X] (POAM's Z-RAND ablation)."""
 
     def __init__(self, num_inducing: int = 500):
         self.num_inducing = int(num_inducing)
 
     def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
-        idx = torch.randperm(C.shape[0], generator=generator)[: self.num_inducing]
-        return C[idx].clone()
+        U = unique_rows(C)
+        idx = torch.randperm(U.shape[0], generator=generator)[: self.num_inducing]
+        return U[idx].clone()
 
 
 class KMeans(PoolSelector):
-    """M k-means centroids of [Z; X] (Lloyd's algorithm, k-means++-free random start; POAM's k-means ablation)."""
+    """M k-means centroids of [Z; X] (Lloyd's algorithm, k-means++-free random start; POAM's k-means ablation).
+
+    The start is M distinct rows of the pool (all of them when it has fewer), and centroids that end up coincident
+    are kept once, so duplicated inputs never give two equal inducing inputs."""
 
     def __init__(self, num_inducing: int = 500, iters: int = 20):
         self.num_inducing, self.iters = int(num_inducing), iters
 
     def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
-        k = min(self.num_inducing, C.shape[0])
-        centers = C[torch.randperm(C.shape[0], generator=generator)[:k]].clone()
+        U = unique_rows(C)
+        k = min(self.num_inducing, U.shape[0])
+        centers = U[torch.randperm(U.shape[0], generator=generator)[:k]].clone()
         for _ in range(self.iters):
             assign = torch.cdist(C, centers).argmin(1)
             counts = torch.bincount(assign, minlength=k).to(C.dtype)
             sums = torch.zeros_like(centers).index_add_(0, assign, C)
             moved = counts > 0
             centers[moved] = sums[moved] / counts[moved, None]
-        return centers
+        return unique_rows(centers)
 
 
 class Fixed:
