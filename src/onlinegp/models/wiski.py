@@ -434,6 +434,7 @@ class WISKI(KernelGP):
         self.fixed_noise = bool(fixed_noise)
         self.num_steps = None if num_steps is None else int(num_steps)
         self._cache: tuple[Tensor, SKIPosterior] | None = None  # (parameters it was built under, the caches)
+        self._batch_noise: Tensor | None = None  # the fixed noise of the batch being absorbed
 
     def options(self) -> dict[str, Any]:
         return {
@@ -455,7 +456,6 @@ class WISKI(KernelGP):
             "fixed_noise": self.fixed_noise,
             "projection_dim": self.projection_dim,
         }
-        self._batch_noise: Tensor | None = None
 
     def _kernel_dim(self, input_dim: int) -> int:
         """The kernel lives on the grid: over the inputs up to 3 of them, else over the learnt projection."""
