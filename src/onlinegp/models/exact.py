@@ -48,6 +48,7 @@ class ExactGP(KernelGP):
         self.lr = lr
         self.num_steps, self.max_data = int(num_steps), int(max_data)
         self.L: Tensor | None = None
+        self.alpha: Tensor | None = None
 
     def options(self) -> dict[str, Any]:
         return {
@@ -57,7 +58,6 @@ class ExactGP(KernelGP):
             "lr": self.lr,
             "max_data": self.max_data,
         }
-        self.alpha: Tensor | None = None
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
