@@ -14,11 +14,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from onlinegp.bench.runner import code_version
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
@@ -52,6 +55,7 @@ def main() -> None:
     parser.add_argument("--targets", default=",".join(["quickstart", *EXAMPLES]))
     parser.add_argument("--old", default="", help="targets also run with torch's default spin-waiting threads")
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--repeats", type=int, default=3, help="runs per cell, the orders interleaved; the median")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "import-order.md"))
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "GOMP_"))}
@@ -65,10 +69,14 @@ def main() -> None:
             for target in args.targets.split(","):
                 script = quick_start(Path(tmp) / "quickstart.py") if target == "quickstart" else None
                 script = script or ROOT / "examples" / f"{target}.py"
-                cells = {order: run(script, first, env, args.timeout) for order, first in ORDERS.items()}
+                variants = {order: (first, env) for order, first in ORDERS.items()}
                 if target in args.old.split(","):
-                    old_env = {**env, "OMP_NUM_THREADS": torch_default}
-                    cells["torch first, before"] = run(script, "import torch", old_env, args.timeout)
+                    variants["torch first, before"] = ("import torch", {**env, "OMP_NUM_THREADS": torch_default})
+                runs: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+                for _ in range(args.repeats):  # interleaved, so a drifting load reaches every order alike
+                    for name, (first, variant_env) in variants.items():
+                        runs[name].append(run(script, first, variant_env, args.timeout))
+                cells = {name: (statistics.median(w for w, _ in r), max(la for _, la in r)) for name, r in runs.items()}
                 rows.append((target, cells))
                 print(target, {k: f"{w:.1f} s (load {la:.1f})" for k, (w, la) in cells.items()}, flush=True)
     finally:
@@ -79,16 +87,19 @@ def main() -> None:
         "",
         f"`python benchmarks/bench_import_order.py --targets {args.targets}"
         + (f" --old {args.old}" if args.old else "")
-        + f"`: wall seconds (1-minute load average before the run), one run each, {os.cpu_count()} CPUs, torch's "
+        + f" --repeats {args.repeats}`: median wall seconds of {args.repeats} interleaved runs (the highest 1-minute load "
+        f"average before one of them), {os.cpu_count()} CPUs, torch's "
         f"default {torch_default} threads, beside `python -c 'while True: pass'`. \"before\": onlinegp imported "
-        "after torch before it applied its thread choice to a loaded torch (torch's default threads, spin-waiting).",
+        "after torch before it applied its thread choice to a loaded torch (torch's default threads, spin-waiting). "
+        f"Code: {code_version()}.",
         "",
-        "| target | " + " | ".join(columns) + " |",
-        "| --- |" + " --- |" * len(columns),
+        "| target | " + " | ".join(columns) + " | torch first / onlinegp first |",
+        "| --- |" + " --- |" * (len(columns) + 1),
     ]
     for target, cells in rows:
         text = [f"{cells[c][0]:.1f} ({cells[c][1]:.1f})" if c in cells else "" for c in columns]
-        lines.append(f"| {target} | " + " | ".join(text) + " |")
+        ratio = cells["torch first"][0] / cells["onlinegp first"][0]
+        lines.append(f"| {target} | " + " | ".join(text) + f" | {ratio:.2f} |")
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 
