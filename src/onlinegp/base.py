@@ -234,7 +234,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             first batch.
         y_stats: optional (mean, std) of the targets; else fitted on the first batch.
         noise: initial noise variance in scaled target units (default 0.1).
-        seed: seed of the model's own random generator.
+        seed: seed of the model's own random generator and of its initial weights: the same ``seed`` on the same
+            data gives the same results in any process.
         dtype: float64 by default.
     """
 
@@ -290,8 +291,12 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         self.scaler = Scaler(input_dim, self._x_bounds, y_stats=self._y_stats, dtype=self.dtype)
 
     def _build_for(self, input_dim: int) -> None:
+        """``_build`` with torch's global generator seeded by ``seed`` (and restored after): what it draws, such as
+        an attention network's initial weights, is the same in every process for the same ``seed``."""
         self.input_dim = int(input_dim)
-        self._build(self.input_dim)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            self._build(self.input_dim)
 
     def _structure(self) -> tuple[dict, dict]:
         """The model's attributes and registered parameters, buffers and modules (shallow copies)."""

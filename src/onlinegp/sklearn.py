@@ -11,11 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .base import OnlineGP
 from .models import make_model
 
 
@@ -53,20 +51,13 @@ class OnlineGPRegressor(RegressorMixin, BaseEstimator):
                 self._options[key] = value
         return self
 
-    def _new_model(self, input_dim: int) -> OnlineGP:
-        """A fresh model, built with torch's global generator seeded by its ``seed`` (it draws the initial weights of
-        an attention network), so that ``fit`` is reproducible as scikit-learn expects."""
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(self._options.get("seed", 0)))
-            return make_model(self.method, input_dim, **self._options)
-
     def fit(self, X: Any, y: Any) -> OnlineGPRegressor:
         """Build a fresh model and absorb ``X``, ``y`` in updates of ``update_size`` rows (all at once by default)."""
         X, y = validate_data(self, X, y, dtype=(np.float64, np.float32), y_numeric=True)
         size = X.shape[0] if self.update_size is None else self.update_size
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(f"update_size must be a positive integer or None (one update), got {size!r}")
-        model = self._new_model(X.shape[1])
+        model = make_model(self.method, X.shape[1], **self._options)
         for start in range(0, X.shape[0], size):
             model.update(X[start : start + size], y[start : start + size])
         self.model_ = model
@@ -76,7 +67,7 @@ class OnlineGPRegressor(RegressorMixin, BaseEstimator):
         """Absorb ``X``, ``y`` in one update of the current model (the first call builds it)."""
         first = not hasattr(self, "model_")
         X, y = validate_data(self, X, y, dtype=(np.float64, np.float32), y_numeric=True, reset=first)
-        model = self._new_model(X.shape[1]) if first else self.model_
+        model = make_model(self.method, X.shape[1], **self._options) if first else self.model_
         model.update(X, y)
         self.model_ = model
         return self

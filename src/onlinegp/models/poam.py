@@ -79,8 +79,8 @@ class POAM(KernelGP):
             chosen by ``benchmarks/study_poam_defaults.py``: the same final SMSE/MSLL as 0.1 over 15 missions and a
             lower mission-averaged SMSE, 12 of 15 paired by seed).
         **options: kernel_options, x_bounds, y_stats, dtype, as for every :class:`~onlinegp.base.KernelGP`;
-            ``seed``: seed of the model's own random generator (mini-batches, sketches, random selectors); the attention
-            network's initial weights come from torch's global generator, like any nn.Module (torch.manual_seed).
+            ``seed``: seed of the model's own random generator (mini-batches, sketches, random selectors) and of the
+            attention network's initial weights.
     """
 
     _dynamic = ("Z", "projected", "q", "predictor")
