@@ -2,7 +2,7 @@
 torch was imported first.
 
 Importing this module calls :func:`configure_threads`; ``onlinegp/__init__.py`` imports it before any module that
-imports torch. It imports nothing but the standard library (torch only when it is already loaded).
+imports torch. It imports nothing but the standard library (and, when torch is already loaded, threadpoolctl).
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ def configure_threads() -> dict[str, str]:
         chosen["OMP_WAIT_POLICY"] = "PASSIVE"
     if torch is not None:
         torch.set_num_threads(default_threads())
+        _limit_loaded_blas(default_threads())
         if default_threads() > 1 and "OMP_WAIT_POLICY" in chosen:
             log.warning(
                 "torch was imported before onlinegp, so its %d OpenMP threads keep the default spin-waiting "
@@ -89,6 +90,15 @@ def configure_threads() -> dict[str, str]:
             )
     os.environ.update(chosen)
     return chosen
+
+
+def _limit_loaded_blas(threads: int) -> None:
+    """Limit the BLAS libraries loaded before onlinegp (numpy's OpenBLAS, loaded with torch) to ``threads``: they read
+    ``OMP_NUM_THREADS`` only when loaded, and OpenBLAS's idle threads spin too (botorch_loop.py took 9.0 s instead of
+    5.3 s beside a busy core with numpy's two threads; ``benchmarks/results/import-order.md``)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
 
 
 configure_threads()
