@@ -4,6 +4,8 @@ convention, aspect ratio, native and explicit extents, units, no-data cells, mul
 import sys
 import types
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.interpolate import RegularGridInterpolator
@@ -79,7 +81,9 @@ def test_bundled_environments_are_distinct():
     for name in ENVIRONMENTS:
         f = bundled(name)
         assert f.values.shape == (360, 360) and f.name == name and f.description
-        assert f.values.min() == pytest.approx(0.0) and f.values.max() == pytest.approx(255.0)
+        assert f.values.min() >= 0.0 and f.values.max() == pytest.approx(255.0)
+        if name in fields.SAMPLE_ENVS:  # min-max scaled; the paper's own maps are read unchanged
+            assert f.values.min() == pytest.approx(0.0)
         gy, gx = np.gradient(f.values)
         g = np.hypot(gx, gy)
         roughness[name] = (g.mean(), g.std() / g.mean())
@@ -89,6 +93,25 @@ def test_bundled_environments_are_distinct():
     g = np.hypot(*np.gradient(f.values))
     assert g[:, :120].mean() > 1.5 * g[:, -120:].mean()
     assert roughness["dissected-ridges"][0] > roughness["seafloor"][0]
+
+
+SHARED_SRTM = Path(__file__).resolve().parents[2] / "shared" / "data" / "srtm"
+
+
+@pytest.mark.parametrize("name, tile", [("paper-env2", "n17e073"), ("paper-env3", "n47w124")])
+def test_paper_terrains_read_as_the_papers_implementation(name, tile):
+    """Chen et al. 2024's sensor reads arr[row, col] with col = floor((x + 31) / cell), row = floor((y + 31) / cell):
+    the bundled map, read at the nearest cell, gives exactly that, on the extent [-31, 31]², values unscaled."""
+    f = bundled(name)
+    assert f.extent == (-31.0, 31.0, -31.0, 31.0) and f.unit == fields.SCALED_UNIT
+    arr = f.values
+    if (SHARED_SRTM / f"{tile}.npz").exists():  # the prepared map as shared with this project
+        np.testing.assert_array_equal(arr, np.load(SHARED_SRTM / f"{tile}.npz")["arr_0"])
+    xy = np.random.default_rng(0).uniform(-30.0, 30.0, size=(500, 2))
+    cell = 62.0 / 360
+    rows, cols = np.floor((xy[:, 1] + 31) / cell).astype(int), np.floor((xy[:, 0] + 31) / cell).astype(int)
+    np.testing.assert_array_equal(f(xy, interpolation="nearest"), arr[rows, cols])
+    assert not np.array_equal(arr, arr[::-1])  # orientation matters on this map
 
 
 def test_load_npy_npz_and_names(tmp_path):

@@ -650,6 +650,15 @@ def _poam_command(name: str, out: str):
         "budget": (int, typer.Option(5000, "--budget", help="samples per mission")),
         "num_inducing": (int, typer.Option(500, "--num-inducing", help="inducing points M")),
         "num_steps": (int, typer.Option(10, "--num-steps", help="gradient steps per decision epoch")),
+        "profile": (
+            str,
+            typer.Option(
+                "paper",
+                "--profile",
+                help="simulator settings: paper (its text: 3 Hz, 1 rad/s turns, bilinear field) or reference-code "
+                "(its implementation, which made its numbers: 2.5 Hz, no turn limit, nearest cell, pilot scaling)",
+            ),
+        ),
         "out": (str, typer.Option(out, "--out", help="sweep directory (finished runs are skipped on rerun)")),
         "workers": (
             int,
@@ -679,9 +688,9 @@ def _poam_command(name: str, out: str):
 @_poam_command("poam-table1", out="runs/poam-table1")
 def bench_poam_table1(
     envs: str = typer.Option(
-        "valley-ridges,dissected-ridges,plateau,coast,seafloor",
+        "paper-env2,paper-env3",
         "--envs",
-        help="comma-separated bundled environments (or .npy/.npz/.tif files)",
+        help="comma-separated bundled environments (or .npy/.npz/.tif files); default: the paper's own Env2 and Env3",
     ),
     methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
 ) -> None:

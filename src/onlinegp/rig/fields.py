@@ -8,7 +8,9 @@ Bundled environments are crops of the real elevation models shipped with matplot
 (``jacksboro_fault_dem.npz``: a 3-arc-second DEM of the Jacksboro fault, Tennessee; ``topobathy.npz``: topography
 and bathymetry around the Strait of Georgia) in the paper's *normalised* frame: resampled with cubic splines to
 360×360 cells over [-31, 31]² m and min-max scaled to [0, 255], like the SRTM previews the paper used (its sensor
-noise, std 1, is in those units).
+noise, std 1, is in those units). ``paper-env2`` and ``paper-env3`` are two of the paper's own Table I maps (SRTM
+tiles N17E073 and N47W124, public domain, NASA/USGS LP DAAC; ``onlinegp/data/srtm``), read as its implementation
+reads them: the 360×360 grid of [0, 255] values unchanged, row 0 at y = -31.
 
 Users bring their own DEM as an array or a ``.npy``/``.npz``/``.csv`` file or a GeoTIFF (needs ``rasterio``), in
 one of two frames (``extent``):
@@ -381,11 +383,26 @@ def _sample_dem(name: str) -> np.ndarray:
     return np.asarray(data["topo"], dtype=np.float64)  # latitude ascending: already south-up
 
 
-def _crop(dem: str, rows: tuple[int, int], cols: tuple[int, int]) -> Callable[[], np.ndarray]:
-    return lambda: _sample_dem(dem)[rows[0] : rows[1], cols[0] : cols[1]]
+def _crop(dem: str, rows: tuple[int, int], cols: tuple[int, int]) -> Callable[[], Field]:
+    """A crop of a matplotlib sample DEM in the normalised frame (resampled to 360×360, scaled to [0, 255])."""
+    return lambda: from_array(_sample_dem(dem)[rows[0] : rows[1], cols[0] : cols[1]])
 
 
-ENVIRONMENTS: dict[str, tuple[Callable[[], np.ndarray], str]] = {
+def _paper_terrain(tile: str) -> Callable[[], Field]:
+    """One of the POAM paper's own SRTM maps, loaded as its implementation reads it (Chen et al. 2024, Table I):
+    the 360×360 grid of [0, 255] values as is (no resampling, no rescaling), row 0 at y = -31 on [-31, 31]²."""
+
+    def make() -> Field:
+        from importlib.resources import files
+
+        with files("onlinegp.data").joinpath(f"srtm/{tile}.npz").open("rb") as f:
+            values = np.load(f)["arr_0"].astype(np.float64)
+        return from_array(values, extent=ENV_EXTENT, values="native", unit=SCALED_UNIT)
+
+    return make
+
+
+ENVIRONMENTS: dict[str, tuple[Callable[[], Field], str]] = {
     "valley-ridges": (
         _crop("jacksboro_fault_dem.npz", (0, 210), (170, 380)),
         "smooth lowland valley beside high dissected ridges across a fault: strongly non-stationary",
@@ -406,8 +423,20 @@ ENVIRONMENTS: dict[str, tuple[Callable[[], np.ndarray], str]] = {
         _crop("topobathy.npz", (0, 31), (0, 31)),
         "bathymetry only: a smooth continental shelf dropping into a steep slope",
     ),
+    "paper-env2": (
+        _paper_terrain("n17e073"),
+        "the POAM paper's Env2 (SRTM N17E073, its own map): Table I's terrains, comparable cell by cell",
+    ),
+    "paper-env3": (
+        _paper_terrain("n47w124"),
+        "the POAM paper's Env3 (SRTM N47W124, its own map): Table I's terrains, comparable cell by cell",
+    ),
 }
 DEFAULT_ENV = "valley-ridges"
+#: the POAM paper's own terrains (its Env2 and Env3), where Table I can be held against the paper cell by cell
+PAPER_ENVS = ("paper-env2", "paper-env3")
+#: the crops of matplotlib's sample DEMs (the environments before the paper's own maps were bundled)
+SAMPLE_ENVS = tuple(name for name in ENVIRONMENTS if name not in PAPER_ENVS)
 
 
 def bundled(name: str) -> Field:
@@ -423,7 +452,7 @@ def bundled(name: str) -> Field:
 @cache
 def _bundled(key: str) -> Field:
     make, description = ENVIRONMENTS[key]
-    return replace(from_array(make(), name=key), description=description)
+    return replace(make(), name=key, description=description)
 
 
 def load_field(spec: str | Path | np.ndarray | Field, **options: Any) -> Field:

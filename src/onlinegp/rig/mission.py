@@ -133,6 +133,8 @@ class MissionConfig:
         for key, value in PROFILES[self.profile].items():
             if getattr(self, key) is None:
                 setattr(self, key, value)
+        if isinstance(self.max_turn_rate, str):  # "inf", as :meth:`to_dict` records no turn limit
+            self.max_turn_rate = float(self.max_turn_rate)
         if self.task_extent is None:
             with warnings.catch_warnings():  # the mission loads the field again and warns then
                 warnings.simplefilter("ignore", FieldWarning)
@@ -191,6 +193,8 @@ class MissionConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["task_extent"] = list(self.task_extent)
+        if math.isinf(d["max_turn_rate"]):  # JSON has no infinity
+            d["max_turn_rate"] = "inf"
         return {k: v for k, v in d.items() if not (k in LATER_KEYS and v is None)}
 
 
