@@ -247,3 +247,29 @@ def test_reproduction_benches_pin_the_papers_model_settings():
     assert mine.specs()[0].config["model_options"] == {"noise": 0.3, "sketch": None, "pretrain_steps": 0}
     plain = Experiment("t", "t", ["valley-ridges"], ["poam"], [0], {"budget": 700}, paper_options=False)
     assert plain.specs()[0].config["model_options"] == {}
+
+
+def test_paper_comparison_cells_and_tolerance(tmp_path):
+    """paper.md puts each cell beside Chen et al. 2024's Table I: Δ in the paper's std and the tolerance 2σ + 3% of
+    the mean (SMSE) or 2σ + 0.03 (MSLL); time as a ratio to POAM's."""
+    paper = poam.PAPER_TABLE1["paper-env2"]
+    mean, std = paper["poam"]["smse"]
+    inside = mean + 2 * std + 0.029 * mean
+    outside = 0.0840 + 2 * 0.0045 + 0.031 * 0.0840  # SSGP++'s cell: 0.0840 ± 0.0045
+    table = [
+        {"setting": "", "env": "paper-env2", "method": "poam", "seeds": 10, "smse_mean": inside, "smse_std": 0.0,
+         "msll_mean": -1.46 - 0.08 - 0.031, "msll_std": 0.0, "update_time_mean": 2.0},
+        {"setting": "", "env": "paper-env2", "method": "ssgp++", "seeds": 10, "smse_mean": outside,
+         "smse_std": 0.0, "msll_mean": -1.34 + 0.08 + 0.029, "msll_std": 0.0, "update_time_mean": 3.0},
+        {"setting": "", "env": "valley-ridges", "method": "poam", "seeds": 10, "smse_mean": 1.0, "smse_std": 0.0,
+         "msll_mean": 0.0, "msll_std": 0.0, "update_time_mean": 1.0},
+    ]  # fmt: skip
+    files = poam.write_paper_comparison(table, tmp_path)
+    rows = {r["method"]: r for r in csv.DictReader(open(files["paper_csv"]))}
+    assert set(rows) == {"poam", "ssgp++"}  # no paper cell for valley-ridges
+    assert rows["poam"]["smse_within"] == "True" and rows["poam"]["msll_within"] == "False"
+    assert rows["ssgp++"]["msll_within"] == "True" and rows["ssgp++"]["smse_within"] == "False"
+    assert float(rows["ssgp++"]["smse_sigmas"]) == pytest.approx((outside - 0.0840) / 0.0045)
+    assert float(rows["ssgp++"]["time_ratio_ours"]) == pytest.approx(1.5)
+    assert float(rows["ssgp++"]["time_ratio_paper"]) == pytest.approx(1.57 / 0.843)
+    assert "| paper-env2 | POAM | 10 |" in files["paper_md"].read_text()

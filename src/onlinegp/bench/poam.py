@@ -295,6 +295,87 @@ def write_summary(
     return {f"{name}_csv": csv_path, f"{name}_md": md_path}
 
 
+#: Chen et al. 2024, Table I, on the two of its terrains bundled here: (mean, std) over its 10 runs of the averaged
+#: SMSE, averaged MSLL and averaged time per decision epoch (s, its machine)
+PAPER_TABLE1: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
+    "paper-env2": {
+        "ssgp++": {"smse": (0.0840, 0.0045), "msll": (-1.34, 0.04), "update_time": (1.57, 0.02)},
+        "ovc": {"smse": (0.0935, 0.0038), "msll": (-1.13, 0.01), "update_time": (1.18, 0.01)},
+        "ovc++": {"smse": (0.0839, 0.0020), "msll": (-1.30, 0.01), "update_time": (0.853, 0.012)},
+        "poam": {"smse": (0.0773, 0.0028), "msll": (-1.46, 0.04), "update_time": (0.843, 0.006)},
+    },
+    "paper-env3": {
+        "ssgp++": {"smse": (0.168, 0.011), "msll": (-1.06, 0.05), "update_time": (1.58, 0.03)},
+        "ovc": {"smse": (0.174, 0.006), "msll": (-0.882, 0.013), "update_time": (1.18, 0.01)},
+        "ovc++": {"smse": (0.172, 0.005), "msll": (-1.03, 0.04), "update_time": (0.850, 0.012)},
+        "poam": {"smse": (0.162, 0.009), "msll": (-1.14, 0.02), "update_time": (0.846, 0.011)},
+    },
+}
+
+
+def paper_tolerance(key: str, mean: float, std: float) -> float:
+    """How far from the paper's mean a cell of ours may lie and still count as reproducing it: 2 paper std plus 3% of
+    its mean (SMSE) or plus 0.03 (MSLL)."""
+    return 2.0 * std + (0.03 if key == "msll" else 0.03 * abs(mean))
+
+
+def write_paper_comparison(table: Sequence[dict], out: Path) -> dict[str, Path]:
+    """``paper.md``/``paper.csv``: every cell of ours on the paper's terrains beside the paper's Table I cell, the
+    difference in the paper's standard deviations, whether it lies within :func:`paper_tolerance`, and each method's
+    time per epoch as a ratio to POAM's in the same sweep beside the paper's ratio."""
+    rows = []
+    for r in table:
+        paper = PAPER_TABLE1.get(r["env"], {}).get(r["method"])
+        if paper is None or r["setting"]:
+            continue
+        poam = next((q for q in table if q["env"] == r["env"] and q["method"] == "poam" and not q["setting"]), None)
+        row: dict[str, Any] = {"env": r["env"], "method": r["method"], "seeds": r["seeds"]}
+        for key in FINAL_KEYS:
+            mean, std = paper[key]
+            diff = r[f"{key}_mean"] - mean
+            row.update(
+                {
+                    f"{key}_ours": r[f"{key}_mean"],
+                    f"{key}_ours_std": r[f"{key}_std"],
+                    f"{key}_paper": mean,
+                    f"{key}_paper_std": std,
+                    f"{key}_sigmas": diff / std if std > 0 else float("nan"),
+                    f"{key}_within": abs(diff) <= paper_tolerance(key, mean, std),
+                }
+            )
+        row["time_ratio_ours"] = r["update_time_mean"] / poam["update_time_mean"] if poam else float("nan")
+        row["time_ratio_paper"] = paper["update_time"][0] / PAPER_TABLE1[r["env"]]["poam"]["update_time"][0]
+        rows.append(row)
+    if not rows:
+        return {}
+    csv_path, md_path = out / "paper.csv", out / "paper.md"
+    write_csv(csv_path, rows, list(rows[0]))
+    lines = [
+        "*Ours beside Chen et al. 2024, Table I (mean ± std over seeds; paper: over its 10 runs)*",
+        "",
+        "Δ/σ: our mean minus the paper's, in the paper's standard deviations. ✓: within the paper's mean ± (2 std + 3% "
+        "of the mean; + 0.03 for MSLL). Time: each method's averaged update time as a ratio to POAM's, ours (same "
+        "sweep, same machine) beside the paper's.",
+        "",
+        "| Environment | Method | Seeds | SMSE, ours | SMSE, paper | Δ/σ | | MSLL, ours | MSLL, paper | Δ/σ | | "
+        "time / POAM's, ours | paper |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        cells = []
+        for key, digits in (("smse", 4), ("msll", 3)):
+            cells += [
+                f"{row[f'{key}_ours']:.{digits}f} ± {row[f'{key}_ours_std']:.{digits}f}",
+                f"{row[f'{key}_paper']:.{digits}f} ± {row[f'{key}_paper_std']:.{digits}f}",
+                f"{row[f'{key}_sigmas']:+.1f}",
+                "✓" if row[f"{key}_within"] else "✗",
+            ]
+        cells += [f"{row['time_ratio_ours']:.2f}", f"{row['time_ratio_paper']:.2f}"]
+        lines.append(f"| {row['env']} | {label(row['method'])} | {row['seeds']} | " + " | ".join(cells) + " |")
+    md_path.write_text("\n".join([*lines, ""]))
+    return {"paper_csv": csv_path, "paper_md": md_path}
+
+
 def write_per_run(records: Sequence[RunRecord], path: Path, keys: Sequence[str] = SUMMARY_KEYS) -> Path:
     """One row per finished run with its epoch-averaged metrics and final SMSE/MSLL (the table's raw numbers)."""
     columns = [
@@ -524,6 +605,7 @@ def run_experiment(
                 FINAL_HEADERS,
             )
         )
+        files.update(write_paper_comparison(summarise(records), out))
         files["per_run_csv"] = write_per_run(records, out / "runs.csv")
         if any(r.method == "poam" for r in records):
             files.update(write_paired(paired_comparisons(records), out))
