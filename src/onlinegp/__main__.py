@@ -1,5 +1,5 @@
-"""``python -m onlinegp`` runs the command-line interface."""
+"""``python -m onlinegp`` runs the command-line interface (or says which extra to install)."""
 
-from .cli import app
+from .entry import main
 
-app()
+main()
