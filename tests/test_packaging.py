@@ -1,9 +1,11 @@
 """The library apart from its experiments: what ``pip install onlinegp`` brings, what the ``cli`` extra adds, what
 ``import onlinegp`` loads, and what the ``onlinegp`` command says without its extra."""
 
+import json
 import re
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -13,11 +15,27 @@ import onlinegp
 from onlinegp import entry
 
 ROOT = Path(__file__).resolve().parents[1]
+SRC = Path(onlinegp.__file__).parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+#: what neither ``import onlinegp`` nor any library module may load: the command's, the plots', the optional extras'
+APPLICATION_MODULES = ("matplotlib", "typer", "rich", "tqdm", "ray", "botorch")
+#: the experiments (and the adapters to optional extras): every other module of src/onlinegp is the library
+EXPERIMENTS = ("cli", "entry", "__main__", "bench", "rig", "stream", "replay", "plots", "botorch", "sklearn")
 
 
 def name_of(requirement: str) -> str:
     return re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def library_modules() -> list[str]:
+    names = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        if parts[0] in EXPERIMENTS:
+            continue
+        names.append(".".join(("onlinegp", *parts[:-1])) if parts[-1] == "__init__" else ".".join(("onlinegp", *parts)))
+    return names
 
 
 def test_library_dependencies_leave_out_the_command_and_plots():
@@ -75,3 +93,55 @@ def test_command_without_its_extra_in_a_fresh_interpreter():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert 'pip install "onlinegp[cli]"' in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+IMPORT_PROBE = textwrap.dedent(
+    """
+    import importlib, json, sys
+
+    FORBIDDEN = set(json.loads(sys.argv[1]))
+    attempts = []
+
+    class Absent:
+        # the forbidden packages as a library-only install has them: not there. Records who asked for them.
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name.partition(".")[0] not in FORBIDDEN:
+                return None
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_filename.startswith("<frozen"):
+                frame = frame.f_back
+            attempts.append([name, frame.f_code.co_filename if frame else "?", frame.f_lineno if frame else 0])
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    sys.meta_path.insert(0, Absent)
+    report = {}
+    import onlinegp
+    report["import onlinegp"] = sorted(m for m in sys.modules if m.partition(".")[0] in FORBIDDEN)
+    for module in json.loads(sys.argv[2]):
+        importlib.import_module(module)
+    report["every library module"] = sorted(m for m in sys.modules if m.partition(".")[0] in FORBIDDEN)
+    report["attempts"] = attempts
+    print(json.dumps(report))
+    """
+)
+
+
+def test_import_onlinegp_loads_no_application_dependency():
+    """`import onlinegp` and every library module import without matplotlib, typer, rich, tqdm, ray or botorch, and
+    none of them asks for one (torch itself tries tqdm, for torch.hub's progress bars: that is not ours)."""
+    modules = library_modules()
+    assert {"onlinegp.models", "onlinegp.kernels", "onlinegp.posterior", "onlinegp.linalg"} <= set(modules)
+    assert not any(m.startswith(("onlinegp.bench", "onlinegp.rig", "onlinegp.cli")) for m in modules)
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, json.dumps(APPLICATION_MODULES), json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["import onlinegp"] == [], report
+    assert report["every library module"] == [], report
+    ours = [a for a in report["attempts"] if Path(a[1]).resolve().is_relative_to(SRC.resolve())]
+    assert not ours, f"library modules import application dependencies: {ours}"
