@@ -101,11 +101,6 @@ def trisolve(L: Tensor, B: Tensor, upper: bool = False, transpose: bool = False)
     return X.squeeze(-1) if vec else X
 
 
-def cho_solve(L: Tensor, B: Tensor) -> Tensor:
-    """Solve ``(L L^T) X = B`` by two triangular solves."""
-    return trisolve(L, trisolve(L, B), transpose=True)
-
-
 def condition_estimate(L: Tensor) -> float:
     """LAPACK's 1-norm estimate of cond(A) = cond(L)² from the lower Cholesky factor L of A, in O(n²)."""
     Ln = L.detach().cpu().double().numpy()

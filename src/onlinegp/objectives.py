@@ -214,13 +214,6 @@ def exact_mll(
     return GaussianLogDensity.apply(K, y, jitter_log)
 
 
-def gaussian_log_density_autograd(K: Tensor, y: Tensor, jitter_log: JitterLog | None = None) -> Tensor:
-    """log N(y | 0, K) with autograd through the Cholesky factorisation: the slow oracle of GaussianLogDensity."""
-    L = cholesky(K, jitter_log)
-    a = trisolve(L, y)
-    return -0.5 * (a @ a) - L.diagonal().log().sum() - 0.5 * K.shape[0] * LOG2PI
-
-
 class GaussianLogDensity(torch.autograd.Function):
     """log N(y | 0, K) with the closed-form gradients ∂/∂K = ½(ααᵀ − K⁻¹), ∂/∂y = −α, α = K⁻¹y (Rasmussen and
     Williams 2006, Eq. 5.9): one ``cholesky_inverse`` instead of autograd through the factorisation, which
@@ -654,20 +647,6 @@ def online_bounds(
     vh = trisolve(cholesky(0.5 * (Dh + Dh.mT), jitter_log), ch)
     upper = upper + 0.5 * (vh @ vh)
     return VIPSBounds(lower=lower, upper=upper, trace_f=trace_f, trace_a=trace_a)
-
-
-def online_upper_bound(
-    kernel: gpytorch.kernels.Kernel,
-    noise: Tensor,
-    Z: Tensor,
-    X: Tensor,
-    y: Tensor,
-    old: InducingPosterior | None = None,
-    jitter_log: JitterLog | None = None,
-) -> Tensor:
-    """The online upper bound Û(M) of Pescador-Barrios et al. (2024) on the batch (X, y) with inducing inputs Z
-    (M = len(Z))."""
-    return online_bounds(kernel, noise, Z, X, y, old, jitter_log).upper
 
 
 def noise_log_lik(y: Tensor, mean: float, var: float) -> Tensor:
