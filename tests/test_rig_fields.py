@@ -3,7 +3,6 @@ convention, aspect ratio, native and explicit extents, units, no-data cells, mul
 
 import sys
 import types
-
 from pathlib import Path
 
 import numpy as np
@@ -171,8 +170,12 @@ def test_grid_and_digest():
     assert f.digest() == bundled("seafloor").digest() != bundled("coast").digest()
 
 
-def test_write_thumbnails(tmp_path):
-    paths = fields.write_thumbnails(tmp_path)
+def test_every_bundled_environment_renders_as_a_thumbnail(tmp_path):
+    from onlinegp.plots import plot_field
+
+    paths = [
+        plot_field(bundled(name), tmp_path / f"{name}.png", title=name, dpi=60, small=True) for name in ENVIRONMENTS
+    ]
     assert sorted(p.name for p in paths) == sorted(f"{n}.png" for n in ENVIRONMENTS)
     assert all(p.stat().st_size > 1000 for p in paths)
 

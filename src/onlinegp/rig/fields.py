@@ -482,15 +482,3 @@ def load_field(spec: str | Path | np.ndarray | Field, **options: Any) -> Field:
     raise ValueError(
         f"unknown environment {text!r}; bundled: {', '.join(ENVIRONMENTS)} (or give a {'/'.join(SUFFIXES)} path)"
     )
-
-
-def write_thumbnails(directory: str | Path, dpi: int = 60) -> list[Path]:
-    """Render every bundled environment to ``directory/<name>.png`` (the README's thumbnails)."""
-    from ..plots import plot_field
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name in ENVIRONMENTS:
-        paths.append(plot_field(bundled(name), directory / f"{name}.png", title=name, dpi=dpi, small=True))
-    return paths
