@@ -153,6 +153,22 @@ def mission_command(
     ),
     noise_std: float = typer.Option(None, "--noise-std", help="sensor noise std in the field's units (default 1)"),
     speed: float = typer.Option(None, "--speed", help="vehicle speed in m/s (default 1)"),
+    robots: int = typer.Option(
+        None,
+        "--robots",
+        help="vehicles K mapping the field together into one model (default 1: the single-vehicle mission; "
+        "--robots 1 runs the fleet simulator, with the same samples and numbers plus its mission-clock column)",
+    ),
+    coordination: str = typer.Option(
+        None,
+        "--coordination",
+        help="a fleet's goals: joint (default: max-entropy conditioned on the goals already chosen) or independent",
+    ),
+    budget_distance: float = typer.Option(
+        None,
+        "--budget-distance",
+        help="metres each vehicle may drive; the mission ends when every vehicle has (or at --budget samples)",
+    ),
     stop_after_epochs: int = typer.Option(None, "--stop-after-epochs", hidden=True),
 ) -> None:
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
@@ -200,6 +216,9 @@ def mission_command(
             or None,
             noise_std=noise_std,
             speed=speed,
+            robots=robots,
+            coordination=coordination,
+            budget_distance=budget_distance,
         )
         held = None if out is None else run_kind(out)
         if held not in (None, "mission") and not force:
@@ -216,7 +235,7 @@ def mission_command(
             raise ValueError(
                 f"{out} holds an unfinished mission: pass --resume to continue it or --force to start over"
             )
-        default_name = f"{model.lower()}-{_slug(config.env)}-seed{seed}"
+        default_name = f"{model.lower()}-{_slug(config.env)}-seed{seed}" + (f"-k{robots}" if robots else "")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", fields.FieldWarning)
             mission = rig_mission.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)

@@ -87,18 +87,33 @@ def plot_map(
     vmin: float | None = None,
     vmax: float | None = None,
     points: np.ndarray | None = None,
-    path_xy: np.ndarray | None = None,
+    path_xy: np.ndarray | Sequence[np.ndarray] | None = None,
     dpi: int = 100,
     label: str = "",
     suptitle: str = "",
 ) -> Path:
     """One map (e.g. a predicted mean on a grid), optionally with a path and points on top; ``label`` names the
-    colour bar (quantity and unit), ``suptitle`` the figure (e.g. model and environment)."""
+    colour bar (quantity and unit), ``suptitle`` the figure (e.g. model and environment). ``path_xy`` is one path
+    (n, 2), or a list of them: one black path, or one coloured path per vehicle of a fleet."""
     path = Path(path)
     fig, ax = plt.subplots(figsize=(5, 4.4 if suptitle else 4.2))
     _image(ax, values, extent, title, cmap, vmin, vmax, label=label)
-    if path_xy is not None and len(path_xy):
-        ax.plot(path_xy[:, 0], path_xy[:, 1], "-", color="k", lw=0.5, alpha=0.6, label="path")
+    paths = [] if path_xy is None else [path_xy] if isinstance(path_xy, np.ndarray) else list(path_xy)
+    for k, xy in enumerate(paths):
+        style = (
+            {"color": "k", "label": "path"}
+            if len(paths) == 1
+            else {"color": plt.cm.tab10(k % 10), "label": f"vehicle {k}"}
+        )
+        if len(xy):
+            ax.plot(
+                xy[:, 0],
+                xy[:, 1],
+                "-",
+                lw=0.5 if len(paths) == 1 else 0.8,
+                alpha=0.6 if len(paths) == 1 else 0.9,
+                **style,
+            )
     if points is not None and len(points):
         ax.plot(points[:, 0], points[:, 1], ".", color="tab:red", ms=2.5, label="inducing inputs")
     if path_xy is not None or points is not None:

@@ -54,7 +54,10 @@ INITS = ("bezier", "random")
 CHECKPOINT_EVERY_S = 30.0
 #: settings added after sweeps were recorded: left out of :meth:`MissionConfig.to_dict` at their default (None), so
 #: earlier runs' configs (sweep hashes, checkpoints) stay the same
-LATER_KEYS = ("field_options", "noise_std", "speed")
+LATER_KEYS = ("field_options", "noise_std", "speed", "robots", "fleet", "coordination", "budget_distance")
+#: how a fleet keeps its map (:mod:`onlinegp.rig.fleet`) and how it chooses its goals
+FLEETS = ("shared",)
+COORDINATIONS = ("joint", "independent")
 
 
 def task_extent(extent: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
@@ -99,6 +102,9 @@ class MissionConfig:
     ``first_row``, ``nodata``, ``values``) for a DEM file; ``noise_std`` is the sensor's noise in the field's units
     (default 1) and ``speed`` the vehicle's in m/s (default 1). ``task_extent`` (where the vehicle goes) defaults to
     the field's extent inset by 1/62 of its shorter side: [-30, 30]² for the bundled environments.
+
+    ``robots`` (K), ``fleet``, ``coordination`` and ``budget_distance`` (metres per vehicle) run the fleet simulator
+    (:mod:`onlinegp.rig.fleet`) when any is set; left at None, the single-vehicle mission of before.
     """
 
     env: str = DEFAULT_ENV
@@ -126,6 +132,10 @@ class MissionConfig:
     field_options: dict | None = None
     noise_std: float | None = None
     speed: float | None = None
+    robots: int | None = None
+    fleet: str | None = None
+    coordination: str | None = None
+    budget_distance: float | None = None
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -139,6 +149,11 @@ class MissionConfig:
             with warnings.catch_warnings():  # the mission loads the field again and warns then
                 warnings.simplefilter("ignore", FieldWarning)
                 self.task_extent = task_extent(self.load_field().extent)
+
+    @property
+    def is_fleet(self) -> bool:
+        """Whether the mission runs on the fleet simulator (any fleet setting given)."""
+        return any(getattr(self, k) is not None for k in ("robots", "fleet", "coordination", "budget_distance"))
 
     def load_field(self) -> Field:
         """The mission's field: ``env`` with ``field_options``."""
@@ -176,6 +191,24 @@ class MissionConfig:
             raise ValueError(
                 f"need noise_std >= 0 (field units) and speed > 0 (m/s), got {self.noise_std}, {self.speed}"
             )
+        robots = self.robots
+        if robots is not None and (isinstance(robots, bool) or not isinstance(robots, (int, np.integer)) or robots < 1):
+            raise ValueError(f"robots must be a positive number of vehicles, got {robots!r}")
+        if robots is not None and self.init == "bezier" and robots >= self.num_pilot_waypoints:
+            raise ValueError(
+                f"{robots} vehicles need at least {robots + 1} pilot waypoints to share the pilot survey, got "
+                f"{self.num_pilot_waypoints}"
+            )
+        if robots is not None and robots > 1 and self.planner.lower() == "nipv":
+            raise ValueError("the nipv planner plans for one vehicle: use max-entropy, random or lawnmower for a fleet")
+        if self.fleet is not None and self.fleet not in FLEETS:
+            raise ValueError(f"unknown fleet {self.fleet!r}; choose {' or '.join(FLEETS)}")
+        if self.coordination is not None and self.coordination not in COORDINATIONS:
+            raise ValueError(f"unknown coordination {self.coordination!r}; choose {' or '.join(COORDINATIONS)}")
+        if self.budget_distance is not None and not (
+            isinstance(self.budget_distance, (int, float, np.number)) and self.budget_distance > 0
+        ):
+            raise ValueError(f"budget_distance must be a positive distance in metres, got {self.budget_distance!r}")
         if self.interpolation not in ("linear", "nearest") or self.input_scaling not in ("task", "pilot"):
             raise ValueError(
                 f"interpolation must be linear or nearest and input_scaling task or pilot, got "
@@ -296,11 +329,19 @@ class Mission:
         try:
             return vehicle.drive(goals, max_samples)
         except RuntimeError as err:
-            raise ValueError(
-                f"{err}: at {vehicle.max_lin_vel:g} m/s and {vehicle.max_ang_vel:g} rad/s it turns on a circle of "
-                f"{vehicle.max_lin_vel / vehicle.max_ang_vel:.3g} m radius and circles goals closer than that; lower "
-                "--speed or raise --max-turn-rate"
-            ) from err
+            raise ValueError(self._unreachable(vehicle, err)) from err
+
+    @staticmethod
+    def _unreachable(vehicle: DiffDrive, err: Exception) -> str:
+        return (
+            f"{err}: at {vehicle.max_lin_vel:g} m/s and {vehicle.max_ang_vel:g} rad/s it turns on a circle of "
+            f"{vehicle.max_lin_vel / vehicle.max_ang_vel:.3g} m radius and circles goals closer than that; lower "
+            "--speed or raise --max-turn-rate"
+        )
+
+    def paths(self, num_samples: int | None = None) -> list[np.ndarray]:
+        """Each vehicle's sample locations in order, among the first ``num_samples`` (one vehicle here)."""
+        return [self.X[:num_samples]]
 
     def _vehicle_limits(self) -> dict:
         # a goal counts as reached within 0.1 s of travel (0.1 m at 1 m/s): a fast vehicle would overshoot a
@@ -476,7 +517,7 @@ def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[st
             fig_dir / "std.png",
             "predictive std (with noise)",
             cmap="viridis",
-            path_xy=mission.X,
+            path_xy=mission.paths(),
             suptitle=heading,
             label=value_label("predictive std", unit),
         ),
@@ -505,7 +546,7 @@ def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[st
     Z = None if Z is None else np.asarray(Z.detach() if isinstance(Z, torch.Tensor) else Z, dtype=np.float64)
     title = f"path ({mission.num_samples} samples)" + ("" if Z is None else f" and {len(Z)} inducing inputs")
     files["inducing"] = plots.plot_map(
-        truth, extent, fig_dir / "inducing.png", title, vmin=lo, vmax=hi, points=Z, path_xy=mission.X, **labels
+        truth, extent, fig_dir / "inducing.png", title, vmin=lo, vmax=hi, points=Z, path_xy=mission.paths(), **labels
     )
     files["metric_curves"] = plots.plot_metric_curves(mission.rows, fig_dir / "metrics.png", title=heading)
     if mission.frames:
@@ -515,7 +556,7 @@ def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[st
             {
                 "mean": f["mean"],
                 "std": f["std"],
-                "path": mission.X[: f["num_samples"]],
+                "path": _joined(mission.paths(f["num_samples"])),
                 "title": f"epoch {i}, {f['num_samples']} samples",
             }
             for i, f in enumerate(mission.frames)
@@ -524,6 +565,22 @@ def write_figures(mission: Mission, out: Path, resolution: int = 100) -> dict[st
             frames, truth_eval, extent, out / "mission.gif", unit=unit, title=heading
         )
     return files
+
+
+def _joined(paths: list[np.ndarray]) -> np.ndarray:
+    """Paths as one array, a row of NaN between them (a line drawn through it breaks there)."""
+    gap = np.full((1, 2), np.nan)
+    return np.vstack([part for p in paths for part in (gap, p)][1:])
+
+
+def make_mission(config: MissionConfig, field: Field | None = None) -> Mission:
+    """The mission for ``config``: a :class:`~onlinegp.rig.fleet.FleetMission` when it sets any fleet option,
+    else the single-vehicle :class:`Mission`."""
+    if not config.is_fleet:
+        return Mission(config, field)
+    from .fleet import FleetMission  # fleet.py builds on this module
+
+    return FleetMission(config, field)
 
 
 @dataclass
@@ -569,7 +626,7 @@ def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, f
 
     Raises ValueError, before any simulation or model update, for anything wrong.
     """
-    mission = Mission(config, field)
+    mission = make_mission(config, field)
     ckpt = Path(out) / CHECKPOINT
     if resume and ckpt.is_file():
         mission.load(ckpt)
@@ -602,7 +659,7 @@ def run_mission(
     after the last one (0: after every epoch) and after the last epoch of the call. ``stop_after_epochs`` stops
     after that many epochs of this call, leaving the resumable checkpoint that a killed run leaves behind.
     """
-    mission = Mission(mission) if isinstance(mission, MissionConfig) else mission
+    mission = make_mission(mission) if isinstance(mission, MissionConfig) else mission
     config = mission.config
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

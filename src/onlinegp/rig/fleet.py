@@ -1,0 +1,261 @@
+"""A fleet maps one field: K vehicles of the same dynamics and sensor feed one online model (``--robots K``).
+
+* Start: the pilot survey is shared. Its Bézier path (Chen et al. 2024, Fig. 4) is cut into K consecutive pieces
+  of waypoints; vehicle k starts at the first waypoint of piece k (vehicle 0 where the single vehicle starts, the
+  others heading along the path), so the starts are spread along the survey path, which runs along the task
+  boundary. With the random initialisation (appendix B) the samples are the single mission's and the other
+  vehicles' starts are drawn after them.
+* Decision epochs are synchronous: all vehicles drive in lock-step at the control rate, each to its own goal; a
+  vehicle that has arrived holds its position (sampling nothing) until the last one arrives. All new samples of all
+  vehicles then update the one model, in time order. The mission clock (:attr:`FleetMission.clock`, the
+  ``mission_clock`` column in seconds) is the slowest vehicle's: the epochs' durations summed.
+* Goals are chosen jointly (:func:`joint_goals`): greedily, vehicle by vehicle, each maximising the max-entropy
+  planner's score (normalised predictive entropy − ``distance_weight`` × normalised distance from itself) under the
+  predictive variance conditioned on noisy pseudo-observations at the goals already chosen, by rank-one Schur
+  downdates of the candidates' posterior covariance: the greedy sequential choice of maximum conditional entropy
+  (Krause, Singh and Guestrin 2008; Shewry and Wynn 1987). Conditioning on a noisy observation does not depend on
+  its value, so the pseudo-observations need no value. ``coordination="independent"`` lets every vehicle run the
+  single-vehicle planner on its own candidates instead (the baseline); random and lawnmower planners give each
+  vehicle its next goal in turn.
+* The sample budget counts all vehicles' samples; ``budget_distance`` (metres, per vehicle) stops each vehicle at
+  the first control tick at or past that odometer reading, and the mission ends at whichever budget runs out first.
+
+With one vehicle the fleet simulator collects the same samples in the same order as
+:class:`~onlinegp.rig.mission.Mission` and so ends with the same metrics, bit for bit; it adds the
+``mission_clock`` and ``odometry`` columns.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .mission import Mission
+from .planners import MaxEntropyPlanner, _normalise, _uniform, bezier_pilot, random_pilot
+from .robot import DiffDrive
+
+
+def pilot_pieces(waypoints: np.ndarray, num_robots: int) -> list[np.ndarray]:
+    """The pilot path's waypoints (n, 2) cut into ``num_robots`` consecutive pieces, each starting where the one
+    before ends (piece k holds its start point first)."""
+    n = len(waypoints)
+    if num_robots > n - 1:
+        raise ValueError(
+            f"{num_robots} vehicles need at least {num_robots + 1} pilot waypoints to share the pilot survey, got {n}"
+        )
+    bounds = [round(k * (n - 1) / num_robots) for k in range(num_robots + 1)]
+    return [waypoints[bounds[k] : bounds[k + 1] + 1] for k in range(num_robots)]
+
+
+def drive_fleet(
+    vehicles: list[DiffDrive],
+    routes: list[np.ndarray],
+    max_samples: float,
+    odometer: np.ndarray,
+    max_distance: float = math.inf,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Drive every vehicle along its route (k_i, 2) in lock-step until all have arrived or the fleet has taken
+    ``max_samples`` samples; a vehicle whose ``odometer`` (metres driven, increased in place) reaches
+    ``max_distance`` stops there.
+
+    Each control tick steps the vehicles in order as :meth:`DiffDrive.drive` steps one (so one vehicle drives
+    exactly as it would alone). Returns the sample locations (n, 2) in time order, which vehicle took each, and the
+    ticks the fleet drove. A vehicle that cannot reach a goal is a RuntimeError (as :meth:`DiffDrive.drive`)."""
+    routes = [np.asarray(r, dtype=np.float64).reshape(-1, 2) for r in routes]
+    limits = []
+    for v, r in zip(vehicles, routes):  # DiffDrive.drive's guard against a goal it circles, per vehicle
+        length = float(np.hypot(*np.diff(np.vstack([v.position, r]), axis=0).T).sum())
+        limits.append(int(v.control_rate * (3 * length / v.max_lin_vel + 4 * math.pi / v.max_ang_vel)) + 100)
+    goal = [0] * len(vehicles)
+    ticks = [0] * len(vehicles)
+    active = [len(r) > 0 and odometer[k] < max_distance for k, r in enumerate(routes)]
+    out: list[tuple[float, float]] = []
+    owner: list[int] = []
+    clock = 0
+    while any(active):
+        for k, v in enumerate(vehicles):
+            if not active[k]:
+                continue
+            route = routes[k]
+            while (
+                goal[k] < len(route) and math.hypot(route[goal[k], 0] - v.x, route[goal[k], 1] - v.y) <= v.goal_radius
+            ):
+                goal[k] += 1
+            if goal[k] == len(route):
+                active[k] = False
+                continue
+            if len(out) >= max_samples:
+                return _samples(out, owner, clock)
+            if ticks[k] >= limits[k]:
+                gx, gy = route[goal[k]]
+                raise RuntimeError(f"vehicle {k} did not reach goal ({gx:.2f}, {gy:.2f}) in {limits[k]} ticks")
+            speed, turn = v.control(*route[goal[k]].tolist())
+            if v.step(speed, turn):
+                out.append((v.x, v.y))
+                owner.append(k)
+            ticks[k] += 1
+            odometer[k] += abs(speed) / v.control_rate
+            active[k] = odometer[k] < max_distance
+        clock += 1
+    return _samples(out, owner, clock)
+
+
+def _samples(out: list, owner: list, clock: int) -> tuple[np.ndarray, np.ndarray, int]:
+    return np.asarray(out, dtype=np.float64).reshape(-1, 2), np.asarray(owner, dtype=np.int64), clock
+
+
+def conditioned_variances(cov: np.ndarray, noise: float, chosen: int) -> np.ndarray:
+    """The covariance ``cov`` (n, n) of f at the candidates after one observation of f + ε, ε ~ N(0, ``noise``), at
+    candidate ``chosen``: a rank-one Schur downdate (returned as a new array)."""
+    s = cov[:, chosen]
+    return cov - np.outer(s, s) / (cov[chosen, chosen] + noise)
+
+
+def joint_goals(
+    planner: Any,
+    model: Any,
+    positions: list[np.ndarray],
+    rng: np.random.Generator,
+    coordination: str = "joint",
+) -> np.ndarray:
+    """One goal per vehicle (k, 2), chosen as the module docstring says.
+
+    The first vehicle's goal is exactly the single-vehicle planner's (same candidates, same scores); with the
+    max-entropy planner and ``coordination="joint"`` each further vehicle scores the same candidates by the entropy
+    of the variance conditioned on the goals chosen before it."""
+    if coordination != "joint" or type(planner) is not MaxEntropyPlanner:
+        return np.array([planner.plan(model, p, rng) for p in positions]).reshape(-1, 2)
+    candidates = _uniform(planner.extent, planner.num_candidates, rng)
+    first = int(np.argmax(planner.scores(model, candidates, positions[0])))
+    chosen = [first]
+    if len(positions) > 1:
+        pred = model.predict(candidates, full_cov=True)
+        cov = pred.cov_f.detach().cpu().numpy().astype(np.float64)
+        noise = float((pred.var_y - pred.var_f).mean())
+        for position in positions[1:]:
+            cov = conditioned_variances(cov, noise, chosen[-1])
+            var = np.maximum(np.diag(cov), 0.0) + noise
+            entropy = 0.5 * np.log(2 * math.pi * math.e * np.maximum(var, 1e-300))
+            dist = np.hypot(*(candidates - np.asarray(position)[None, :2]).T)
+            chosen.append(int(np.argmax(_normalise(entropy) - planner.distance_weight * _normalise(dist))))
+    return candidates[chosen]
+
+
+class FleetMission(Mission):
+    """A :class:`~onlinegp.rig.mission.Mission` with ``config.robots`` vehicles (see the module docstring)."""
+
+    def __init__(self, config: Any, field: Any = None):
+        super().__init__(config, field)
+        self.vehicles: list[DiffDrive] = []
+        self.owner = np.zeros(0, dtype=np.int64)
+        self.max_distance = math.inf if config.budget_distance is None else float(config.budget_distance)
+        self.odometer = np.zeros(self.num_robots)
+        self.clock = 0
+
+    @property
+    def num_robots(self) -> int:
+        return int(self.config.robots or 1)
+
+    @property
+    def done(self) -> bool:
+        return super().done or (bool(self.vehicles) and bool(np.all(self.odometer >= self.max_distance)))
+
+    @property
+    def mission_clock(self) -> float:
+        """Seconds of simulated time so far: the slowest vehicle's clock."""
+        return self.clock / (self.vehicles[0].control_rate if self.vehicles else 10.0)
+
+    def _starts(self) -> tuple[list[DiffDrive], list[np.ndarray]]:
+        """The vehicles at their starts and their pilot routes (Bézier pilot)."""
+        c = self.config
+        pieces = pilot_pieces(bezier_pilot(tuple(c.task_extent), c.num_pilot_waypoints), self.num_robots)
+        vehicles = [self._bezier_start()]
+        for piece in pieces[1:]:
+            (x0, y0), (x1, y1) = piece[0], piece[1]
+            vehicles.append(DiffDrive(x=x0, y=y0, yaw=math.atan2(y1 - y0, x1 - x0), **self._vehicle_limits()))
+        return vehicles, [pieces[0], *(p[1:] for p in pieces[1:])]
+
+    def _drive_all(self, routes: list[np.ndarray], max_samples: float) -> np.ndarray:
+        try:
+            xy, owner, ticks = drive_fleet(self.vehicles, routes, max_samples, self.odometer, self.max_distance)
+        except RuntimeError as err:
+            raise ValueError(self._unreachable(self.vehicles[0], err)) from err
+        self.owner = np.concatenate([self.owner, owner])
+        self.clock += ticks
+        return xy
+
+    def _pilot(self) -> np.ndarray:
+        c = self.config
+        if c.init == "bezier":
+            self.vehicles, routes = self._starts()
+            self.vehicle = self.vehicles[0]
+            return self._drive_all(routes, c.budget)
+        start, xy = random_pilot(tuple(c.task_extent), min(c.num_random_init, c.budget), self.rng)
+        others = [random_pilot(tuple(c.task_extent), 0, self.rng)[0] for _ in range(self.num_robots - 1)]
+        self.vehicles = [
+            DiffDrive(x=float(s[0]), y=float(s[1]), yaw=float(s[2]), **self._vehicle_limits()) for s in [start, *others]
+        ]
+        self.vehicle = self.vehicles[0]
+        self.owner = np.concatenate([self.owner, np.full(len(xy), -1)])  # scattered, driven by no vehicle
+        return xy
+
+    def pilot_size(self) -> int:
+        c = self.config
+        if c.init != "bezier":
+            return int(c.num_random_init)
+        vehicles, routes = self._starts()
+        try:
+            return len(drive_fleet(vehicles, routes, math.inf, np.zeros(self.num_robots))[0])
+        except RuntimeError as err:
+            raise ValueError(self._unreachable(vehicles[0], err)) from err
+
+    def _gather(self) -> np.ndarray:
+        moving = [k for k in range(self.num_robots) if self.odometer[k] < self.max_distance]
+        for _ in range(1000):
+            goals = joint_goals(
+                self.planner,
+                self.model,
+                [self.vehicles[k].position for k in moving],
+                self.rng,
+                self.config.coordination or "joint",
+            )
+            routes = [np.zeros((0, 2))] * self.num_robots
+            for k, goal in zip(moving, goals):
+                routes[k] = goal[None]
+            xy = self._drive_all(routes, self.config.budget - self.num_samples)
+            if len(xy) or self.done:
+                return xy
+        raise RuntimeError(
+            "1000 planned waypoints in a row yielded no sample; the planner keeps choosing the vehicles' own positions"
+        )
+
+    def step(self) -> dict:
+        row = super().step()
+        # the mission clock (s) and the longest distance a vehicle has driven (m)
+        row.update({"mission_clock": self.mission_clock, "odometry": float(self.odometer.max())})
+        return row
+
+    def paths(self) -> list[np.ndarray]:
+        return [self.X[self.owner == k] for k in range(self.num_robots)]
+
+    def state(self) -> dict:
+        return {
+            **super().state(),
+            "fleet": {
+                "vehicles": [v.state() for v in self.vehicles],
+                "owner": self.owner.copy(),
+                "odometer": self.odometer.copy(),
+                "clock": self.clock,
+            },
+        }
+
+    def load_state(self, state: dict) -> None:
+        super().load_state(state)
+        fleet = state["fleet"]
+        self.vehicles = [DiffDrive.from_state(v) for v in fleet["vehicles"]]
+        self.vehicle = self.vehicles[0] if self.vehicles else None
+        self.owner = fleet["owner"].copy()
+        self.odometer = fleet["odometer"].copy()
+        self.clock = int(fleet["clock"])

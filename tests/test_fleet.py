@@ -1,0 +1,155 @@
+"""A fleet maps one field (onlinegp.rig.fleet): one vehicle as before, joint goals, budgets, exact resume, CLI."""
+
+import csv
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from onlinegp.bench.runner import RunSpec
+from onlinegp.cli import app
+from onlinegp.models.registry import make_model
+from onlinegp.rig.fleet import FleetMission, conditioned_variances, drive_fleet, joint_goals, pilot_pieces
+from onlinegp.rig.mission import MissionConfig, make_mission, run_mission
+from onlinegp.rig.planners import MaxEntropyPlanner, bezier_pilot
+from onlinegp.rig.robot import DiffDrive
+
+runner = CliRunner()
+SMALL = {"budget": 900, "num_inducing": 40, "num_steps": 2, "seed": 3, "num_candidates": 300}
+#: the single-vehicle mission SMALL on commit 5f5ab14, before the fleet existed: (samples, SMSE, MSLL) per epoch
+BEFORE = [
+    (597, 0.2216843617328743, -0.2476350685945277),
+    (631, 0.21387347603439086, -0.2626674557538444),
+    (693, 0.2104659952453935, -0.27604295135767043),
+    (789, 0.19247094997097067, -0.32123433958927505),
+    (900, 0.19487724866808043, -0.33717524803530063),
+]
+#: RunSpec("x", MissionConfig().to_dict()).config_hash on that commit: sweeps' keys of default missions are unchanged
+DEFAULT_HASH = "d1a7ec50bff01cfd"
+TIMING = ("update_time", "update_cpu_time", "prediction_time", "plan_drive_time", "wall_time")
+
+
+def _numbers(rows):
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
+
+
+def test_one_vehicle_is_the_mission_of_before_bit_for_bit(tmp_path):
+    assert "robots" not in MissionConfig().to_dict()
+    assert RunSpec("x", MissionConfig().to_dict()).config_hash == DEFAULT_HASH
+    single = run_mission(MissionConfig(**SMALL), tmp_path / "single", quiet=True)
+    fleet = run_mission(MissionConfig(**SMALL, robots=1), tmp_path / "fleet", quiet=True)
+    # equal bit for bit on the machine that recorded them; BLAS may round the last digits differently elsewhere
+    got = np.array([(r["num_samples"], r["smse"], r["msll"]) for r in single.rows])
+    np.testing.assert_allclose(got, np.array(BEFORE), rtol=1e-9, atol=0)
+    # the fleet simulator with one vehicle: the same samples and numbers, exactly, plus its own columns
+    numbers = _numbers(single.rows)
+    assert numbers == [{k: f[k] for k in n} for f, n in zip(fleet.rows, numbers)]
+    assert fleet.rows[-1]["mission_clock"] == pytest.approx(900 / 3.0, abs=1.0)  # 3 Hz
+
+
+def test_one_vehicle_drives_in_lock_step_as_alone():
+    route = np.array([[5.0, 5.0], [-3.0, 8.0], [0.0, -4.0]])
+    alone, together = DiffDrive(), DiffDrive()
+    xy = alone.drive(route, 40)
+    xy2, owner, ticks = drive_fleet([together], [route], 40, np.zeros(1))
+    assert np.array_equal(xy, xy2) and (owner == 0).all() and together == alone and ticks == alone.tick
+
+
+def test_pilot_is_shared_along_the_survey_path():
+    waypoints = bezier_pilot((-30, 30, -30, 30), 50)
+    pieces = pilot_pieces(waypoints, 4)
+    assert np.array_equal(np.vstack([pieces[0], *(p[1:] for p in pieces[1:])]), waypoints)
+    starts = np.array([p[0] for p in pieces])
+    assert len({tuple(s) for s in starts}) == 4
+    with pytest.raises(ValueError, match="pilot waypoints"):
+        pilot_pieces(waypoints[:3], 3)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    torch.manual_seed(0)
+    model = make_model("poam", 2, num_inducing=30, num_steps=0, seed=0, x_bounds=[[-30, -30], [30, 30]])
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-30, -10, (200, 2))  # data in one corner only: the rest is uncertain
+    model.update(torch.from_numpy(x), torch.from_numpy(np.sin(x[:, 0] / 5) + 0.1 * rng.standard_normal(200)))
+    return model
+
+
+def test_joint_goals_are_distinct_and_the_first_is_the_single_planners(fitted):
+    planner = MaxEntropyPlanner((-30, 30, -30, 30), num_candidates=400, distance_weight=0.0)
+    here = [np.zeros(2)] * 4
+    joint = joint_goals(planner, fitted, here, np.random.default_rng(1))
+    alone = planner.plan(fitted, here[0], np.random.default_rng(1))
+    assert np.array_equal(joint[0], alone)
+    gaps = [np.hypot(*(joint[i] - joint[j])) for i in range(4) for j in range(i)]
+    assert min(gaps) > 5.0, gaps  # conditioned on the goals before, the next one goes elsewhere
+    independent = joint_goals(planner, fitted, here, np.random.default_rng(1), "independent")
+    assert np.array_equal(independent[0], alone)
+
+
+def test_the_downdate_is_gaussian_conditioning():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((6, 6))
+    cov, noise = A @ A.T, 0.3
+    joint = cov + noise * np.eye(6)
+    expected = cov - np.outer(cov[:, 2], cov[2]) / joint[2, 2]
+    assert np.allclose(conditioned_variances(cov, noise, 2), expected, atol=1e-12)
+
+
+def test_budget_counts_every_vehicles_samples(tmp_path):
+    config = MissionConfig(**{**SMALL, "budget": 700}, robots=3)
+    result = run_mission(config, tmp_path, quiet=True)
+    mission = make_mission(config)
+    mission.load(tmp_path / "checkpoint.pt")
+    assert isinstance(mission, FleetMission) and result.rows[-1]["num_samples"] == 700 == len(mission.X)
+    assert np.bincount(mission.owner, minlength=3).sum() == 700 and (np.bincount(mission.owner) > 50).all()
+    assert [len(p) for p in mission.paths()] == list(np.bincount(mission.owner))
+    clocks = [r["mission_clock"] for r in result.rows]
+    assert clocks == sorted(clocks) and clocks[-1] < 700 / 3.0 / 2  # three vehicles sample three times as fast
+
+
+def test_distance_budget_stops_every_vehicle(tmp_path):
+    config = MissionConfig(**{**SMALL, "budget": 100000}, robots=2, budget_distance=120.0)
+    result = run_mission(config, tmp_path, quiet=True)
+    mission = make_mission(config)
+    mission.load(tmp_path / "checkpoint.pt")
+    assert mission.done and result.completed
+    assert np.all(mission.odometer >= 120.0) and np.all(mission.odometer < 120.0 + 0.11)
+    assert result.rows[-1]["odometry"] == pytest.approx(mission.odometer.max())
+    assert result.rows[-1]["num_samples"] < 100000
+
+
+def _rows(out):
+    with open(out / "metrics.csv") as fh:
+        return [{k: v for k, v in r.items() if k not in TIMING} for r in csv.DictReader(fh)]
+
+
+def test_a_killed_fleet_mission_resumes_exactly(tmp_path):
+    base = ["mission", "--budget", "800", "--num-inducing", "40", "--num-steps", "2", "--seed", "1", "--robots", "2"]
+    first = runner.invoke(app, [*base, "--out", str(tmp_path / "a"), "--quiet"])
+    stopped = runner.invoke(app, [*base, "--out", str(tmp_path / "b"), "--quiet", "--stop-after-epochs", "2"])
+    resumed = runner.invoke(app, [*base, "--out", str(tmp_path / "b"), "--quiet", "--resume"])
+    for r in (first, stopped, resumed):
+        assert r.exit_code == 0, r.output
+    a, b = _rows(tmp_path / "a"), _rows(tmp_path / "b")
+    assert len(a) >= 4 and a == b and "mission_clock" in a[0]
+    assert (tmp_path / "b" / "figures" / "inducing.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--robots", "0"], "robots must be a positive number"),
+        (["--robots", "-2"], "robots must be a positive number"),
+        (["--robots", "2", "--planner", "nipv"], "plans for one vehicle"),
+        (["--robots", "2", "--coordination", "greedy"], "unknown coordination"),
+        (["--budget-distance", "0"], "budget_distance must be a positive"),
+        (["--robots", "60"], "pilot waypoints"),
+    ],
+)
+def test_bad_fleet_options_are_usage_errors(tmp_path, args, message):
+    result = runner.invoke(app, ["mission", "--budget", "700", "--out", str(tmp_path / "x"), *args])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.replace("│", " ").split())
+    assert not (tmp_path / "x" / "metrics.csv").exists()
