@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from onlinegp.bench.runner import code_version
+
 RESULTS = Path(__file__).resolve().parent / "results"
 EXTENT = 30.0  # task extent [-30, 30]^2 m, as the POAM simulator
 
@@ -80,6 +82,7 @@ def machine() -> dict:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "code": code_version(),
     }
 
 
