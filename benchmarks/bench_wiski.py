@@ -50,10 +50,10 @@ import torch
 from scipy.linalg import lapack
 
 from onlinegp.bench.defaults import bounds_of, scores, split_data
+from onlinegp.bench.exact import lbfgs_exact_gp
 from onlinegp.bench.runner import code_version
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import WISKI
-from onlinegp.stream import lbfgs_exact_gp
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
+from onlinegp.bench.exact import lbfgs_exact_gp
 from onlinegp.models import make_model
-from onlinegp.stream import lbfgs_exact_gp
 from onlinegp.training import LBFGS_ITERATIONS
 
 

@@ -8,6 +8,7 @@ import torch
 import typer
 from typer.testing import CliRunner
 
+from onlinegp.bench.exact import lbfgs_exact_gp
 from onlinegp.bench.wiski import (
     BO_FUNCTIONS,
     _wiski_options,
@@ -20,7 +21,6 @@ from onlinegp.bench.wiski import (
 )
 from onlinegp.cli import app
 from onlinegp.models import make_model
-from onlinegp.stream import lbfgs_exact_gp
 
 
 def test_uci_stream_writes_metrics(tmp_path):

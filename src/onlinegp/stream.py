@@ -21,16 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from tqdm import tqdm
 
 from .base import OnlineGP, model_record
+from .bench.exact import lbfgs_exact_gp
 from .data import Dataset, batch_indices, load_dataset, train_test_split
 from .io import write_csv
 from .metrics import nlpd, rmse
 from .models.registry import make_model
-from .objectives import exact_mll, log_prior
-from .training import lbfgs_fit
 
 
 @dataclass
@@ -51,25 +49,6 @@ class StreamConfig:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def lbfgs_exact_gp(model: "OnlineGP", X: np.ndarray, y: np.ndarray, max_iter: int = 200) -> float:
-    """Fit an :class:`~onlinegp.models.exact.ExactGP`'s θ and σ² by L-BFGS on log p(y) of (X, y), then absorb
-    the data with the fitted values (the exact-GP reference of Pescador-Barrios et al. 2024, which uses L-BFGS for every
-    method). The model must have ``num_steps=0`` and fixed scaling (``x_bounds``, ``y_stats``). Returns the fitted
-    objective, (log p(y) + log p(θ)) / n in scaled units, to compare fits from different starts."""
-    xs = model.scaler.x(torch.as_tensor(X, dtype=model.dtype))
-    ys = model.scaler.y(torch.as_tensor(y, dtype=model.dtype))
-    params = list(model.kernel.parameters()) + list(model.likelihood.parameters())
-    objective = lbfgs_fit(
-        params,
-        lambda: exact_mll(model.kernel, model.noise, xs, ys) + log_prior(model.kernel),
-        model.kernel,
-        max_iter,
-        scale=xs.shape[0],
-    )
-    model.update(X, y)
-    return objective / xs.shape[0]
 
 
 def standardised_scores(test: Dataset, mean: np.ndarray, var_y: np.ndarray, y_std: float) -> dict[str, float]:

@@ -36,7 +36,7 @@ from ..data import UCI, load_dataset
 from ..io import atomic_write, write_csv
 from ..metrics import nlpd, rmse
 from ..models.registry import make_model
-from ..stream import lbfgs_exact_gp
+from .exact import lbfgs_exact_gp
 from .runner import RunnerOptions, RunSpec, run_sweep
 
 #: every streaming regression method the table checks

@@ -51,7 +51,7 @@ from ..models.osvgp import OSVGP
 from ..models.registry import MODELS, make_model
 from ..models.wiski import WISKIClassifier
 from ..plots import plot_panel_curves
-from ..stream import lbfgs_exact_gp
+from .exact import lbfgs_exact_gp
 
 UCI_SETS = ("skillcraft", "elevators", "protein", "kin40k")
 UCI_MODELS = ("wiski", "osgpr", "osvgp", "exact")
