@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from onlinegp.bench import poam
+from onlinegp.bench import parse, poam
 from onlinegp.bench.runner import ERROR_FILE, RunnerOptions, RunSpec, is_finished, run_sweep
 
 # cheap missions: random start with 60 pilot samples, 150-sample budget, M=30, one gradient step per epoch
@@ -216,18 +216,19 @@ def test_cli_runs_a_sweep_and_rejects_bad_options(tmp_path):
 
 
 def test_parsing_and_validation():
-    assert poam.parse_seeds("0-2,7") == [0, 1, 2, 7] and poam.parse_seeds([3, 1, 3]) == [1, 3]
-    assert poam.parse_names("POAM, ovc++,poam", "method") == ["poam", "ovc++"]
+    assert parse.parse_seeds("0-2,7") == [0, 1, 2, 7] and parse.parse_seeds([3, 1, 3]) == [1, 3]
+    assert parse.parse_names("POAM, ovc++,poam", "method") == ["poam", "ovc++"]
     for bad in ("", "3-1", "a"):
         with pytest.raises(ValueError, match="seed"):
-            poam.parse_seeds(bad)
+            parse.parse_seeds(bad)
     with pytest.raises(ValueError, match="unknown model"):
         poam.Experiment("t", "t", ["valley-ridges"], ["nope"], [0]).specs()
     with pytest.raises(ValueError, match="unknown environment"):
         poam.Experiment("t", "t", ["atlantis"], ["poam"], [0]).specs()
     with pytest.raises(ValueError, match="unknown mission option"):
         poam.Experiment("t", "t", ["valley-ridges"], ["poam"], [0], {"budjet": 10}).specs()
-    assert poam.parse_names("Coast,/data/MyField.npy", "environment") == ["coast", "/data/MyField.npy"]
+    environments = parse.parse_names("Coast,/data/MyField.npy", "environment", poam.ENVIRONMENTS)
+    assert environments == ["coast", "/data/MyField.npy"]
     with pytest.raises(ValueError, match="robustness setting"):
         poam.robustness(settings="sideways")
     assert poam.label("z-opt") == "POAM-Z-OPT" and poam.label("ssgp++") == "SSGP++"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from ..models import POAM
 from ..models.registry import model_class
 from ..rig.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..rig.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
+from .parse import parse_names, parse_seeds
 from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
 
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
@@ -68,31 +68,6 @@ def paper_model_options(method: str) -> dict[str, Any]:
 def label(method: str) -> str:
     """The paper's name for a method: 'POAM', 'SSGP++', ablations as 'POAM-Z-OPT'."""
     return LABELS.get(method, f"POAM-{method.upper()}" if method in ABLATION_METHODS else method.upper())
-
-
-def parse_names(text: str | Sequence[str], what: str) -> list[str]:
-    """'a,b' (or a list) → ['a', 'b'] without duplicates; names are lower-cased, file paths (of environments) kept."""
-    items = text.split(",") if isinstance(text, str) else list(text)
-    keep = lambda s: s if what == "environment" and s.lower() not in ENVIRONMENTS else s.lower()  # noqa: E731
-    names = list(dict.fromkeys(keep(s.strip()) for s in items if s.strip()))
-    if not names:
-        raise ValueError(f"give at least one {what} (comma-separated)")
-    return names
-
-
-def parse_seeds(text: str | Sequence[int]) -> list[int]:
-    """'0-9', '0,3,5' or '0-2,7' (or a list of ints) → sorted unique seeds."""
-    if not isinstance(text, str):
-        return sorted({int(s) for s in text})
-    seeds: set[int] = set()
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
-            raise ValueError(f"cannot read seeds {text!r}: use e.g. '0-9', '0,3,5' or '0-2,7'")
-        seeds.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
-    if not seeds:
-        raise ValueError("give at least one seed, e.g. --seeds 0-9")
-    return sorted(seeds)
 
 
 # ---------------------------------------------------------------------- the sweep
@@ -646,7 +621,7 @@ def table1(
     exp = Experiment(
         "poam-table1",
         "Table I (Chen et al. 2024): benchmarking",
-        parse_names(envs, "environment"),
+        parse_names(envs, "environment", ENVIRONMENTS),
         parse_names(methods, "method"),
         parse_seeds(seeds),
         _mission_settings(budget, num_inducing, num_steps, **mission),
@@ -671,7 +646,7 @@ def ablation(
     exp = Experiment(
         "poam-ablation",
         "Ablation study (Chen et al. 2024, §V-C, Fig. 8)",
-        parse_names(envs, "environment"),
+        parse_names(envs, "environment", ENVIRONMENTS),
         parse_names(methods, "method"),
         parse_seeds(seeds),
         _mission_settings(budget, num_inducing, num_steps, **mission),
@@ -701,7 +676,7 @@ def robustness(
     exp = Experiment(
         "poam-robustness",
         "Robustness (Chen et al. 2024, appendix B, Fig. 9)",
-        parse_names(envs, "environment"),
+        parse_names(envs, "environment", ENVIRONMENTS),
         parse_names(methods, "method"),
         parse_seeds(seeds),
         _mission_settings(budget, num_inducing, num_steps, **mission),

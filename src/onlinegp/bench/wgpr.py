@@ -50,7 +50,7 @@ from ..io import write_csv
 from ..metrics import rmse
 from ..models.registry import make_model
 from ..wasserstein import psd_sqrt
-from .poam import parse_names, parse_seeds
+from .parse import parse_names, parse_seeds
 from .runner import RunnerOptions, RunSpec, run_sweep
 
 DATASETS = ("toy", "kin40k", "pumadyn32nm", "bathymetry")
