@@ -48,9 +48,9 @@ def variants(model: str) -> dict[str, dict]:
     return {PAPER: paper, **({SKETCHED: {**paper, "sketch": 64}} if model == "poam" else {})}
 
 
-def run(updates: int | None = None, streams: list[str] | None = None) -> dict:
+def run(updates: int | None = None, streams: list[str] | None = None, reference: Path = REFERENCE) -> dict:
     out: dict = {"threads": torch.get_num_threads(), "streams": {}}
-    for path in sorted(REFERENCE.glob("*.npz")):
+    for path in sorted(reference.glob("*.npz")):
         if streams and path.stem not in streams:
             continue
         model = stream_model(path.stem)
@@ -121,9 +121,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--updates", type=int, default=None, help="replay only the first N updates of each stream")
     parser.add_argument("--streams", default="", help="comma-separated stream names (default: every stream)")
+    parser.add_argument("--reference", type=Path, default=REFERENCE, help="folder of the reference streams")
     args = parser.parse_args()
-    if not REFERENCE.is_dir():
-        print(f"skipped: the reference streams are not at {REFERENCE} (they come with the project's shared/ folder)")
+    if not args.reference.is_dir():
+        print(f"skipped: the reference streams are not at {args.reference} (they come with the project's shared/)")
         return
     result = run(args.updates, [n for n in args.streams.split(",") if n] or None)
     result["table"] = table(result)
