@@ -126,7 +126,7 @@ def main() -> None:
     if not args.reference.is_dir():
         print(f"skipped: the reference streams are not at {args.reference} (they come with the project's shared/)")
         return
-    result = run(args.updates, [n for n in args.streams.split(",") if n] or None)
+    result = run(args.updates, [n for n in args.streams.split(",") if n] or None, args.reference)
     result["table"] = table(result)
     write("bench_reference", result)
     print(result["table"])
