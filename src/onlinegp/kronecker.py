@@ -223,7 +223,7 @@ class _GridMarginal(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, g_mll, *_):
+    def backward(ctx, g_mll, *_):  # noqa: PLR0915 - every input's gradient in one pass over shared solves
         lengthscale, outputscale, s, LQ, z, quad, yy, *F = ctx.saved_tensors
         grid, n, sizes, m = ctx.grid, ctx.n, ctx.grid.sizes, LQ.shape[0]
         need = ctx.needs_input_grad

@@ -56,7 +56,7 @@ def standardised_scores(test: Dataset, mean: np.ndarray, var_y: np.ndarray, y_st
     return {"rmse": rmse(test.y, mean) / y_std, "nlpd": nlpd(test.y, mean, var_y) - math.log(y_std)}
 
 
-def run_stream(
+def run_stream(  # noqa: PLR0915 - the streaming protocol (to go with the run spec)
     config: StreamConfig,
     out: str | Path | None = None,
     quiet: bool = True,

@@ -75,7 +75,7 @@ def _column(spec: str | int, names: list[str], what: str, path: Path) -> int:
     return index
 
 
-def read_table(
+def read_table(  # noqa: PLR0912, PLR0915 - one check per column rule, each with its error
     path: str | Path,
     target: str | int | None = None,
     inputs: list[str | int] | None = None,

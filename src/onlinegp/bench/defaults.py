@@ -261,7 +261,7 @@ def write_table(table: list[dict], out: Path, caption: str) -> None:
     atomic_write(out / "table.md", "\n".join(lines) + "\n")
 
 
-def run_defaults(
+def run_defaults(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
     out: str | Path = "runs/defaults",
     datasets: Sequence[str] = UCI,
     methods: Sequence[str] = METHODS,

@@ -667,7 +667,7 @@ def _run_ray(fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, ba
             ray.shutdown()
 
 
-def run_sweep(
+def run_sweep(  # noqa: PLR0912 - a sweep's resume, backends and results tree
     specs: Sequence[RunSpec],
     fn: JobFn,
     root: str | Path,

@@ -180,7 +180,7 @@ def write_table1(root: Path, summary: dict, methods: Sequence[str]) -> str:
     return table
 
 
-def run_table1(
+def run_table1(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
     out: str | Path,
     datasets: Sequence[str] = TABLE1_DATASETS,
     methods: Sequence[str] = tuple(METHODS),
