@@ -7,6 +7,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from onlinegp.bench import fleet as bench_fleet
 from onlinegp.bench.runner import RunSpec
 from onlinegp.cli import app
 from onlinegp.models.registry import make_model
@@ -153,3 +154,25 @@ def test_bad_fleet_options_are_usage_errors(tmp_path, args, message):
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.replace("│", " ").split())
     assert not (tmp_path / "x" / "metrics.csv").exists()
+
+
+def test_bench_fleet_end_to_end_at_a_tiny_budget(tmp_path):
+    files = bench_fleet.run(
+        tmp_path,
+        envs=["valley-ridges"],
+        robots=[1, 2],
+        seeds="0",
+        budget=650,
+        num_inducing=20,
+        num_steps=1,
+        quiet=True,
+    )
+    with open(files["runs_csv"]) as fh:
+        rows = {r["group"]: r for r in csv.DictReader(fh)}
+    assert set(rows) == {"k1", "k2-joint", "k2-independent"}
+    assert all(int(r["num_samples"]) == 650 for r in rows.values())
+    assert float(rows["k1"]["time_ratio_to_k1"]) == 1.0
+    assert float(rows["k2-joint"]["mission_clock"]) < float(rows["k1"]["mission_clock"])
+    assert "k2-joint" in files["summary_md"].read_text() and files["curves_mission_clock"].stat().st_size > 1000
+    bad = runner.invoke(app, ["bench", "fleet", "--robots", "0", "--out", str(tmp_path / "x"), "--no-results"])
+    assert bad.exit_code == 2 and "positive numbers of vehicles" in bad.output

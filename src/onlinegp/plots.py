@@ -99,20 +99,12 @@ def plot_map(
     fig, ax = plt.subplots(figsize=(5, 4.4 if suptitle else 4.2))
     _image(ax, values, extent, title, cmap, vmin, vmax, label=label)
     paths = [] if path_xy is None else [path_xy] if isinstance(path_xy, np.ndarray) else list(path_xy)
+    one = len(paths) == 1
     for k, xy in enumerate(paths):
-        style = (
-            {"color": "k", "label": "path"}
-            if len(paths) == 1
-            else {"color": plt.cm.tab10(k % 10), "label": f"vehicle {k}"}
-        )
+        colour, name = ("k", "path") if one else (plt.cm.tab10(k % 10), f"vehicle {k}")
         if len(xy):
             ax.plot(
-                xy[:, 0],
-                xy[:, 1],
-                "-",
-                lw=0.5 if len(paths) == 1 else 0.8,
-                alpha=0.6 if len(paths) == 1 else 0.9,
-                **style,
+                xy[:, 0], xy[:, 1], "-", color=colour, lw=0.5 if one else 0.8, alpha=0.6 if one else 0.9, label=name
             )
     if points is not None and len(points):
         ax.plot(points[:, 0], points[:, 1], ".", color="tab:red", ms=2.5, label="inducing inputs")
@@ -189,10 +181,15 @@ def animate_maps(
 
 
 def plot_sweep_curves(
-    panels: dict[tuple[str, str], dict[str, dict]], path: str | Path, title: str = "", dpi: int = 100
+    panels: dict[tuple[str, str], dict[str, dict]],
+    path: str | Path,
+    title: str = "",
+    dpi: int = 100,
+    xlabel: str = "samples",
 ) -> Path:
     """Metric curves of a sweep (Chen et al. 2024, Figs. 5, 8, 9): ``panels[(metric, env)] = {method: curve}`` with
-    ``curve = {"samples", "mean", "std"}`` arrays; rows are metrics, columns environments, a ±std band per line."""
+    ``curve = {"samples", "mean", "std"}`` arrays (``samples`` on the x axis, named ``xlabel``); rows are metrics,
+    columns environments, a ±std band per line."""
     path = Path(path)
     metrics = list(dict.fromkeys(k for k, _ in panels))
     envs = list(dict.fromkeys(e for _, e in panels))
@@ -209,7 +206,7 @@ def plot_sweep_curves(
                 ax.plot(x, mean, "-", lw=1.3, color=colours[method], label=method)
                 ax.fill_between(x, mean - std, mean + std, color=colours[method], alpha=0.2, lw=0)
             ax.set_title(f"{metric_label(metric)} in {env}", fontsize=9)
-            ax.set_xlabel("samples")
+            ax.set_xlabel(xlabel)
             ax.grid(alpha=0.3)
     handles = [plt.Line2D([], [], color=colours[m], lw=2) for m in methods]
     fig.legend(handles, methods, loc="center right", fontsize=8)

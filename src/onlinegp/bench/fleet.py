@@ -1,0 +1,274 @@
+"""``onlinegp bench fleet``: K vehicles against one at an equal total sample budget (:mod:`onlinegp.rig.fleet`).
+
+The sweep: fleet sizes (default 1, 2, 4) × coordinations (``joint`` goals, and ``independent`` max-entropy
+planners as the baseline; one vehicle has no coordination) × environments (the bundled terrains and the POAM
+paper's two) × seeds, every run one POAM mission with the settings of Chen et al. 2024's Table I (M = 500, 10
+gradient steps per epoch, the Attentive Kernel, the paper's model options, 5000 samples in all, whatever K) on the
+fleet simulator, so that even K = 1 records its mission clock. Runs go through :mod:`onlinegp.bench.runner` and
+are kept in the results tree under ``fleet``.
+
+Per run: the final SMSE and MSLL, the SMSE averaged over the mission's evaluations, and the mission time (the
+slowest vehicle's clock, simulated seconds) at which the SMSE first reaches a target: ``target_smse`` if given,
+else the final SMSE of the single vehicle on the same environment and seed (then K = 1 must be in the sweep).
+The summary gives mean ± std over seeds per (environment, K, coordination), the time ratio to K = 1, a paired sign
+test of joint against independent goals on the averaged SMSE, and figures of SMSE against samples and against
+mission time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..io import write_csv
+from ..rig.fields import PAPER_ENVS, SAMPLE_ENVS, load_field
+from ..rig.mission import COORDINATIONS, MissionConfig
+from .poam import (
+    PAPER_SETTINGS,
+    SUMMARY_FILES,
+    _slug,
+    mission_job,
+    paper_model_options,
+    parse_names,
+    parse_seeds,
+    read_metrics_csv,
+    sign_test,
+)
+from .runner import RunnerOptions, RunSpec, is_finished, run_sweep
+
+TITLE = "fleet"
+DEFAULT_ENVS = (*SAMPLE_ENVS, *PAPER_ENVS)
+
+
+def group(robots: int, coordination: str) -> str:
+    """A run's group name: ``k1``, ``k2-joint``, ``k4-independent``."""
+    return "k1" if robots == 1 else f"k{robots}-{coordination}"
+
+
+def fleet_specs(
+    envs: Sequence[str],
+    robots: Sequence[int],
+    coordinations: Sequence[str],
+    seeds: Sequence[int],
+    mission: dict,
+) -> list[RunSpec]:
+    """One spec per mission ``<env>/<group>/seed-<k>``; every config validated up front."""
+    bad = [c for c in coordinations if c not in COORDINATIONS]
+    if bad or not coordinations:
+        raise ValueError(f"unknown coordination(s) {bad}; choose from {', '.join(COORDINATIONS)}")
+    if not robots or any(int(k) < 1 for k in robots):
+        raise ValueError(f"fleet sizes must be positive numbers of vehicles, got {list(robots)}")
+    for env in envs:
+        load_field(env)
+    specs = []
+    for env in envs:
+        for k in dict.fromkeys(int(k) for k in robots):
+            for coordination in coordinations if k > 1 else ("joint",):
+                for seed in seeds:
+                    config = MissionConfig(
+                        **{
+                            **mission,
+                            "env": env,
+                            "seed": int(seed),
+                            "robots": k,
+                            "model_options": {**paper_model_options("poam"), **mission.get("model_options", {})},
+                            **({"coordination": coordination} if k > 1 else {}),
+                        }
+                    )
+                    config.validate()
+                    specs.append(RunSpec(f"{_slug(env)}/{group(k, coordination)}/seed-{seed}", config.to_dict()))
+    return specs
+
+
+def time_to_reach(columns: dict[str, np.ndarray], target: float) -> float:
+    """The mission clock (s) at the first evaluation with SMSE at or below ``target``; NaN if it never does."""
+    hit = np.flatnonzero(columns["smse"] <= target)
+    return float(columns["mission_clock"][hit[0]]) if len(hit) else math.nan
+
+
+def per_run(root: Path, specs: Sequence[RunSpec], target_smse: float | None) -> list[dict[str, Any]]:
+    """One row per finished run: environment, K, coordination, seed, final/averaged metrics, time to the target."""
+    rows = []
+    for spec in specs:
+        if not is_finished(root / spec.run_id, spec):
+            continue
+        env, name, seed = spec.run_id.split("/")
+        c = read_metrics_csv(root / spec.run_id / "metrics.csv")
+        rows.append(
+            {
+                "env": env,
+                "group": name,
+                "robots": int(spec.config["robots"]),
+                "seed": int(seed.removeprefix("seed-")),
+                "final_smse": float(c["smse"][-1]),
+                "final_msll": float(c["msll"][-1]),
+                "averaged_smse": float(np.mean(c["smse"])),
+                "num_samples": int(c["num_samples"][-1]),
+                "mission_clock": float(c["mission_clock"][-1]),
+                "_columns": c,
+            }
+        )
+    single = {(r["env"], r["seed"]): r for r in rows if r["robots"] == 1}
+    for r in rows:
+        reference = single.get((r["env"], r["seed"]))
+        target = target_smse if target_smse is not None else None if reference is None else reference["final_smse"]
+        r["target_smse"] = math.nan if target is None else target
+        r["time_to_target"] = math.nan if target is None else time_to_reach(r["_columns"], target)
+        k1_time = math.nan if reference is None or target is None else time_to_reach(reference["_columns"], target)
+        r["time_ratio_to_k1"] = r["time_to_target"] / k1_time if k1_time and not math.isnan(k1_time) else math.nan
+    return rows
+
+
+SUMMARY_COLUMNS = ("final_smse", "final_msll", "averaged_smse", "time_to_target", "time_ratio_to_k1", "mission_clock")
+
+
+def summarise(rows: Sequence[dict]) -> list[dict[str, Any]]:
+    """Mean and std over seeds (NaN left out: a run that never reached its target) per (environment, group)."""
+    table = []
+    for env in dict.fromkeys(r["env"] for r in rows):
+        for name in dict.fromkeys(r["group"] for r in rows if r["env"] == env):
+            runs = [r for r in rows if (r["env"], r["group"]) == (env, name)]
+            row: dict[str, Any] = {"env": env, "group": name, "seeds": len(runs)}
+            for key in SUMMARY_COLUMNS:
+                values = np.array([r[key] for r in runs], dtype=np.float64)
+                kept = values[~np.isnan(values)]
+                row[f"{key}_mean"] = float(kept.mean()) if len(kept) else math.nan
+                row[f"{key}_std"] = float(kept.std()) if len(kept) else math.nan
+                row[f"{key}_runs"] = len(kept)
+            table.append(row)
+    return table
+
+
+def paired_joint_independent(rows: Sequence[dict]) -> list[dict[str, Any]]:
+    """Per fleet size: joint against independent goals on the averaged SMSE, paired by environment and seed."""
+    by = {(r["env"], r["robots"], r["group"].rpartition("-")[2], r["seed"]): r for r in rows if r["robots"] > 1}
+    out = []
+    for k in sorted({key[1] for key in by}):
+        wins = losses = ties = 0
+        for (env, kk, how, seed), joint in by.items():
+            rival = by.get((env, k, "independent", seed))
+            if kk != k or how != "joint" or rival is None:
+                continue
+            a, b = joint["averaged_smse"], rival["averaged_smse"]
+            wins, losses, ties = wins + (a < b), losses + (a > b), ties + (a == b)
+        if wins + losses + ties:
+            out.append(
+                {"robots": k, "wins": wins, "losses": losses, "ties": ties, "sign_test_p": sign_test(wins, losses)}
+            )
+    return out
+
+
+def _fmt(row: dict, key: str) -> str:
+    mean, std = row[f"{key}_mean"], row[f"{key}_std"]
+    missing = row["seeds"] - row[f"{key}_runs"]
+    return ("–" if math.isnan(mean) else f"{mean:.3g} ± {std:.2g}") + (f" ({missing} never)" if missing else "")
+
+
+def write_report(root: Path, rows: Sequence[dict], caption: str) -> dict[str, Path]:
+    """runs.csv, summary.csv/md, paired.csv and the curves (SMSE against samples and against mission time)."""
+    from ..plots import plot_sweep_curves
+
+    files = {"runs_csv": write_csv(root / "runs.csv", [{k: v for k, v in r.items() if k != "_columns"} for r in rows])}
+    table = summarise(rows)
+    files["summary_csv"] = write_csv(root / "summary.csv", table)
+    paired = paired_joint_independent(rows)
+    headers = ["Final SMSE", "Final MSLL", "Averaged SMSE", "Time to target (s)", "Time / K=1's", "Mission time (s)"]
+    lines = [
+        "*A fleet maps one field: K vehicles, one POAM model, equal total samples*",
+        "",
+        caption,
+        "",
+        "| Environment | Fleet | Seeds | " + " | ".join(headers) + " |",
+        "|---|---|---|" + "---|" * len(headers),
+    ]
+    lines += [
+        f"| {r['env']} | {r['group']} | {r['seeds']} | " + " | ".join(_fmt(r, k) for k in SUMMARY_COLUMNS) + " |"
+        for r in table
+    ]
+    if paired:
+        files["paired_csv"] = write_csv(root / "paired.csv", paired)
+        lines += ["", "Joint against independent goals, averaged SMSE, paired by environment and seed:", ""]
+        lines += ["| K | Joint better | Worse | Ties | Sign test p |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {p['robots']} | {p['wins']} | {p['losses']} | {p['ties']} | {p['sign_test_p']:.3g} |" for p in paired
+        ]
+    files["summary_md"] = root / "summary.md"
+    files["summary_md"].write_text("\n".join(lines) + "\n")
+    for x_key, name in (("num_samples", "samples"), ("mission_clock", "mission time (s)")):
+        panels: dict[tuple[str, str], dict[str, dict]] = {}
+        for (env, gname), runs in _groups(rows).items():
+            panels.setdefault(("smse", env), {})[gname] = _mean_curve([r["_columns"] for r in runs], x_key)
+        path = root / f"fleet-smse-vs-{x_key.replace('_', '-')}.png"
+        files[f"curves_{x_key}"] = plot_sweep_curves(panels, path, title="SMSE (mean ± std over seeds)", xlabel=name)
+    return files
+
+
+def _groups(rows: Sequence[dict]) -> dict[tuple[str, str], list[dict]]:
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["env"], r["group"]), []).append(r)
+    return groups
+
+
+def _mean_curve(runs: Sequence[dict[str, np.ndarray]], x_key: str, num_points: int = 100) -> dict[str, np.ndarray]:
+    """SMSE against ``x_key``, mean ± std over runs, interpolated on the span every run covers."""
+    lo = max(float(c[x_key][0]) for c in runs)
+    hi = min(float(c[x_key][-1]) for c in runs)
+    grid = np.linspace(lo, hi, num_points) if hi > lo else np.array([hi])
+    values = np.stack([np.interp(grid, c[x_key], c["smse"]) for c in runs])
+    return {"samples": grid, "mean": values.mean(0), "std": values.std(0)}
+
+
+def run(
+    out: str | Path,
+    envs: Sequence[str] = DEFAULT_ENVS,
+    robots: Sequence[int] = (1, 2, 4),
+    coordinations: Sequence[str] = COORDINATIONS,
+    seeds: str = "0-4",
+    budget: int = 5000,
+    num_inducing: int = 500,
+    num_steps: int = 10,
+    target_smse: float | None = None,
+    profile: str = "paper",
+    workers: int = 1,
+    quiet: bool = False,
+    results: str | Path | None = None,
+    fresh: bool = False,
+    log: Callable[[str], Any] = print,
+) -> dict[str, Path]:
+    """Run (or resume) the fleet sweep into ``out`` and write its report there; returns the written files."""
+    root = Path(out)
+    mission = {**PAPER_SETTINGS, "budget": budget, "num_inducing": num_inducing, "num_steps": num_steps}
+    if target_smse is not None and not target_smse > 0:
+        raise ValueError(f"target_smse must be positive, got {target_smse}")
+    chosen = parse_names(list(envs), "environment")
+    specs = fleet_specs(chosen, robots, coordinations, parse_seeds(seeds), {**mission, "profile": profile})
+    options = RunnerOptions(workers=workers, quiet=quiet, results=results, fresh=fresh)
+    result = run_sweep(specs, mission_job, root, options, title=TITLE, summary=SUMMARY_FILES)
+    for failed in result.failed:
+        log(f"run {failed.run_id} failed: {failed.error}")
+    rows = per_run(root, specs, target_smse)
+    if not rows:
+        raise ValueError(f"no run of the sweep finished (see {root})")
+    target = (
+        f"SMSE {target_smse:g}"
+        if target_smse is not None
+        else "the single vehicle's final SMSE (same environment and seed)"
+    )
+    caption = (
+        f"POAM, M = {num_inducing}, {num_steps} gradient steps per epoch, the Attentive Kernel, {budget} samples in "
+        f"all per mission, profile {profile}, seeds {seeds}. Mission time is the slowest vehicle's clock (simulated "
+        f"seconds); time to target: when the SMSE first reaches {target}; cells: mean ± std over seeds (runs that "
+        "never reach it left out and counted)."
+    )
+    files = write_report(root, rows, caption)
+    if not quiet:
+        log(files["summary_md"].read_text())
+        log("wrote " + ", ".join(str(p) for p in files.values()))
+        if result.results is not None:
+            log(f"run summaries kept in {result.results}")
+    return files
