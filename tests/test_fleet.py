@@ -11,7 +11,15 @@ from onlinegp.bench import fleet as bench_fleet
 from onlinegp.bench.runner import RunSpec
 from onlinegp.cli import app
 from onlinegp.models.registry import make_model
-from onlinegp.rig.fleet import FleetMission, conditioned_variances, drive_fleet, joint_goals, pilot_pieces
+from onlinegp.rig.fleet import (
+    FleetMission,
+    conditioned_variances,
+    drive_fleet,
+    drive_until_arrival,
+    joint_goals,
+    leg_limit,
+    pilot_pieces,
+)
 from onlinegp.rig.mission import MissionConfig, make_mission, run_mission
 from onlinegp.rig.planners import MaxEntropyPlanner, bezier_pilot
 from onlinegp.rig.robot import DiffDrive
@@ -47,6 +55,10 @@ def test_one_vehicle_is_the_mission_of_before_bit_for_bit(tmp_path):
     numbers = _numbers(single.rows)
     assert numbers == [{k: f[k] for k in n} for f, n in zip(fleet.rows, numbers)]
     assert fleet.rows[-1]["mission_clock"] == pytest.approx(900 / 3.0, abs=1.0)  # 3 Hz
+    # asynchronous replanning with one vehicle: the same again, and the same clock
+    alone = run_mission(MissionConfig(**SMALL, robots=1, schedule="async"), tmp_path / "async", quiet=True)
+    assert _numbers(alone.rows) == _numbers(fleet.rows)
+    assert "schedule" not in MissionConfig(robots=2).to_dict()
 
 
 def test_one_vehicle_drives_in_lock_step_as_alone():
@@ -55,6 +67,31 @@ def test_one_vehicle_drives_in_lock_step_as_alone():
     xy = alone.drive(route, 40)
     xy2, owner, ticks = drive_fleet([together], [route], 40, np.zeros(1))
     assert np.array_equal(xy, xy2) and (owner == 0).all() and together == alone and ticks == alone.tick
+
+
+def test_one_vehicle_drives_until_arrival_as_alone():
+    alone, together = DiffDrive(), DiffDrive()
+    goal = np.array([5.0, -7.0])
+    xy = alone.drive(goal[None], 1000)
+    legs = np.array([[0, leg_limit(together, goal)]])
+    xy2, owner, ticks = drive_until_arrival([together], goal[None], 1000, np.zeros(1), np.inf, legs)
+    assert np.array_equal(xy, xy2) and (owner == 0).all() and together == alone and ticks == alone.tick == legs[0, 0]
+
+
+def test_drive_until_arrival_stops_at_the_first_arrival():
+    near, far = DiffDrive(), DiffDrive()
+    goals = np.array([[3.0, 0.0], [20.0, 0.0]])
+    legs = np.array([[0, leg_limit(near, goals[0])], [0, leg_limit(far, goals[1])]])
+    odometer = np.zeros(2)
+    xy, owner, ticks = drive_until_arrival([near, far], goals, 1000, odometer, np.inf, legs)
+    assert np.hypot(*(near.position - goals[0])) <= near.goal_radius < np.hypot(*(far.position - goals[1]))
+    assert ticks == near.tick == far.tick and (legs[:, 0] == ticks).all()
+    assert np.bincount(owner).tolist() == [len(xy) // 2, len(xy) - len(xy) // 2]  # side by side, both sampling
+    assert odometer[1] > odometer[0] > 2.5
+    # the far one goes on from where it is, with its leg's count, until it arrives too
+    goals[0] = np.nan
+    drive_until_arrival([near, far], goals, 1000, odometer, np.inf, legs)
+    assert np.hypot(*(far.position - goals[1])) <= far.goal_radius and legs[0, 0] == ticks
 
 
 def test_pilot_is_shared_along_the_survey_path():
@@ -89,6 +126,18 @@ def test_joint_goals_are_distinct_and_the_first_is_the_single_planners(fitted):
     assert np.array_equal(independent[0], alone)
 
 
+def test_async_goals_avoid_the_goals_still_driven_to(fitted):
+    planner = MaxEntropyPlanner((-30, 30, -30, 30), num_candidates=400, distance_weight=0.0)
+    here = np.zeros(2)
+    alone = planner.plan(fitted, here, np.random.default_rng(1))
+    pending = np.array([alone])  # another vehicle is driving to the single planner's choice
+    goal = joint_goals(planner, fitted, [here], np.random.default_rng(1), pending=pending)
+    assert goal.shape == (1, 2) and np.hypot(*(goal[0] - alone)) > 5.0
+    # conditioning on a pending goal is conditioning on a chosen one: the same as the joint second goal
+    both = joint_goals(planner, fitted, [here, here], np.random.default_rng(1))
+    assert np.array_equal(both[0], alone) and np.hypot(*(both[1] - goal[0])) < 1e-9
+
+
 def test_the_downdate_is_gaussian_conditioning():
     rng = np.random.default_rng(0)
     A = rng.standard_normal((6, 6))
@@ -110,6 +159,22 @@ def test_budget_counts_every_vehicles_samples(tmp_path):
     assert clocks == sorted(clocks) and clocks[-1] < 700 / 3.0 / 2  # three vehicles sample three times as fast
 
 
+def test_async_budget_counts_every_vehicles_samples(tmp_path):
+    config = MissionConfig(**{**SMALL, "budget": 800}, robots=3, schedule="async")
+    result = run_mission(config, tmp_path, quiet=True)
+    mission = make_mission(config)
+    mission.load(tmp_path / "checkpoint.pt")
+    assert result.rows[-1]["num_samples"] == 800 == len(mission.X) == len(mission.owner)
+    assert (np.bincount(mission.owner, minlength=3) > 30).all()
+    clocks = [r["mission_clock"] for r in result.rows]
+    assert clocks == sorted(clocks) and clocks[-1] < 800 / 3.0 / 2
+    # one vehicle replans per epoch: about as many epochs as one vehicle's, more than the lock-step fleet's
+    sync = run_mission(MissionConfig(**{**SMALL, "budget": 800}, robots=3), tmp_path / "sync", quiet=True)
+    assert len(result.rows) > len(sync.rows)
+    live = mission.goals[~np.isnan(mission.goals[:, 0])]
+    assert len(live) == 3 and min(np.hypot(*(live[i] - live[j])) for i in range(3) for j in range(i)) > 1.0
+
+
 def test_distance_budget_stops_every_vehicle(tmp_path):
     config = MissionConfig(**{**SMALL, "budget": 100000}, robots=2, budget_distance=120.0)
     result = run_mission(config, tmp_path, quiet=True)
@@ -126,8 +191,10 @@ def _rows(out):
         return [{k: v for k, v in r.items() if k not in TIMING} for r in csv.DictReader(fh)]
 
 
-def test_a_killed_fleet_mission_resumes_exactly(tmp_path):
+@pytest.mark.parametrize("schedule", ["sync", "async"])
+def test_a_killed_fleet_mission_resumes_exactly(tmp_path, schedule):
     base = ["mission", "--budget", "800", "--num-inducing", "40", "--num-steps", "2", "--seed", "1", "--robots", "2"]
+    base += ["--schedule", schedule]
     first = runner.invoke(app, [*base, "--out", str(tmp_path / "a"), "--quiet"])
     stopped = runner.invoke(app, [*base, "--out", str(tmp_path / "b"), "--quiet", "--stop-after-epochs", "2"])
     resumed = runner.invoke(app, [*base, "--out", str(tmp_path / "b"), "--quiet", "--resume"])
@@ -146,6 +213,7 @@ def test_a_killed_fleet_mission_resumes_exactly(tmp_path):
         (["--robots", "2", "--planner", "nipv"], "plans for one vehicle"),
         (["--robots", "2", "--coordination", "greedy"], "unknown coordination"),
         (["--budget-distance", "0"], "budget_distance must be a positive"),
+        (["--robots", "2", "--schedule", "later"], "unknown schedule"),
         (["--robots", "60"], "pilot waypoints"),
     ],
 )
@@ -166,13 +234,20 @@ def test_bench_fleet_end_to_end_at_a_tiny_budget(tmp_path):
         num_inducing=20,
         num_steps=1,
         quiet=True,
+        schedules=["sync", "sync-ksteps"],
     )
     with open(files["runs_csv"]) as fh:
         rows = {r["group"]: r for r in csv.DictReader(fh)}
-    assert set(rows) == {"k1", "k2-joint", "k2-independent"}
+    assert set(rows) == {"k1", *(f"k2-{c}-{s}" for c in ("joint", "independent") for s in ("sync", "sync-ksteps"))}
     assert all(int(r["num_samples"]) == 650 for r in rows.values())
     assert float(rows["k1"]["time_ratio_to_k1"]) == 1.0
-    assert float(rows["k2-joint"]["mission_clock"]) < float(rows["k1"]["mission_clock"])
-    assert "k2-joint" in files["summary_md"].read_text() and files["curves_mission_clock"].stat().st_size > 1000
+    assert float(rows["k2-joint-sync"]["mission_clock"]) < float(rows["k1"]["mission_clock"])
+    text = files["summary_md"].read_text()
+    assert "k2-joint-sync-ksteps" in text and "sync-ksteps vs sync (joint)" in text
+    assert files["curves_mission_clock"].stat().st_size > 1000
+    specs = bench_fleet.fleet_specs(["valley-ridges"], [4], ["joint"], [0], {"num_steps": 10}, ["sync-ksteps", "async"])
+    assert [(s.config["schedule"], s.config["num_steps"]) for s in specs] == [("sync", 40), ("async", 10)]
+    with pytest.raises(ValueError, match="unknown schedule"):
+        bench_fleet.fleet_specs(["valley-ridges"], [2], ["joint"], [0], {}, ["later"])
     bad = runner.invoke(app, ["bench", "fleet", "--robots", "0", "--out", str(tmp_path / "x"), "--no-results"])
     assert bad.exit_code == 2 and "positive numbers of vehicles" in bad.output

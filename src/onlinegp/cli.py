@@ -169,6 +169,12 @@ def mission_command(
         "--budget-distance",
         help="metres each vehicle may drive; the mission ends when every vehicle has (or at --budget samples)",
     ),
+    schedule: str = typer.Option(
+        None,
+        "--schedule",
+        help="when a fleet replans: sync (all vehicles once the slowest has arrived) or async (each vehicle on "
+        "arrival, the model updated with every vehicle's new samples); default sync",
+    ),
     stop_after_epochs: int = typer.Option(None, "--stop-after-epochs", hidden=True),
 ) -> None:
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
@@ -219,6 +225,7 @@ def mission_command(
             robots=robots,
             coordination=coordination,
             budget_distance=budget_distance,
+            schedule=schedule,
         )
         held = None if out is None else run_kind(out)
         if held not in (None, "mission") and not force:
@@ -758,6 +765,11 @@ def bench_fleet(
     robots: str = list_option("1,2,4", "--robots", "comma-separated fleet sizes K", int),
     coordinations: str = list_option(
         "joint,independent", "--coordinations", "how fleets of K > 1 choose goals: joint and/or independent"
+    ),
+    schedules: str = list_option(
+        "sync",
+        "--schedules",
+        "when fleets of K > 1 replan: sync, async and/or sync-ksteps (sync with K times --num-steps per epoch)",
     ),
     seeds: str = typer.Option("0-4", "--seeds", help="seeds, e.g. 0-4, 0,3 or 0-2,7"),
     budget: int = typer.Option(5000, "--budget", help="samples per mission, all vehicles together"),

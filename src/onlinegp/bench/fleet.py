@@ -26,7 +26,7 @@ import numpy as np
 
 from ..io import write_csv
 from ..rig.fields import PAPER_ENVS, SAMPLE_ENVS, load_field
-from ..rig.mission import COORDINATIONS, MissionConfig
+from ..rig.mission import COORDINATIONS, SCHEDULES, MissionConfig
 from .poam import (
     PAPER_SETTINGS,
     SUMMARY_FILES,
@@ -44,9 +44,21 @@ TITLE = "fleet"
 DEFAULT_ENVS = (*SAMPLE_ENVS, *PAPER_ENVS)
 
 
-def group(robots: int, coordination: str) -> str:
-    """A run's group name: ``k1``, ``k2-joint``, ``k4-independent``."""
-    return "k1" if robots == 1 else f"k{robots}-{coordination}"
+#: the bench's schedules: the mission's two, and ``sync-ksteps``, synchronous with K times the gradient steps per
+#: epoch (so that a fleet's hyper-parameters get about as many steps in all as one vehicle's)
+BENCH_SCHEDULES = (*SCHEDULES, "sync-ksteps")
+
+
+def group(robots: int, coordination: str, schedule: str = "sync") -> str:
+    """A run's group name: ``k1`` (one vehicle: every schedule is the same), ``k2-joint-async``,
+    ``k4-independent-sync``."""
+    return "k1" if robots == 1 else f"k{robots}-{coordination}-{schedule}"
+
+
+def _schedule_options(schedule: str, robots: int, num_steps: int | None) -> dict:
+    if schedule == "sync-ksteps":
+        return {"schedule": "sync", "num_steps": None if num_steps is None else num_steps * robots}
+    return {"schedule": schedule}
 
 
 def fleet_specs(
@@ -55,11 +67,15 @@ def fleet_specs(
     coordinations: Sequence[str],
     seeds: Sequence[int],
     mission: dict,
+    schedules: Sequence[str] = ("sync",),
 ) -> list[RunSpec]:
     """One spec per mission ``<env>/<group>/seed-<k>``; every config validated up front."""
     bad = [c for c in coordinations if c not in COORDINATIONS]
     if bad or not coordinations:
         raise ValueError(f"unknown coordination(s) {bad}; choose from {', '.join(COORDINATIONS)}")
+    bad = [s for s in schedules if s not in BENCH_SCHEDULES]
+    if bad or not schedules:
+        raise ValueError(f"unknown schedule(s) {bad}; choose from {', '.join(BENCH_SCHEDULES)}")
     if not robots or any(int(k) < 1 for k in robots):
         raise ValueError(f"fleet sizes must be positive numbers of vehicles, got {list(robots)}")
     for env in envs:
@@ -67,8 +83,14 @@ def fleet_specs(
     specs = []
     for env in envs:
         for k in dict.fromkeys(int(k) for k in robots):
-            for coordination in coordinations if k > 1 else ("joint",):
+            variants = [("joint", "sync")] if k == 1 else [(c, s) for s in schedules for c in coordinations]
+            for coordination, schedule in variants:
                 for seed in seeds:
+                    fleet = (
+                        {"coordination": coordination, **_schedule_options(schedule, k, mission.get("num_steps"))}
+                        if k > 1
+                        else {}
+                    )
                     config = MissionConfig(
                         **{
                             **mission,
@@ -76,11 +98,12 @@ def fleet_specs(
                             "seed": int(seed),
                             "robots": k,
                             "model_options": {**paper_model_options("poam"), **mission.get("model_options", {})},
-                            **({"coordination": coordination} if k > 1 else {}),
+                            **fleet,
                         }
                     )
                     config.validate()
-                    specs.append(RunSpec(f"{_slug(env)}/{group(k, coordination)}/seed-{seed}", config.to_dict()))
+                    run_id = f"{_slug(env)}/{group(k, coordination, schedule)}/seed-{seed}"
+                    specs.append(RunSpec(run_id, config.to_dict()))
     return specs
 
 
@@ -98,17 +121,21 @@ def per_run(root: Path, specs: Sequence[RunSpec], target_smse: float | None) -> 
             continue
         env, name, seed = spec.run_id.split("/")
         c = read_metrics_csv(root / spec.run_id / "metrics.csv")
+        _, coordination, schedule = (name.split("-", 2) + ["", ""])[:3]
         rows.append(
             {
                 "env": env,
                 "group": name,
                 "robots": int(spec.config["robots"]),
+                "coordination": coordination,
+                "schedule": schedule,
                 "seed": int(seed.removeprefix("seed-")),
                 "final_smse": float(c["smse"][-1]),
                 "final_msll": float(c["msll"][-1]),
                 "averaged_smse": float(np.mean(c["smse"])),
                 "num_samples": int(c["num_samples"][-1]),
                 "mission_clock": float(c["mission_clock"][-1]),
+                "evaluations": len(c["smse"]),
                 "_columns": c,
             }
         )
@@ -123,7 +150,15 @@ def per_run(root: Path, specs: Sequence[RunSpec], target_smse: float | None) -> 
     return rows
 
 
-SUMMARY_COLUMNS = ("final_smse", "final_msll", "averaged_smse", "time_to_target", "time_ratio_to_k1", "mission_clock")
+SUMMARY_COLUMNS = (
+    "final_smse",
+    "final_msll",
+    "averaged_smse",
+    "time_to_target",
+    "time_ratio_to_k1",
+    "mission_clock",
+    "evaluations",
+)
 
 
 def summarise(rows: Sequence[dict]) -> list[dict[str, Any]]:
@@ -143,22 +178,30 @@ def summarise(rows: Sequence[dict]) -> list[dict[str, Any]]:
     return table
 
 
-def paired_joint_independent(rows: Sequence[dict]) -> list[dict[str, Any]]:
-    """Per fleet size: joint against independent goals on the averaged SMSE, paired by environment and seed."""
-    by = {(r["env"], r["robots"], r["group"].rpartition("-")[2], r["seed"]): r for r in rows if r["robots"] > 1}
+def paired_comparisons(rows: Sequence[dict]) -> list[dict[str, Any]]:
+    """Sign tests on the averaged SMSE, paired by environment and seed: joint against independent goals per fleet
+    size and schedule, and each schedule against ``sync`` per fleet size and coordination."""
+    by = {(r["env"], r["robots"], r["coordination"], r["schedule"], r["seed"]): r for r in rows if r["robots"] > 1}
+    tests: dict[tuple, list[tuple[dict, dict]]] = {}
+    for (env, k, how, when, seed), row in by.items():
+        if how == "joint" and (rival := by.get((env, k, "independent", when, seed))):
+            tests.setdefault((k, f"joint vs independent ({when})"), []).append((row, rival))
+        if when != "sync" and (rival := by.get((env, k, how, "sync", seed))):
+            tests.setdefault((k, f"{when} vs sync ({how})"), []).append((row, rival))
     out = []
-    for k in sorted({key[1] for key in by}):
-        wins = losses = ties = 0
-        for (env, kk, how, seed), joint in by.items():
-            rival = by.get((env, k, "independent", seed))
-            if kk != k or how != "joint" or rival is None:
-                continue
-            a, b = joint["averaged_smse"], rival["averaged_smse"]
-            wins, losses, ties = wins + (a < b), losses + (a > b), ties + (a == b)
-        if wins + losses + ties:
-            out.append(
-                {"robots": k, "wins": wins, "losses": losses, "ties": ties, "sign_test_p": sign_test(wins, losses)}
-            )
+    for (k, comparison), pairs in sorted(tests.items()):
+        wins = sum(a["averaged_smse"] < b["averaged_smse"] for a, b in pairs)
+        losses = sum(a["averaged_smse"] > b["averaged_smse"] for a, b in pairs)
+        out.append(
+            {
+                "robots": k,
+                "comparison": comparison,
+                "wins": wins,
+                "losses": losses,
+                "ties": len(pairs) - wins - losses,
+                "sign_test_p": sign_test(wins, losses),
+            }
+        )
     return out
 
 
@@ -175,8 +218,16 @@ def write_report(root: Path, rows: Sequence[dict], caption: str) -> dict[str, Pa
     files = {"runs_csv": write_csv(root / "runs.csv", [{k: v for k, v in r.items() if k != "_columns"} for r in rows])}
     table = summarise(rows)
     files["summary_csv"] = write_csv(root / "summary.csv", table)
-    paired = paired_joint_independent(rows)
-    headers = ["Final SMSE", "Final MSLL", "Averaged SMSE", "Time to target (s)", "Time / K=1's", "Mission time (s)"]
+    paired = paired_comparisons(rows)
+    headers = [
+        "Final SMSE",
+        "Final MSLL",
+        "Averaged SMSE",
+        "Time to target (s)",
+        "Time / K=1's",
+        "Mission time (s)",
+        "Evaluations",
+    ]
     lines = [
         "*A fleet maps one field: K vehicles, one POAM model, equal total samples*",
         "",
@@ -191,10 +242,12 @@ def write_report(root: Path, rows: Sequence[dict], caption: str) -> dict[str, Pa
     ]
     if paired:
         files["paired_csv"] = write_csv(root / "paired.csv", paired)
-        lines += ["", "Joint against independent goals, averaged SMSE, paired by environment and seed:", ""]
-        lines += ["| K | Joint better | Worse | Ties | Sign test p |", "|---|---|---|---|---|"]
+        lines += ["", "Averaged SMSE, paired by environment and seed (better: the first is lower):", ""]
+        lines += ["| K | Comparison | Better | Worse | Ties | Sign test p |", "|---|---|---|---|---|---|"]
         lines += [
-            f"| {p['robots']} | {p['wins']} | {p['losses']} | {p['ties']} | {p['sign_test_p']:.3g} |" for p in paired
+            f"| {p['robots']} | {p['comparison']} | {p['wins']} | {p['losses']} | {p['ties']} | "
+            f"{p['sign_test_p']:.3g} |"
+            for p in paired
         ]
     files["summary_md"] = root / "summary.md"
     files["summary_md"].write_text("\n".join(lines) + "\n")
@@ -228,6 +281,7 @@ def run(
     envs: Sequence[str] = DEFAULT_ENVS,
     robots: Sequence[int] = (1, 2, 4),
     coordinations: Sequence[str] = COORDINATIONS,
+    schedules: Sequence[str] = ("sync",),
     seeds: str = "0-4",
     budget: int = 5000,
     num_inducing: int = 500,
@@ -246,7 +300,9 @@ def run(
     if target_smse is not None and not target_smse > 0:
         raise ValueError(f"target_smse must be positive, got {target_smse}")
     chosen = parse_names(list(envs), "environment")
-    specs = fleet_specs(chosen, robots, coordinations, parse_seeds(seeds), {**mission, "profile": profile})
+    specs = fleet_specs(
+        chosen, robots, coordinations, parse_seeds(seeds), {**mission, "profile": profile}, list(schedules)
+    )
     options = RunnerOptions(workers=workers, quiet=quiet, results=results, fresh=fresh)
     result = run_sweep(specs, mission_job, root, options, title=TITLE, summary=SUMMARY_FILES)
     for failed in result.failed:
@@ -260,9 +316,10 @@ def run(
         else "the single vehicle's final SMSE (same environment and seed)"
     )
     caption = (
-        f"POAM, M = {num_inducing}, {num_steps} gradient steps per epoch, the Attentive Kernel, {budget} samples in "
-        f"all per mission, profile {profile}, seeds {seeds}. Mission time is the slowest vehicle's clock (simulated "
-        f"seconds); time to target: when the SMSE first reaches {target}; cells: mean ± std over seeds (runs that "
+        f"POAM, M = {num_inducing}, {num_steps} gradient steps per epoch (sync-ksteps: K times that), schedules "
+        f"{', '.join(schedules)}, the Attentive Kernel, {budget} samples in "
+        f"all per mission, profile {profile}, seeds {seeds}. Mission time is the simulated time (s) until the budget is "
+        f"spent (sync: the epochs' durations, each its slowest vehicle's); time to target: when the SMSE first reaches {target}; cells: mean ± std over seeds (runs that "
         "never reach it left out and counted)."
     )
     files = write_report(root, rows, caption)

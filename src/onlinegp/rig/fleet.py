@@ -36,6 +36,9 @@ from .mission import Mission
 from .planners import MaxEntropyPlanner, _normalise, _uniform, bezier_pilot, random_pilot
 from .robot import DiffDrive
 
+#: the schedule of a fleet whose config leaves it unset
+DEFAULT_SCHEDULE = "sync"
+
 
 def pilot_pieces(waypoints: np.ndarray, num_robots: int) -> list[np.ndarray]:
     """The pilot path's waypoints (n, 2) cut into ``num_robots`` consecutive pieces, each starting where the one
@@ -75,6 +78,7 @@ def drive_fleet(
     owner: list[int] = []
     clock = 0
     while any(active):
+        stepped = False
         for k, v in enumerate(vehicles):
             if not active[k]:
                 continue
@@ -98,7 +102,8 @@ def drive_fleet(
             ticks[k] += 1
             odometer[k] += abs(speed) / v.control_rate
             active[k] = odometer[k] < max_distance
-        clock += 1
+            stepped = True
+        clock += stepped  # a tick in which every vehicle found itself arrived takes no time
     return _samples(out, owner, clock)
 
 
@@ -119,28 +124,85 @@ def joint_goals(
     positions: list[np.ndarray],
     rng: np.random.Generator,
     coordination: str = "joint",
+    pending: np.ndarray | None = None,
 ) -> np.ndarray:
-    """One goal per vehicle (k, 2), chosen as the module docstring says.
+    """One goal per vehicle at ``positions`` (k, 2), chosen as the module docstring says.
 
-    The first vehicle's goal is exactly the single-vehicle planner's (same candidates, same scores); with the
-    max-entropy planner and ``coordination="joint"`` each further vehicle scores the same candidates by the entropy
-    of the variance conditioned on the goals chosen before it."""
+    ``pending`` (p, 2) are goals other vehicles are still driving to (asynchronous replanning): with the
+    max-entropy planner and ``coordination="joint"`` the variance is conditioned on them first. Without them the
+    first vehicle's goal is exactly the single-vehicle planner's (same candidates, same scores); each further
+    vehicle scores the same candidates by the entropy of the variance conditioned on the goals chosen before it."""
     if coordination != "joint" or type(planner) is not MaxEntropyPlanner:
         return np.array([planner.plan(model, p, rng) for p in positions]).reshape(-1, 2)
     candidates = _uniform(planner.extent, planner.num_candidates, rng)
-    first = int(np.argmax(planner.scores(model, candidates, positions[0])))
-    chosen = [first]
-    if len(positions) > 1:
-        pred = model.predict(candidates, full_cov=True)
+    pending = np.zeros((0, 2)) if pending is None else np.asarray(pending, dtype=np.float64).reshape(-1, 2)
+    chosen = [] if len(pending) else [int(np.argmax(planner.scores(model, candidates, positions[0])))]
+    if len(positions) > len(chosen):
+        points = np.vstack([candidates, pending]) if len(pending) else candidates
+        pred = model.predict(points, full_cov=True)
         cov = pred.cov_f.detach().cpu().numpy().astype(np.float64)
         noise = float((pred.var_y - pred.var_f).mean())
-        for position in positions[1:]:
-            cov = conditioned_variances(cov, noise, chosen[-1])
-            var = np.maximum(np.diag(cov), 0.0) + noise
+        for index in range(len(candidates), len(points)):  # the goals still being driven to
+            cov = conditioned_variances(cov, noise, index)
+        for position in positions[len(chosen) :]:
+            if chosen:
+                cov = conditioned_variances(cov, noise, chosen[-1])
+            var = np.maximum(np.diag(cov)[: len(candidates)], 0.0) + noise
             entropy = 0.5 * np.log(2 * math.pi * math.e * np.maximum(var, 1e-300))
             dist = np.hypot(*(candidates - np.asarray(position)[None, :2]).T)
             chosen.append(int(np.argmax(_normalise(entropy) - planner.distance_weight * _normalise(dist))))
-    return candidates[chosen]
+    return candidates[chosen].reshape(-1, 2)
+
+
+def _at_goal(vehicle: DiffDrive, goal: Any) -> bool:
+    """Whether ``vehicle`` is within its goal radius of ``goal`` (x, y); True for no goal (None or NaN)."""
+    if goal is None or math.isnan(goal[0]):
+        return True
+    return math.hypot(float(goal[0]) - vehicle.x, float(goal[1]) - vehicle.y) <= vehicle.goal_radius
+
+
+def leg_limit(vehicle: DiffDrive, goal: np.ndarray) -> int:
+    """Control ticks a vehicle may take to reach ``goal`` from where it is (:meth:`DiffDrive.drive`'s guard)."""
+    length = math.hypot(goal[0] - vehicle.x, goal[1] - vehicle.y)
+    return int(vehicle.control_rate * (3 * length / vehicle.max_lin_vel + 4 * math.pi / vehicle.max_ang_vel)) + 100
+
+
+def drive_until_arrival(
+    vehicles: list[DiffDrive],
+    goals: np.ndarray,
+    max_samples: float,
+    odometer: np.ndarray,
+    max_distance: float,
+    legs: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Drive every vehicle that has a goal (row of ``goals`` (K, 2); NaN: none) and distance left in lock-step
+    until, at the start of a control tick, one of them is at its goal, or the fleet has taken ``max_samples``.
+
+    Within a tick the vehicles step in order, as in :func:`drive_fleet`. ``odometer`` and ``legs`` (K, 2: control
+    ticks driven on the current leg and the leg's limit, :func:`leg_limit`) are increased in place, so a leg may
+    span several calls. Returns the sample locations in time order, which vehicle took each, and the ticks
+    driven."""
+    targets = [None if math.isnan(g[0]) else (float(g[0]), float(g[1])) for g in np.asarray(goals).tolist()]
+    out: list[tuple[float, float]] = []
+    owner: list[int] = []
+    clock = 0
+    while True:
+        moving = [k for k, g in enumerate(targets) if g is not None and odometer[k] < max_distance]
+        if not moving or any(_at_goal(vehicles[k], targets[k]) for k in moving):
+            return _samples(out, owner, clock)
+        for k in moving:
+            v, (gx, gy) = vehicles[k], targets[k]
+            if len(out) >= max_samples:
+                return _samples(out, owner, clock)
+            if legs[k, 0] >= legs[k, 1]:
+                raise RuntimeError(f"vehicle {k} did not reach goal ({gx:.2f}, {gy:.2f}) in {legs[k, 1]} ticks")
+            speed, turn = v.control(gx, gy)
+            if v.step(speed, turn):
+                out.append((v.x, v.y))
+                owner.append(k)
+            legs[k, 0] += 1
+            odometer[k] += abs(speed) / v.control_rate
+        clock += 1
 
 
 class FleetMission(Mission):
@@ -153,10 +215,18 @@ class FleetMission(Mission):
         self.max_distance = math.inf if config.budget_distance is None else float(config.budget_distance)
         self.odometer = np.zeros(self.num_robots)
         self.clock = 0
+        # asynchronous schedule: each vehicle's goal (NaN: none yet) and its leg's ticks driven and limit
+        self.goals = np.full((self.num_robots, 2), np.nan)
+        self.legs = np.zeros((self.num_robots, 2), dtype=np.int64)
 
     @property
     def num_robots(self) -> int:
         return int(self.config.robots or 1)
+
+    @property
+    def schedule(self) -> str:
+        """``sync`` or ``async`` (:data:`DEFAULT_SCHEDULE` when the config leaves it unset)."""
+        return self.config.schedule or DEFAULT_SCHEDULE
 
     @property
     def done(self) -> bool:
@@ -212,24 +282,61 @@ class FleetMission(Mission):
             raise ValueError(self._unreachable(vehicles[0], err)) from err
 
     def _gather(self) -> np.ndarray:
-        moving = [k for k in range(self.num_robots) if self.odometer[k] < self.max_distance]
         for _ in range(1000):
-            goals = joint_goals(
-                self.planner,
-                self.model,
-                [self.vehicles[k].position for k in moving],
-                self.rng,
-                self.config.coordination or "joint",
-            )
-            routes = [np.zeros((0, 2))] * self.num_robots
-            for k, goal in zip(moving, goals):
-                routes[k] = goal[None]
-            xy = self._drive_all(routes, self.config.budget - self.num_samples)
+            xy = self._epoch_async() if self.schedule == "async" else self._epoch_sync()
             if len(xy) or self.done:
                 return xy
         raise RuntimeError(
             "1000 planned waypoints in a row yielded no sample; the planner keeps choosing the vehicles' own positions"
         )
+
+    def _epoch_sync(self) -> np.ndarray:
+        """Goals for all vehicles with distance left, driven until the last arrives."""
+        moving = [k for k in range(self.num_robots) if self.odometer[k] < self.max_distance]
+        goals = joint_goals(
+            self.planner,
+            self.model,
+            [self.vehicles[k].position for k in moving],
+            self.rng,
+            self.config.coordination or "joint",
+        )
+        routes = [np.zeros((0, 2))] * self.num_robots
+        for k, goal in zip(moving, goals):
+            routes[k] = goal[None]
+        return self._drive_all(routes, self.config.budget - self.num_samples)
+
+    def _epoch_async(self) -> np.ndarray:
+        """Goals for the vehicles that have none or are at theirs, conditioned on the others' goals; all driven
+        until the next arrival."""
+        live = self.odometer < self.max_distance
+        free = [k for k in range(self.num_robots) if live[k] and _at_goal(self.vehicles[k], self.goals[k])]
+        busy = [k for k in range(self.num_robots) if live[k] and k not in free]
+        if free:
+            goals = joint_goals(
+                self.planner,
+                self.model,
+                [self.vehicles[k].position for k in free],
+                self.rng,
+                self.config.coordination or "joint",
+                pending=self.goals[busy],
+            )
+            for k, goal in zip(free, goals):
+                self.goals[k] = goal
+                self.legs[k] = (0, leg_limit(self.vehicles[k], goal))
+        try:
+            xy, owner, ticks = drive_until_arrival(
+                self.vehicles,
+                self.goals,
+                self.config.budget - self.num_samples,
+                self.odometer,
+                self.max_distance,
+                self.legs,
+            )
+        except RuntimeError as err:
+            raise ValueError(self._unreachable(self.vehicles[0], err)) from err
+        self.owner = np.concatenate([self.owner, owner])
+        self.clock += ticks
+        return xy
 
     def step(self) -> dict:
         row = super().step()
@@ -248,6 +355,8 @@ class FleetMission(Mission):
                 "owner": self.owner.copy(),
                 "odometer": self.odometer.copy(),
                 "clock": self.clock,
+                "goals": self.goals.copy(),
+                "legs": self.legs.copy(),
             },
         }
 
@@ -259,3 +368,5 @@ class FleetMission(Mission):
         self.owner = fleet["owner"].copy()
         self.odometer = fleet["odometer"].copy()
         self.clock = int(fleet["clock"])
+        if "goals" in fleet:  # written since the asynchronous schedule
+            self.goals, self.legs = fleet["goals"].copy(), fleet["legs"].copy()

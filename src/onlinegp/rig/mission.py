@@ -54,10 +54,23 @@ INITS = ("bezier", "random")
 CHECKPOINT_EVERY_S = 30.0
 #: settings added after sweeps were recorded: left out of :meth:`MissionConfig.to_dict` at their default (None), so
 #: earlier runs' configs (sweep hashes, checkpoints) stay the same
-LATER_KEYS = ("field_options", "noise_std", "speed", "robots", "fleet", "coordination", "budget_distance")
+LATER_KEYS = (
+    "field_options",
+    "noise_std",
+    "speed",
+    "robots",
+    "fleet",
+    "coordination",
+    "budget_distance",
+    "schedule",
+)
 #: how a fleet keeps its map (:mod:`onlinegp.rig.fleet`) and how it chooses its goals
 FLEETS = ("shared",)
 COORDINATIONS = ("joint", "independent")
+#: the settings that run the fleet simulator when any is given
+FLEET_KEYS = ("robots", "fleet", "coordination", "budget_distance", "schedule")
+#: when a fleet's vehicles replan: all together once the slowest has arrived (``sync``), or each on its own arrival
+SCHEDULES = ("sync", "async")
 
 
 def task_extent(extent: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
@@ -103,8 +116,9 @@ class MissionConfig:
     (default 1) and ``speed`` the vehicle's in m/s (default 1). ``task_extent`` (where the vehicle goes) defaults to
     the field's extent inset by 1/62 of its shorter side: [-30, 30]² for the bundled environments.
 
-    ``robots`` (K), ``fleet``, ``coordination`` and ``budget_distance`` (metres per vehicle) run the fleet simulator
-    (:mod:`onlinegp.rig.fleet`) when any is set; left at None, the single-vehicle mission of before.
+    ``robots`` (K), ``fleet``, ``coordination``, ``budget_distance`` (metres per vehicle) and ``schedule`` (``sync``
+    or ``async`` replanning) run the fleet simulator (:mod:`onlinegp.rig.fleet`) when any is set; left at None, the
+    single-vehicle mission of before.
     """
 
     env: str = DEFAULT_ENV
@@ -136,6 +150,7 @@ class MissionConfig:
     fleet: str | None = None
     coordination: str | None = None
     budget_distance: float | None = None
+    schedule: str | None = None
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -153,7 +168,7 @@ class MissionConfig:
     @property
     def is_fleet(self) -> bool:
         """Whether the mission runs on the fleet simulator (any fleet setting given)."""
-        return any(getattr(self, k) is not None for k in ("robots", "fleet", "coordination", "budget_distance"))
+        return any(getattr(self, k) is not None for k in FLEET_KEYS)
 
     def load_field(self) -> Field:
         """The mission's field: ``env`` with ``field_options``."""
@@ -205,6 +220,8 @@ class MissionConfig:
             raise ValueError(f"unknown fleet {self.fleet!r}; choose {' or '.join(FLEETS)}")
         if self.coordination is not None and self.coordination not in COORDINATIONS:
             raise ValueError(f"unknown coordination {self.coordination!r}; choose {' or '.join(COORDINATIONS)}")
+        if self.schedule is not None and self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; choose {' or '.join(SCHEDULES)}")
         if self.budget_distance is not None and not (
             isinstance(self.budget_distance, (int, float, np.number)) and self.budget_distance > 0
         ):
