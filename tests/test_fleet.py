@@ -148,7 +148,7 @@ def test_the_downdate_is_gaussian_conditioning():
 
 
 def test_budget_counts_every_vehicles_samples(tmp_path):
-    config = MissionConfig(**{**SMALL, "budget": 700}, robots=3)
+    config = MissionConfig(**{**SMALL, "budget": 700}, robots=3, schedule="sync")
     result = run_mission(config, tmp_path, quiet=True)
     mission = make_mission(config)
     mission.load(tmp_path / "checkpoint.pt")
@@ -169,14 +169,18 @@ def test_async_budget_counts_every_vehicles_samples(tmp_path):
     clocks = [r["mission_clock"] for r in result.rows]
     assert clocks == sorted(clocks) and clocks[-1] < 800 / 3.0 / 2
     # one vehicle replans per epoch: about as many epochs as one vehicle's, more than the lock-step fleet's
-    sync = run_mission(MissionConfig(**{**SMALL, "budget": 800}, robots=3), tmp_path / "sync", quiet=True)
+    sync = run_mission(
+        MissionConfig(**{**SMALL, "budget": 800}, robots=3, schedule="sync"), tmp_path / "sync", quiet=True
+    )
+    assert mission.schedule == "async" == make_mission(MissionConfig(robots=2)).schedule  # the default
     assert len(result.rows) > len(sync.rows)
     live = mission.goals[~np.isnan(mission.goals[:, 0])]
     assert len(live) == 3 and min(np.hypot(*(live[i] - live[j])) for i in range(3) for j in range(i)) > 1.0
 
 
-def test_distance_budget_stops_every_vehicle(tmp_path):
-    config = MissionConfig(**{**SMALL, "budget": 100000}, robots=2, budget_distance=120.0)
+@pytest.mark.parametrize("schedule", ["sync", "async"])
+def test_distance_budget_stops_every_vehicle(tmp_path, schedule):
+    config = MissionConfig(**{**SMALL, "budget": 100000}, robots=2, budget_distance=120.0, schedule=schedule)
     result = run_mission(config, tmp_path, quiet=True)
     mission = make_mission(config)
     mission.load(tmp_path / "checkpoint.pt")

@@ -173,7 +173,7 @@ def mission_command(
         None,
         "--schedule",
         help="when a fleet replans: sync (all vehicles once the slowest has arrived) or async (each vehicle on "
-        "arrival, the model updated with every vehicle's new samples); default sync",
+        "arrival, the model updated with every vehicle's new samples at each arrival; the default)",
     ),
     stop_after_epochs: int = typer.Option(None, "--stop-after-epochs", hidden=True),
 ) -> None:
@@ -767,7 +767,7 @@ def bench_fleet(
         "joint,independent", "--coordinations", "how fleets of K > 1 choose goals: joint and/or independent"
     ),
     schedules: str = list_option(
-        "sync",
+        "async",
         "--schedules",
         "when fleets of K > 1 replan: sync, async and/or sync-ksteps (sync with K times --num-steps per epoch)",
     ),

@@ -1,17 +1,21 @@
 """``onlinegp bench fleet``: K vehicles against one at an equal total sample budget (:mod:`onlinegp.rig.fleet`).
 
 The sweep: fleet sizes (default 1, 2, 4) × coordinations (``joint`` goals, and ``independent`` max-entropy
-planners as the baseline; one vehicle has no coordination) × environments (the bundled terrains and the POAM
+planners as the baseline; one vehicle has no coordination) × schedules (:data:`BENCH_SCHEDULES`: ``async``, the
+default, ``sync``, and ``sync-ksteps``, lock-step epochs with K times the gradient steps; one vehicle has one) ×
+environments (the bundled terrains and the POAM
 paper's two) × seeds, every run one POAM mission with the settings of Chen et al. 2024's Table I (M = 500, 10
 gradient steps per epoch, the Attentive Kernel, the paper's model options, 5000 samples in all, whatever K) on the
 fleet simulator, so that even K = 1 records its mission clock. Runs go through :mod:`onlinegp.bench.runner` and
 are kept in the results tree under ``fleet``.
 
-Per run: the final SMSE and MSLL, the SMSE averaged over the mission's evaluations, and the mission time (the
-slowest vehicle's clock, simulated seconds) at which the SMSE first reaches a target: ``target_smse`` if given,
+Per run: the final SMSE and MSLL, the SMSE averaged over the mission's evaluations, the number of evaluations
+(the pilot survey and each decision epoch), and the mission time (simulated seconds) at which the SMSE first
+reaches a target: ``target_smse`` if given,
 else the final SMSE of the single vehicle on the same environment and seed (then K = 1 must be in the sweep).
-The summary gives mean ± std over seeds per (environment, K, coordination), the time ratio to K = 1, a paired sign
-test of joint against independent goals on the averaged SMSE, and figures of SMSE against samples and against
+The summary gives mean ± std over seeds per (environment, K, coordination, schedule), the time ratio to K = 1,
+paired sign tests on the averaged SMSE (joint against independent goals; each schedule against ``sync``), and
+figures of SMSE against samples and against
 mission time.
 """
 
@@ -67,7 +71,7 @@ def fleet_specs(
     coordinations: Sequence[str],
     seeds: Sequence[int],
     mission: dict,
-    schedules: Sequence[str] = ("sync",),
+    schedules: Sequence[str] = ("async",),
 ) -> list[RunSpec]:
     """One spec per mission ``<env>/<group>/seed-<k>``; every config validated up front."""
     bad = [c for c in coordinations if c not in COORDINATIONS]
@@ -281,7 +285,7 @@ def run(
     envs: Sequence[str] = DEFAULT_ENVS,
     robots: Sequence[int] = (1, 2, 4),
     coordinations: Sequence[str] = COORDINATIONS,
-    schedules: Sequence[str] = ("sync",),
+    schedules: Sequence[str] = ("async",),
     seeds: str = "0-4",
     budget: int = 5000,
     num_inducing: int = 500,

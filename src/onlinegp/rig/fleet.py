@@ -5,22 +5,29 @@
   others heading along the path), so the starts are spread along the survey path, which runs along the task
   boundary. With the random initialisation (appendix B) the samples are the single mission's and the other
   vehicles' starts are drawn after them.
-* Decision epochs are synchronous: all vehicles drive in lock-step at the control rate, each to its own goal; a
-  vehicle that has arrived holds its position (sampling nothing) until the last one arrives. All new samples of all
-  vehicles then update the one model, in time order. The mission clock (:attr:`FleetMission.clock`, the
-  ``mission_clock`` column in seconds) is the slowest vehicle's: the epochs' durations summed.
+* ``schedule="sync"``: decision epochs are synchronous: all vehicles drive in lock-step at the control rate, each
+  to its own goal; a vehicle that has arrived holds its position (sampling nothing) until the last one arrives. All
+  new samples of all vehicles then update the one model, in time order. The mission clock
+  (:attr:`FleetMission.clock`, the ``mission_clock`` column in seconds) is the slowest vehicle's: the epochs'
+  durations summed.
+* ``schedule="async"``: simulated time advances event by event. All vehicles drive in lock-step, each to its own
+  goal, until one of them arrives (:func:`drive_until_arrival`); the samples all vehicles took since the last
+  update then update the model (one decision epoch), and the vehicle(s) that arrived replan, their goals
+  conditioned on the goals the others are still driving to. No vehicle waits; the mission clock is the simulated
+  time. The pilot survey is shared and driven in lock-step under both schedules.
 * Goals are chosen jointly (:func:`joint_goals`): greedily, vehicle by vehicle, each maximising the max-entropy
   planner's score (normalised predictive entropy − ``distance_weight`` × normalised distance from itself) under the
-  predictive variance conditioned on noisy pseudo-observations at the goals already chosen, by rank-one Schur
-  downdates of the candidates' posterior covariance: the greedy sequential choice of maximum conditional entropy
-  (Krause, Singh and Guestrin 2008; Shewry and Wynn 1987). Conditioning on a noisy observation does not depend on
+  predictive variance conditioned on noisy pseudo-observations at the goals already chosen (and, asynchronously,
+  at the goals other vehicles are still driving to), by rank-one Schur downdates of the candidates' posterior
+  covariance: the greedy sequential choice of maximum conditional entropy (Krause, Singh and Guestrin 2008;
+  Shewry and Wynn 1987). Conditioning on a noisy observation does not depend on
   its value, so the pseudo-observations need no value. ``coordination="independent"`` lets every vehicle run the
   single-vehicle planner on its own candidates instead (the baseline); random and lawnmower planners give each
   vehicle its next goal in turn.
 * The sample budget counts all vehicles' samples; ``budget_distance`` (metres, per vehicle) stops each vehicle at
   the first control tick at or past that odometer reading, and the mission ends at whichever budget runs out first.
 
-With one vehicle the fleet simulator collects the same samples in the same order as
+With one vehicle the fleet simulator, under either schedule, collects the same samples in the same order as
 :class:`~onlinegp.rig.mission.Mission` and so ends with the same metrics, bit for bit; it adds the
 ``mission_clock`` and ``odometry`` columns.
 """
@@ -36,8 +43,10 @@ from .mission import Mission
 from .planners import MaxEntropyPlanner, _normalise, _uniform, bezier_pilot, random_pilot
 from .robot import DiffDrive
 
-#: the schedule of a fleet whose config leaves it unset
-DEFAULT_SCHEDULE = "sync"
+#: the schedule of a fleet whose config leaves it unset: asynchronous, which kept one vehicle's number of decision
+#: epochs and its final MSLL at K = 2 and 4 where lock-step epochs lost both (docs/results/fleet.md,
+#: benchmarks/results/fleet_schedule.md); one vehicle is the same under either
+DEFAULT_SCHEDULE = "async"
 
 
 def pilot_pieces(waypoints: np.ndarray, num_robots: int) -> list[np.ndarray]:

@@ -117,7 +117,7 @@ class MissionConfig:
     the field's extent inset by 1/62 of its shorter side: [-30, 30]² for the bundled environments.
 
     ``robots`` (K), ``fleet``, ``coordination``, ``budget_distance`` (metres per vehicle) and ``schedule`` (``sync``
-    or ``async`` replanning) run the fleet simulator (:mod:`onlinegp.rig.fleet`) when any is set; left at None, the
+    or ``async`` replanning; None: :data:`onlinegp.rig.fleet.DEFAULT_SCHEDULE`) run the fleet simulator (:mod:`onlinegp.rig.fleet`) when any is set; left at None, the
     single-vehicle mission of before.
     """
 
