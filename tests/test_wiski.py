@@ -424,17 +424,17 @@ def test_default_steps_one_per_point_and_the_root_of_a_batch():
     def online_steps() -> set[int]:
         return {int(s["step"]) for s in model.optimizer.state.values()} or {0}
 
-    model.update(X[:20], y[:20])
+    model.update(X[:40], y[:40])  # a first batch of MIN_FIT_POINTS: pre-trained on at once
     assert online_steps() == {0}
-    for i in range(20, 25):
+    for i in range(40, 45):
         model.update(X[i : i + 1], y[i : i + 1])
     assert online_steps() == {5}
-    model.update(X[25:125], y[25:125])
+    model.update(X[45:145], y[45:145])
     assert online_steps() == {5 + 10}
-    model.update(X[125:135], y[125:135])
+    model.update(X[145:155], y[145:155])
     assert online_steps() == {15 + 4}
     model.num_steps = 2
-    model.update(X[135:185], y[135:185])
+    model.update(X[155:195], y[155:195])
     assert online_steps() == {19 + 2}
     assert [batch_steps(b) for b in (1, 2, 4, 5, 1000)] == [1, 2, 2, 3, 32]
 

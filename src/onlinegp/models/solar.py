@@ -31,6 +31,7 @@ from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll, log_prior
 from ..validation import as_targets, as_tensor_2d
 from .ensemble import NUMERICAL_FAILURES, LocalEnsemble
+from .osgpr import MIN_FIT_POINTS
 from .registry import register
 
 LocalPrediction = tuple[Tensor, Tensor, Tensor, Tensor | None]
@@ -92,6 +93,12 @@ class SOLARGP(_Dominant, LocalEnsemble):
 
     A member whose update fails numerically keeps its previous state and the batch starts a new member instead
     (counted in the report's ``failed``), so the stream goes on.
+
+    Only a batch of at least ``MIN_FIT_POINTS`` points starts a member; a smaller one joins the most similar member
+    whatever its similarity (the report's ``small``). A member started on a few points has its θ fitted to them (or,
+    under L-BFGS, held at its initial value), and single points spread over the domain each started one: 34 members
+    of 1 to 7 points after a stream of 100 single points, RMSE 0.32 of the target's std against 0.074 for the same
+    points in one batch, and one point far from the rest left a second member for good (issue 35).
     """
 
     _dynamic = ("centroids", "counts")
@@ -133,10 +140,11 @@ class SOLARGP(_Dominant, LocalEnsemble):
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         centre, failed = xs.mean(0), 0
+        small = xs.shape[0] < MIN_FIT_POINTS
         if self.members:
             log_s = self.log_similarity(centre.reshape(1, -1))[0]
             j = int(log_s.argmax())
-            if float(log_s[j]) >= math.log(self.w_gen):
+            if float(log_s[j]) >= math.log(self.w_gen) or small:
                 try:
                     with timer("update"):
                         self.members[j].update(xs, ys)
@@ -144,14 +152,20 @@ class SOLARGP(_Dominant, LocalEnsemble):
                     n = self.counts[j]
                     self.centroids[j] = (n * self.centroids[j] + xs.sum(0)) / (n + xs.shape[0])
                     self.counts[j] = n + xs.shape[0]
-                    return {"num_models": len(self.members), "split": False, "chosen": j, "failed": 0}
+                    return {"num_models": len(self.members), "split": False, "chosen": j, "failed": 0, "small": small}
                 except NUMERICAL_FAILURES:
                     failed = 1
         with timer("fresh"):
             fresh, seed = self._fresh_member(xs, ys)
         self._add_member(fresh, seed, centre)
         self.counts = torch.cat([self.counts, torch.tensor([float(xs.shape[0])], dtype=self.dtype)])
-        return {"num_models": len(self.members), "split": True, "chosen": len(self.members) - 1, "failed": failed}
+        return {
+            "num_models": len(self.members),
+            "split": True,
+            "chosen": len(self.members) - 1,
+            "failed": failed,
+            "small": small,
+        }
 
     def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
         def local(j: int, rows: Tensor, full: bool) -> LocalPrediction:
@@ -170,7 +184,10 @@ class LGPR(_Dominant, KernelGP):
     """Local GP regression (Nguyen-Tuong et al. 2009): offline global hyper-parameters, exact local GPs.
 
     Call :meth:`fit_hyperparameters` with a representative subset (user units) before the first update; otherwise
-    the first batch is used for it. Hyper-parameters are then fixed.
+    the first ``MIN_FIT_POINTS`` points are used for it: a first batch with fewer is absorbed under the initial θ and
+    held (``held_x``, ``held_y``) until the points seen reach that many, and then the local models are built again from
+    all of them, θ fitted (fitted on a single point, θ made a stream of 100 single points end at RMSE 0.50 of the
+    target's std, 0.24 for the same points in one batch; issue 35). Hyper-parameters are then fixed.
 
     Args:
         input_dim: D.
@@ -183,7 +200,7 @@ class LGPR(_Dominant, KernelGP):
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
     """
 
-    _dynamic = ("centroids", "counts", "local_X", "local_y", "local_L", "local_alpha")
+    _dynamic = ("centroids", "counts", "local_X", "local_y", "local_L", "local_alpha", "held_x", "held_y")
 
     def __init__(
         self,
@@ -205,6 +222,12 @@ class LGPR(_Dominant, KernelGP):
         self.w_gen, self.max_local, self.num_predict = float(w_gen), max_local, num_predict
         self.fit_steps, self.max_fit_points = int(fit_steps), int(max_fit_points)
         self.hyper_fitted = False
+        self.held_x: Tensor | None = None  # the first points, while too few to fit θ to (scaled units)
+        self.held_y: Tensor | None = None
+        self._no_local_models()
+
+    def _no_local_models(self) -> None:
+        self.centroids = torch.zeros(0, 0 if self.input_dim is None else self.input_dim, dtype=self.dtype)
         self.counts = torch.zeros(0, dtype=self.dtype)
         self.local_X: list[Tensor] = []
         self.local_y: list[Tensor] = []
@@ -225,7 +248,7 @@ class LGPR(_Dominant, KernelGP):
         super()._build(input_dim)
         if getattr(getattr(self.kernel, "base_kernel", self.kernel), "lengthscale", None) is None:
             raise ValueError("LGPR needs a kernel with a length-scale (rbf, matern12/32/52) for its similarity")
-        self.centroids = torch.zeros(0, input_dim, dtype=self.dtype)
+        self._no_local_models()
 
     # ------------------------------------------------------------------ offline hyper-parameters
     def fit_hyperparameters(self, x: Any, y: Any) -> float:
@@ -297,7 +320,12 @@ class LGPR(_Dominant, KernelGP):
 
     @torch.no_grad()
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
-        if not self.hyper_fitted:
+        if self.held_x is not None:  # the held first points and this batch, as one first batch
+            xs, ys = torch.cat([self.held_x, xs]), torch.cat([self.held_y, ys])
+            self._no_local_models()
+        hold = not self.hyper_fitted and self.fit_steps > 0 and xs.shape[0] < MIN_FIT_POINTS
+        self.held_x, self.held_y = (xs, ys) if hold else (None, None)
+        if not self.hyper_fitted and not hold:
             with torch.enable_grad(), timer("hyperparameters"):
                 self._fit_scaled(xs, ys)
         with timer("allocate"):

@@ -64,30 +64,27 @@ class VIPS(OSGPR):
             **kwargs,
         )
         self.target_moments = torch.zeros(3, dtype=self.dtype)  # count, sum, sum of squares (scaled targets)
-        self._batch_targets: Tensor | None = None
 
     def options(self) -> dict[str, Any]:
         options = {k: v for k, v in super().options().items() if k not in ("inducing", "num_inducing")}
         return {**options, "delta": self.selector.delta, "max_new": self.selector.max_new}
 
     def vips_context(self, X: Tensor) -> tuple[Tensor, InducingPosterior | None, Tensor, tuple[float, float]]:
-        """What the VIPS selector needs: batch targets, old summary q(u), σ², and ȳ, s² over all targets so far."""
-        if self._batch_targets is None or self._batch_targets.shape[0] != X.shape[0]:
+        """What the VIPS selector needs: the targets being absorbed (a held batch's too, see :class:`OSGPR`), the summary
+        q(u) they are absorbed into, σ², and ȳ, s² over all targets so far."""
+        if self._absorbing is None or self._absorbing[0].shape[0] != X.shape[0]:
             raise ValueError("vips_context is only available while VIPS.update absorbs a batch")
         n, s, ss = (float(v) for v in self.target_moments)
         mean = s / n
         var = (ss - n * mean**2) / (n - 1) if n > 1 else 1.0
-        return self._batch_targets, self.summary, self.noise.detach(), (mean, var if var > 0 else 1.0)
+        targets, old = self._absorbing
+        return targets, old, self.noise.detach(), (mean, var if var > 0 else 1.0)
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         self.target_moments = self.target_moments + torch.stack(
             [torch.tensor(float(ys.shape[0]), dtype=ys.dtype), ys.sum(), ys.pow(2).sum()]
         )
-        self._batch_targets = ys
-        try:
-            info = super()._update(xs, ys, timer)
-        finally:
-            self._batch_targets = None
+        info = super()._update(xs, ys, timer)
         step = self.selector.last
         info.update(
             num_added=step.num_added,

@@ -48,7 +48,13 @@ batch training); they are then frozen, so that later single points are normalise
 The set-up defaults follow Stanton et al. 2021, Table C.1 (skillcraft and powerplant rows): the first batch is
 pre-training, 200 full-batch Adam steps (epochs) at 5e-2 (θ) and 5e-3 (φ) with cosine annealing to zero, then one
 step per update at 5e-3 (θ) and 5e-4 (φ); the RBF length-scale starts at 0.693 (gpytorch's default, softplus(0)).
-Elevators and protein use 1e-2/1e-3 and 1e-3/1e-4 (:data:`onlinegp.bench.wiski.TABLE_C1`).
+Elevators and protein use 1e-2/1e-3 and 1e-3/1e-4 (:data:`onlinegp.bench.wiski.TABLE_C1`). Pre-training needs a batch
+that can define θ: 200 steps on a single point drove the length-scales to 0.04 of the input half-range, and one small
+step per later point had not recovered them 99 points on (issue 35: RMSE 0.44 of the target's std after 100 single
+points, 0.075 for the same points in one batch). So a first batch of fewer than ``MIN_FIT_POINTS`` points is
+absorbed under the initial θ and held (``held_x``, ``held_y``, ``held_noise``); the update whose points, with the held
+ones, reach ``MIN_FIT_POINTS`` empties the stored terms and absorbs them all as the first batch, pre-training on them.
+A first batch of at least that many points is pre-trained on at once, as always.
 
 ``WISKIClassifier`` is Dirichlet-based classification (Milios et al. 2018; Stanton et al. 2021, §5.2, appendix A.5): one
 fixed-noise WISKI regression per class on transformed one-hot targets, class probabilities by sampling.
@@ -73,6 +79,7 @@ from ..objectives import log_prior
 from ..posterior import KUU_JITTER, kuu
 from ..training import gradient_steps, lbfgs_fit
 from ..validation import as_tensor_2d
+from .osgpr import MIN_FIT_POINTS
 from .registry import register
 
 LOG2PI = math.log(2 * math.pi)
@@ -373,7 +380,7 @@ class WISKI(KernelGP):
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
     """
 
-    _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "wtw_root", "wtw_inv_root")
+    _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "wtw_root", "wtw_inv_root", "held_x", "held_y", "held_noise")
 
     def __init__(
         self,
@@ -435,6 +442,11 @@ class WISKI(KernelGP):
         self.num_steps = None if num_steps is None else int(num_steps)
         self._cache: tuple[Tensor, SKIPosterior] | None = None  # (parameters it was built under, the caches)
         self._batch_noise: Tensor | None = None  # the fixed noise of the batch being absorbed
+        # the points of a first batch too small to pre-train on, absorbed but not yet pre-trained on (scaled units;
+        # the noise only with fixed_noise): see the class docstring
+        self.held_x: Tensor | None = None
+        self.held_y: Tensor | None = None
+        self.held_noise: Tensor | None = None
 
     def options(self) -> dict[str, Any]:
         return {
@@ -486,7 +498,12 @@ class WISKI(KernelGP):
         self.optimizer = self._adam(self.lr, self.lr_projection)
         self.register_buffer("U", self.grid.points())
         self.grid_factors = GridFactors(self.grid.axes(), KUU_JITTER.get(self.dtype, 1e-6), kind or "rbf")
-        # WᵀW itself (m x m), or with ``wtw_rank`` its root (m x k, k ≤ r) and, for 'gill', the pseudo-inverse root
+        self._empty_terms()
+
+    def _empty_terms(self) -> None:
+        """The stored terms of no data: WᵀW itself (m x m), or with ``wtw_rank`` its root (m x k, k ≤ r) and, for
+        'gill', the pseudo-inverse root; Wᵀy, yᵀy, log|D|."""
+        m = self.grid.size
         self.WtW = torch.zeros(m, m, dtype=self.dtype) if self.wtw_rank is None else None
         self.wtw_root = None if self.wtw_rank is None else torch.zeros(m, 0, dtype=self.dtype)
         self.wtw_inv_root = None if self.wtw_rank is None else torch.zeros(m, 0, dtype=self.dtype)
@@ -674,13 +691,20 @@ class WISKI(KernelGP):
         return L + (L @ U) * (grow - 1) @ U.mT, J + (J @ U) * (1 / grow - 1) @ U.mT, Wty
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
-        n = self.num_data + xs.shape[0]
+        noise = None if not self.fixed_noise else self._batch_noise / self.scaler.y_std**2
+        if self.held_x is not None:  # the held first points and this batch, absorbed again as one first batch
+            xs, ys = torch.cat([self.held_x, xs]), torch.cat([self.held_y, ys])
+            noise = None if noise is None else torch.cat([self.held_noise, noise])
+            self._empty_terms()
+        first = self.num_data == 0 or self.held_x is not None
+        pretrain = first and self.pretrain_steps > 0
+        hold = pretrain and xs.shape[0] < MIN_FIT_POINTS
+        n = (0 if first else self.num_data) + xs.shape[0]
         prec, logdet = None, self.logdet_noise
         if self.fixed_noise:
-            noise = self._batch_noise / self.scaler.y_std**2
             prec, logdet = 1.0 / noise, self.logdet_noise + noise.log().sum()
         learn_proj = self.projection is not None
-        first_stats = learn_proj and self.num_data == 0 and xs.shape[0] > 1
+        first_stats = learn_proj and first and xs.shape[0] > 1 and not hold
         # without a projection the new terms are free of every parameter: added once, in place (the update restores
         # the state it copied if anything fails), for the steps and the caches
         fixed_terms = None if learn_proj else self._new_terms(xs, ys, prec, False, absorb=True)
@@ -695,7 +719,10 @@ class WISKI(KernelGP):
             return post.mll + log_prior(self.kernel)
 
         with timer("hyperparameters"):
-            if self.num_data == 0 and self.pretrain_steps > 0:
+            if hold:
+                with torch.no_grad():
+                    value = float(mll())
+            elif pretrain:
                 value = self._pretrain(mll, n)
             elif self.fit == "lbfgs":
                 params = [p for group in self.optimizer.param_groups for p in group["params"]]
@@ -703,6 +730,7 @@ class WISKI(KernelGP):
             else:
                 steps = batch_steps(xs.shape[0]) if self.num_steps is None else self.num_steps
                 value = gradient_steps([self.optimizer], mll, steps, scale=n)
+        self.held_x, self.held_y, self.held_noise = (xs, ys, noise) if hold else (None, None, None)
         with timer("caches"), torch.no_grad():
             if first_stats:
                 self.projection.freeze_statistics(xs)
