@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from onlinegp.bench.runner import code_version
+from onlinegp.experiments.bench.runner import code_version
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))

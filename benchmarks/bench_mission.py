@@ -39,9 +39,9 @@ PAPER_MISSION_S = 6.5 * 60
 DRIVER = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from onlinegp.cli import app
-import onlinegp.rig.mission as mm
-import onlinegp.rig.planners as planners
+from onlinegp.experiments.cli import app
+import onlinegp.experiments.simulator.mission as mm
+import onlinegp.experiments.simulator.planners as planners
 acc = {"checkpoint": 0.0, "figures": 0.0, "candidates": 0.0, "model_build": 0.0}
 marks = {"imported": time.perf_counter() - t0}
 def timed(key, fn):

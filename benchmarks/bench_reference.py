@@ -2,14 +2,14 @@
 
 ``../shared/reference/poam/valley-ridges_seed{0,1}.npz`` hold the samples, batch boundaries, evaluation grid and the
 per-update SMSE, MSLL and update seconds of the paper's implementation (GPyTorch, initial noise variance 1.0,
-M = 500, 10 Adam steps of batch 256). Each stream is replayed batch by batch (:mod:`onlinegp.replay`) through
+M = 500, 10 Adam steps of batch 256). Each stream is replayed batch by batch (:mod:`onlinegp.experiments.replay`) through
 onlinegp's POAM with the reference's settings (σ² = 1.0 at the start, input scaling fitted on the pilot survey),
 once with the default sketched M-step and once with the paper's exact M-step: identical data, so accuracy compares
 model against model. The recorded update times come from another process on another day (one thread, the same
 machine kind): the speed ratio is indicative, not a same-run measurement.
 
 The Env2 streams (``n17e073_<model>_seed0.npz``) were recorded with POAM, SSGP++ and OVC++: each is replayed through
-the same onlinegp model at the paper's settings (:func:`onlinegp.bench.poam.paper_model_options`), so every
+the same onlinegp model at the paper's settings (:func:`onlinegp.experiments.bench.poam.paper_model_options`), so every
 baseline is compared like for like with the paper's implementation of it.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_reference.py [--updates 40] [--streams valley-ridges_seed0,...]
@@ -27,8 +27,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write  # noqa: E402
 
-from onlinegp.bench.poam import label, paper_model_options  # noqa: E402
-from onlinegp.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
+from onlinegp.experiments.bench.poam import label, paper_model_options  # noqa: E402
+from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
 #: the paper's settings (σ² = 1.0 at the start, exact M-step, no pre-training: Algorithm 1), and for POAM also the

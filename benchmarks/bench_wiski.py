@@ -23,7 +23,7 @@ streams them; WISKI's default ⌈√B⌉; one per batch, the step count of the c
 ``update``) on ``make_model("wiski")`` (2-D, m = 256, 200 pre-training steps on the first batch), the models of every
 rule updated in turn, batch by batch, in one process: the seconds of a first batch of 200 and of batches of 1000 after
 it (the smooth field above); the final RMSE and NLPD of 20 batches of 500 of the 2-D magnetic-field survey
-(``onlinegp.bench.defaults.split_data``: a seeded shuffle, 1000 test points, standardised) against the exact GP (θ by
+(``onlinegp.experiments.bench.defaults.split_data``: a seeded shuffle, 1000 test points, standardised) against the exact GP (θ by
 L-BFGS on the first ``--exact-fit`` points, then conditioned on all); and ``--stream-points`` of it in batches of
 200-1000 points (seeded sizes). Writes ``benchmarks/results/wiski-batch.json`` with the load averages.
 
@@ -49,9 +49,9 @@ import numpy as np
 import torch
 from scipy.linalg import lapack
 
-from onlinegp.bench.defaults import bounds_of, scores, split_data
-from onlinegp.bench.exact import lbfgs_exact_gp
-from onlinegp.bench.runner import code_version
+from onlinegp.experiments.bench.defaults import bounds_of, scores, split_data
+from onlinegp.experiments.bench.exact import lbfgs_exact_gp
+from onlinegp.experiments.bench.runner import code_version
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import WISKI
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from onlinegp.bench.runner import code_version
+from onlinegp.experiments.bench.runner import code_version
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EXTENT = 30.0  # task extent [-30, 30]^2 m, as the POAM simulator

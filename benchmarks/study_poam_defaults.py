@@ -11,7 +11,7 @@ simulator profile; taken before POAM pre-trained on its first batch):
 ``pretrain``: does pre-training on the first batch (the pilot survey in a mission) change a mission beyond seed
 noise? ``pretrain-200`` (the library default) vs ``pretrain-0`` (the paper's Algorithm 1).
 
-Each mission runs through ``onlinegp.bench.poam.table1`` (resumable: finished missions are skipped on rerun), so an
+Each mission runs through ``onlinegp.experiments.bench.poam.table1`` (resumable: finished missions are skipped on rerun), so an
 interrupted study continues where it stopped. Output: ``benchmarks/results/poam_defaults_study.{json,md}`` with,
 per pair of variants, the mean difference of final and mission-averaged SMSE/MSLL, wins out of the pairs and a
 two-sided sign test.
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binomtest
 
-from onlinegp.bench import poam as bench_poam
-from onlinegp.bench.runner import SWEEP_FILE, RunnerOptions, RunSpec, code_version
+from onlinegp.experiments.bench import poam as bench_poam
+from onlinegp.experiments.bench.runner import SWEEP_FILE, RunnerOptions, RunSpec, code_version
 
 STUDIES = {  # name: (variants, pairs compared, output file stem in benchmarks/results)
     "noise": (

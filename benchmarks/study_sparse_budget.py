@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write  # noqa: E402
 
 from onlinegp import make_model  # noqa: E402
-from onlinegp.bench.defaults import scores, split_data  # noqa: E402
-from onlinegp.bench.exact import lbfgs_exact_gp  # noqa: E402
+from onlinegp.experiments.bench.defaults import scores, split_data  # noqa: E402
+from onlinegp.experiments.bench.exact import lbfgs_exact_gp  # noqa: E402
 
 
 def study(dataset: str, sizes: list[int], batch: int = 100) -> dict:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write  # noqa: E402
 
 from onlinegp import make_model  # noqa: E402
-from onlinegp.bench.defaults import scores, split_data  # noqa: E402
+from onlinegp.experiments.bench.defaults import scores, split_data  # noqa: E402
 
 #: (label, options): 10 steps is the papers' setting (POAM, SSGP++; O-SVGP takes one per 10 points = 10 here)
 VARIANTS = (

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from onlinegp.replay import run_replay
+from onlinegp.experiments.replay import run_replay
 
 # 1. a log as a robot would write it: 2 samples a second along a wavy transect, for 4 minutes
 rng = np.random.default_rng(0)

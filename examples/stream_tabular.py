@@ -2,7 +2,7 @@
 
 The same protocol as `onlinegp stream` (an 80/20 split, the training rows in batches sorted by the first input,
 the test rows predicted after every batch), once from Python with your own arrays and once through
-`onlinegp.stream.run_stream` on a bundled UCI set. For a CSV of your own, `run_stream` and `onlinegp stream
+`onlinegp.experiments.stream.run_stream` on a bundled UCI set. For a CSV of your own, `run_stream` and `onlinegp stream
 --dataset my.csv` take the last column as the target.
 
 Run: python examples/stream_tabular.py  (about 10 s)
@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 import onlinegp
-from onlinegp.stream import StreamConfig, run_stream
+from onlinegp.experiments.stream import StreamConfig, run_stream
 
 # 1. your own arrays: X (N, D) and y (N,), streamed in 5 batches in the order they arrive
 rng = np.random.default_rng(0)

@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from onlinegp.bench import runner
-from onlinegp.bench.runner import RunnerOptions, RunSpec, run_sweep
+from onlinegp.experiments.bench import runner
+from onlinegp.experiments.bench.runner import RunnerOptions, RunSpec, run_sweep
 
 BENCH = "kill-test"
 SUMMARY = ("metrics.csv", "extra/*.json")

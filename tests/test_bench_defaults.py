@@ -6,8 +6,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from onlinegp.bench.defaults import EXACT_STARTS, METHODS, TARGETS, defaults_job, run_defaults, split_data, summarise
-from onlinegp.cli import app
+from onlinegp.experiments.bench.defaults import (
+    EXACT_STARTS,
+    METHODS,
+    TARGETS,
+    defaults_job,
+    run_defaults,
+    split_data,
+    summarise,
+)
+from onlinegp.experiments.cli import app
 
 
 def test_split_is_standardised_with_the_training_statistics():

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onlinegp.bench.poam import RunRecord, paired_comparisons, sign_test, write_paired
+from onlinegp.experiments.bench.poam import RunRecord, paired_comparisons, sign_test, write_paired
 
 
 def record(env, method, seed, smse):

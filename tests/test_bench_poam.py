@@ -1,4 +1,4 @@
-"""POAM paper experiments (onlinegp.bench.poam): tiny real mission sweeps, summaries checked by hand, resume,
+"""POAM paper experiments (onlinegp.experiments.bench.poam): tiny real mission sweeps, summaries checked by hand, resume,
 failures, and the Ray backend against the local one."""
 
 import csv
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from onlinegp.bench import parse, poam
-from onlinegp.bench.runner import ERROR_FILE, RunnerOptions, RunSpec, is_finished, run_sweep
+from onlinegp.experiments.bench import parse, poam
+from onlinegp.experiments.bench.runner import ERROR_FILE, RunnerOptions, RunSpec, is_finished, run_sweep
 
 # cheap missions: random start with 60 pilot samples, 150-sample budget, M=30, one gradient step per epoch
 TINY = dict(
@@ -129,7 +129,7 @@ def test_failing_mission_is_reported_and_others_complete(tmp_path):
 
 
 def test_interrupted_mission_resumes_to_the_uninterrupted_result(tmp_path):
-    from onlinegp.rig.mission import MissionConfig, open_mission, run_mission
+    from onlinegp.experiments.simulator.mission import MissionConfig, open_mission, run_mission
 
     exp = poam.Experiment(
         "t",
@@ -183,7 +183,7 @@ def test_ray_backend_gives_the_same_summary(tiny_sweep, tmp_path):
 def test_cli_runs_a_sweep_and_rejects_bad_options(tmp_path):
     from typer.testing import CliRunner
 
-    from onlinegp.cli import app
+    from onlinegp.experiments.cli import app
 
     args = [
         "bench",
@@ -235,7 +235,7 @@ def test_parsing_and_validation():
 
 
 def test_reproduction_benches_pin_the_papers_model_settings():
-    from onlinegp.bench.poam import Experiment
+    from onlinegp.experiments.bench.poam import Experiment
 
     exp = Experiment("t", "t", ["valley-ridges"], ["poam", "ssgp++", "z-opt"], [0], {"budget": 700})
     options = {spec.run_id.split("/")[1]: spec.config["model_options"] for spec in exp.specs()}

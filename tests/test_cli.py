@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 import onlinegp
-from onlinegp.cli import app
+from onlinegp.experiments.cli import app
+from onlinegp.experiments.simulator import mission as rig_mission
+from onlinegp.experiments.simulator.mission import Mission, MissionConfig, run_state
 from onlinegp.io import RUN_LOCK, fcntl, fresh_directory
-from onlinegp.rig import mission as rig_mission
-from onlinegp.rig.mission import Mission, MissionConfig, run_state
 
 runner = CliRunner()
 SMALL = ["--budget", "650", "--num-inducing", "20", "--num-steps", "1", "--seed", "3", "--quiet"]

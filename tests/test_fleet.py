@@ -1,4 +1,4 @@
-"""A fleet maps one field (onlinegp.rig.fleet): one vehicle as before, joint goals, budgets, exact resume, CLI."""
+"""A fleet maps one field (onlinegp.experiments.simulator.fleet): one vehicle as before, joint goals, budgets, exact resume, CLI."""
 
 import csv
 
@@ -7,11 +7,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from onlinegp.bench import fleet as bench_fleet
-from onlinegp.bench.runner import RunSpec
-from onlinegp.cli import app
-from onlinegp.models.registry import make_model
-from onlinegp.rig.fleet import (
+from onlinegp.experiments.bench import fleet as bench_fleet
+from onlinegp.experiments.bench.runner import RunSpec
+from onlinegp.experiments.cli import app
+from onlinegp.experiments.simulator.fleet import (
     FleetMission,
     conditioned_variances,
     drive_fleet,
@@ -20,9 +19,10 @@ from onlinegp.rig.fleet import (
     leg_limit,
     pilot_pieces,
 )
-from onlinegp.rig.mission import MissionConfig, make_mission, run_mission
-from onlinegp.rig.planners import MaxEntropyPlanner, bezier_pilot
-from onlinegp.rig.robot import DiffDrive
+from onlinegp.experiments.simulator.mission import MissionConfig, make_mission, run_mission
+from onlinegp.experiments.simulator.planners import MaxEntropyPlanner, bezier_pilot
+from onlinegp.experiments.simulator.robot import DiffDrive
+from onlinegp.models.registry import make_model
 
 runner = CliRunner()
 SMALL = {"budget": 900, "num_inducing": 40, "num_steps": 2, "seed": 3, "num_candidates": 300}

@@ -1,4 +1,5 @@
-"""The package's layout: every model at the root, the registry a leaf, no import circle, no deferred imports."""
+"""The package's layout: the library apart from its experiments (onlinegp.experiments), every model at the root, the
+registry a leaf, no import circle, no deferred imports."""
 
 import ast
 import shutil
@@ -40,6 +41,78 @@ def imports(path: Path) -> tuple[set[str], list[int]]:
             continue
         found.add(target)
     return found, deferred
+
+
+EXPERIMENTS = "onlinegp.experiments"
+
+
+def imported_names(source: str, module: str, is_package: bool = False) -> list[tuple[int, str]]:
+    """Every module (or package member) that ``source``, the text of ``module``, imports, at any depth (inside
+    functions too), relative imports resolved: ``(line, dotted name)``."""
+    package = module if is_package else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            found += [(node.lineno, base)] + [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return found
+
+
+def experiments_imports(source: str, module: str, is_package: bool = False) -> list[str]:
+    """The imports of ``onlinegp.experiments`` in ``source``: one ``line N: name`` per import statement."""
+    hits: dict[int, str] = {}
+    for line, name in imported_names(source, module, is_package):
+        if (name == EXPERIMENTS or name.startswith(EXPERIMENTS + ".")) and line not in hits:
+            hits[line] = name
+    return [f"line {line}: {name}" for line, name in hits.items()]
+
+
+def library_files() -> list[Path]:
+    """The library's modules: all of src/onlinegp but the experiments and ``__main__`` (which starts their command)."""
+    return [
+        p
+        for p in sorted(SRC.rglob("*.py"))
+        if p.relative_to(SRC).parts[0] != "experiments" and p.relative_to(SRC) != Path("__main__.py")
+    ]
+
+
+def test_layout_check_sees_every_form_of_import():
+    relative = "def f():\n    from ..experiments.simulator import fields\n"
+    assert experiments_imports(relative, "onlinegp.data.sources") == ["line 2: onlinegp.experiments.simulator"]
+    assert experiments_imports("from . import experiments\n", "onlinegp.base") == ["line 1: onlinegp.experiments"]
+    assert experiments_imports("from .experiments import cli\n", "onlinegp", is_package=True)
+    assert experiments_imports("import onlinegp.experiments.cli\n", "onlinegp.base")
+    assert experiments_imports("from onlinegp.experiments.bench import runner\n", "onlinegp.io")
+    assert not experiments_imports("from . import metrics\nfrom .tables import read_table\n", "onlinegp.data.sources")
+
+
+def test_library_never_imports_the_experiments():
+    """The library (everything in src/onlinegp outside onlinegp/experiments/) imports nothing from the experiments:
+    not at module level, not inside functions, neither relatively nor absolutely."""
+    files = library_files()
+    assert {"base.py", "posterior.py", "tables.py"} <= {p.name for p in files}
+    assert not any("experiments" in p.relative_to(SRC).parts for p in files)
+    found = {}
+    for path in files:
+        hits = experiments_imports(path.read_text(), module_name(path), path.name == "__init__.py")
+        if hits:
+            found[str(path.relative_to(SRC))] = hits
+    assert not found, f"library modules import onlinegp.experiments: {found}"
+
+
+def test_experiments_are_one_subpackage():
+    """The application code lives in onlinegp/experiments/, not among the library's top-level modules."""
+    top = {p.stem for p in SRC.glob("*.py")} | {p.name for p in SRC.iterdir() if (p / "__init__.py").is_file()}
+    moved = {"cli", "entry", "bench", "rig", "simulator", "stream", "replay", "plots"}
+    assert not top & moved, top & moved
+    for name in ("cli", "entry", "stream", "replay", "plots", "bench/runner", "simulator/mission"):
+        assert (SRC / "experiments" / f"{name}.py").is_file(), name
 
 
 def test_no_import_cycle_between_modules():

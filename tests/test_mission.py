@@ -10,8 +10,8 @@ import torch
 from typer.testing import CliRunner
 
 from onlinegp import metrics
-from onlinegp.cli import app
-from onlinegp.rig.mission import Mission, MissionConfig, build_model, open_mission, run_mission
+from onlinegp.experiments.cli import app
+from onlinegp.experiments.simulator.mission import Mission, MissionConfig, build_model, open_mission, run_mission
 
 runner = CliRunner()
 BASE = ["mission", "--budget", "700", "--num-inducing", "60", "--num-steps", "2", "--seed", "3"]
@@ -220,7 +220,7 @@ def test_listings():
 
 
 def test_model_options_from_the_command_line():
-    from onlinegp.cli import parse_model_options
+    from onlinegp.experiments.cli import parse_model_options
 
     assert parse_model_options(["sketch=None", "lr=0.005", "inducing=vips", "batch_size = 128"]) == {
         "sketch": None,
@@ -270,8 +270,8 @@ def test_settings_added_later_stay_out_of_default_configs():
 
 
 def test_figures_name_model_environment_and_units(tmp_path, monkeypatch):
-    from onlinegp import plots
-    from onlinegp.rig.mission import write_figures
+    from onlinegp.experiments import plots
+    from onlinegp.experiments.simulator.mission import write_figures
 
     figures = {}
 
@@ -300,7 +300,7 @@ def test_figures_name_model_environment_and_units(tmp_path, monkeypatch):
 
 
 def test_config_json_records_the_model_defaults_it_used():
-    from onlinegp.rig.mission import _recorded_config
+    from onlinegp.experiments.simulator.mission import _recorded_config
 
     config = MissionConfig(budget=100, num_steps=1)
     recorded = _recorded_config(config, build_model(config))

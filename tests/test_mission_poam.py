@@ -9,11 +9,11 @@ SMSE then degrades towards 1.
 import numpy as np
 import torch
 
+from onlinegp.experiments.simulator.fields import bundled
+from onlinegp.experiments.simulator.planners import bezier_pilot
+from onlinegp.experiments.simulator.robot import DiffDrive, PointSensor
 from onlinegp.kernels import dense
 from onlinegp.models.registry import make_model
-from onlinegp.rig.fields import bundled
-from onlinegp.rig.planners import bezier_pilot
-from onlinegp.rig.robot import DiffDrive, PointSensor
 
 
 def test_online_terms_track_all_data_terms_while_hyperparameters_move():

@@ -3,7 +3,7 @@
 import pytest
 from typer.testing import CliRunner
 
-from onlinegp.cli import app
+from onlinegp.experiments.cli import app
 from onlinegp.options import parse_options, parse_value
 
 runner = CliRunner()
@@ -68,8 +68,8 @@ PARSED = {"sketch": None, "lr": 0.005, "inducing": "vips", "kernel_options": {"a
 
 
 def test_mission_and_stream_read_options_alike(monkeypatch, tmp_path):
-    from onlinegp import stream
-    from onlinegp.rig import mission
+    from onlinegp.experiments import stream
+    from onlinegp.experiments.simulator import mission
 
     seen = {}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import onlinegp
-from onlinegp import entry
+from onlinegp.experiments import entry
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = Path(onlinegp.__file__).parent
@@ -20,8 +20,9 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 #: what neither ``import onlinegp`` nor any library module may load: the command's, the plots', the optional extras'
 APPLICATION_MODULES = ("matplotlib", "typer", "rich", "tqdm", "ray", "botorch")
-#: the experiments (and the adapters to optional extras): every other module of src/onlinegp is the library
-EXPERIMENTS = ("cli", "entry", "__main__", "bench", "rig", "stream", "replay", "plots", "botorch", "sklearn")
+#: the experiments (and ``__main__``, which starts their command, and the adapters to optional extras): every other
+#: module of src/onlinegp is the library
+EXPERIMENTS = ("experiments", "__main__", "botorch", "sklearn")
 
 
 def name_of(requirement: str) -> str:
@@ -49,7 +50,7 @@ def test_library_dependencies_leave_out_the_command_and_plots():
 def test_cli_extra_is_what_the_entry_point_checks_for():
     assert entry.CLI_EXTRA in PYPROJECT["optional-dependencies"]
     assert {name_of(r) for r in PYPROJECT["optional-dependencies"][entry.CLI_EXTRA]} == set(entry.CLI_MODULES)
-    assert PYPROJECT["scripts"]["onlinegp"] == "onlinegp.entry:main"
+    assert PYPROJECT["scripts"]["onlinegp"] == "onlinegp.experiments.entry:main"
 
 
 def test_requirements_pin_every_declared_dependency():
@@ -118,9 +119,13 @@ IMPORT_PROBE = textwrap.dedent(
     report = {}
     import onlinegp
     report["import onlinegp"] = sorted(m for m in sys.modules if m.partition(".")[0] in FORBIDDEN)
+    report["experiments after import onlinegp"] = sorted(m for m in sys.modules if m.startswith("onlinegp.experiments"))
     for module in json.loads(sys.argv[2]):
         importlib.import_module(module)
     report["every library module"] = sorted(m for m in sys.modules if m.partition(".")[0] in FORBIDDEN)
+    report["experiments after every library module"] = sorted(
+        m for m in sys.modules if m.startswith("onlinegp.experiments")
+    )
     report["attempts"] = attempts
     print(json.dumps(report))
     """
@@ -129,10 +134,11 @@ IMPORT_PROBE = textwrap.dedent(
 
 def test_import_onlinegp_loads_no_application_dependency():
     """`import onlinegp` and every library module import without matplotlib, typer, rich, tqdm, ray or botorch, and
-    none of them asks for one (torch itself tries tqdm, for torch.hub's progress bars: that is not ours)."""
+    none of them asks for one (torch itself tries tqdm, for torch.hub's progress bars: that is not ours); nor do they
+    load any module of onlinegp.experiments."""
     modules = library_modules()
     assert {"onlinegp.models", "onlinegp.kernels", "onlinegp.posterior", "onlinegp.linalg"} <= set(modules)
-    assert not any(m.startswith(("onlinegp.bench", "onlinegp.rig", "onlinegp.cli")) for m in modules)
+    assert not any(m.startswith("onlinegp.experiments") for m in modules)
     done = subprocess.run(
         [sys.executable, "-c", IMPORT_PROBE, json.dumps(APPLICATION_MODULES), json.dumps(modules)],
         capture_output=True,
@@ -143,5 +149,7 @@ def test_import_onlinegp_loads_no_application_dependency():
     report = json.loads(done.stdout.splitlines()[-1])
     assert report["import onlinegp"] == [], report
     assert report["every library module"] == [], report
+    assert report["experiments after import onlinegp"] == [], report
+    assert report["experiments after every library module"] == [], report
     ours = [a for a in report["attempts"] if Path(a[1]).resolve().is_relative_to(SRC.resolve())]
     assert not ours, f"library modules import application dependencies: {ours}"

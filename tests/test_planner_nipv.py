@@ -7,9 +7,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from onlinegp.cli import app
+from onlinegp.experiments.cli import app
+from onlinegp.experiments.simulator.planners import NIPVPlanner, _uniform, make_planner
 from onlinegp.models import make_model
-from onlinegp.rig.planners import NIPVPlanner, _uniform, make_planner
 
 pytest.importorskip("botorch")
 EXTENT = (-30.0, 30.0, -30.0, 30.0)

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from onlinegp.rig.fields import Field
-from onlinegp.rig.mission import PROFILES, Mission, MissionConfig
-from onlinegp.rig.robot import DiffDrive
+from onlinegp.experiments.simulator.fields import Field
+from onlinegp.experiments.simulator.mission import PROFILES, Mission, MissionConfig
+from onlinegp.experiments.simulator.robot import DiffDrive
 
 
 def pilot(**config) -> np.ndarray:

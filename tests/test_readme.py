@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from onlinegp import MODELS
-from onlinegp.cli import app
+from onlinegp.experiments.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -15,7 +15,7 @@ import pytest
 from test_readme import README, shell_commands
 from typer.testing import CliRunner
 
-from onlinegp.cli import app
+from onlinegp.experiments.cli import app
 
 #: How a README line is made small before it runs: (sub-command, option, value). A value replaces the option's
 #: value where the line gives one and is added where it does not; None adds the flag alone. "bench poam-table1"
@@ -76,7 +76,7 @@ def user_files(directory) -> None:
     # a terrain: one smooth 60 x 80 array in an .npz
     yy, xx = np.mgrid[0:60, 0:80] / 20.0
     np.savez(directory / "my_dem.npz", elevation=np.sin(xx) * np.cos(yy) + 0.3 * xx)
-    # a robot's log: input columns, a 'time' column (s) and the measurement 'y' (onlinegp.replay.load_survey)
+    # a robot's log: input columns, a 'time' column (s) and the measurement 'y' (onlinegp.experiments.replay.load_survey)
     t = np.arange(400.0)
     x1, x2 = 10 * np.cos(t / 60), 10 * np.sin(t / 45)
     log = np.column_stack([x1, x2, t, np.sin(x1 / 3) + np.cos(x2 / 4) + 0.05 * rng.standard_normal(t.size)])

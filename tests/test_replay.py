@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onlinegp.replay import Survey, load_survey, run_replay
-from onlinegp.rig.mission import MissionConfig, run_mission
+from onlinegp.experiments.replay import Survey, load_survey, run_replay
+from onlinegp.experiments.simulator.mission import MissionConfig, run_mission
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam" / "valley-ridges_seed0.npz"
 
@@ -62,7 +62,7 @@ def test_damaged_logs_are_errors_naming_the_file_before_any_run_folder(tmp_path,
     """Issue 35, item 6: a truncated .npz gave a BadZipFile traceback, an empty one only "Aborted."."""
     from typer.testing import CliRunner
 
-    from onlinegp.cli import app
+    from onlinegp.experiments.cli import app
 
     toy_survey().save(tmp_path / "ok.npz")
     whole = (tmp_path / "ok.npz").read_bytes()

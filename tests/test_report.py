@@ -1,13 +1,13 @@
-"""``onlinegp bench report``: the results pages equal their rendering from the kept runs (onlinegp.bench.report)."""
+"""``onlinegp bench report``: the results pages equal their rendering from the kept runs (onlinegp.experiments.bench.report)."""
 
 import shutil
 
 import pytest
 from typer.testing import CliRunner
 
-from onlinegp.bench.report import blocks, default_pages, render
-from onlinegp.bench.runner import default_results_root
-from onlinegp.cli import app
+from onlinegp.experiments.bench.report import blocks, default_pages, render
+from onlinegp.experiments.bench.runner import default_results_root
+from onlinegp.experiments.cli import app
 
 ROOT = default_results_root().parent
 RESULTS = ROOT / "results"

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.interpolate import RegularGridInterpolator
 
-from onlinegp.rig import fields
-from onlinegp.rig.fields import ENVIRONMENTS, Field, FieldWarning, bundled, from_array, load_field
+from onlinegp.experiments.simulator import fields
+from onlinegp.experiments.simulator.fields import ENVIRONMENTS, Field, FieldWarning, bundled, from_array, load_field
 
 
 def test_bilinear_matches_scipy_between_cell_centres():
@@ -171,7 +171,7 @@ def test_grid_and_digest():
 
 
 def test_every_bundled_environment_renders_as_a_thumbnail(tmp_path):
-    from onlinegp.plots import plot_field
+    from onlinegp.experiments.plots import plot_field
 
     paths = [
         plot_field(bundled(name), tmp_path / f"{name}.png", title=name, dpi=60, small=True) for name in ENVIRONMENTS

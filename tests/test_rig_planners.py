@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from onlinegp.rig.planners import (
+from onlinegp.experiments.simulator.planners import (
     LawnmowerPlanner,
     MaxEntropyPlanner,
     RandomPlanner,

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from onlinegp.rig.fields import Field, bundled
-from onlinegp.rig.robot import DiffDrive, PointSensor
+from onlinegp.experiments.simulator.fields import Field, bundled
+from onlinegp.experiments.simulator.robot import DiffDrive, PointSensor
 
 
 def _trace(robot: DiffDrive, goal, steps: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The sweep runner (onlinegp.bench.runner): completion, resume, failures, process and Ray backends, the committed
+"""The sweep runner (onlinegp.experiments.bench.runner): completion, resume, failures, process and Ray backends, the committed
 results tree (kill tests: test_runner_kill.py)."""
 
 import json
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import onlinegp
-from onlinegp.bench.runner import (
+from onlinegp.experiments.bench.runner import (
     ERROR_FILE,
     MARKER,
     SPEC_FILE,
@@ -243,7 +243,7 @@ def test_results_options(tmp_path):
 def test_cli_on_a_fresh_clone_restores_every_kept_run(tmp_path):
     from typer.testing import CliRunner
 
-    from onlinegp.cli import app
+    from onlinegp.experiments.cli import app
 
     args = ["bench", "poam-table1", "--envs", "seafloor", "--methods", "poam", "--seeds", "0", "--budget", "120",
             "--num-inducing", "20", "--num-steps", "1"]  # fmt: skip
@@ -276,7 +276,7 @@ def test_cli_on_a_fresh_clone_restores_every_kept_run(tmp_path):
 
 def test_a_dirty_tree_runs_into_the_sweep_root_but_keeps_nothing(tmp_path, monkeypatch, capsys):
     """Runs of uncommitted code are never kept: nobody could check out the code that made them."""
-    from onlinegp.bench import runner
+    from onlinegp.experiments.bench import runner
 
     monkeypatch.setattr(runner, "is_dirty", lambda code: code.endswith("+dirty)"))
     monkeypatch.setattr(runner, "code_version", lambda: "0.2.0 (git abc1234+dirty)")
@@ -303,7 +303,7 @@ def test_the_key_holds_the_package_version(monkeypatch):
 
 
 def test_verify_reruns_kept_runs_and_names_every_number_that_moved(tmp_path):
-    from onlinegp.bench.verify import kept_runs, verify
+    from onlinegp.experiments.bench.verify import kept_runs, verify
 
     results = tmp_path / "results"
     sweep_kept(specs(), tmp_path / "out", results)
@@ -331,7 +331,7 @@ def test_verify_reruns_kept_runs_and_names_every_number_that_moved(tmp_path):
 
 
 def test_verify_leaves_wall_clock_figures_out():
-    from onlinegp.bench.verify import _compare
+    from onlinegp.experiments.bench.verify import _compare
 
     out: list[str] = []
     _compare(
@@ -348,8 +348,8 @@ def test_verify_leaves_wall_clock_figures_out():
 def test_kept_only_restores_runs_of_a_pinned_version_by_run_id_and_their_recorded_config(tmp_path, monkeypatch):
     """History is read back after configs gained keys: a kept run matches a spec with the same run id whose config
     holds every key (nested too) the kept run recorded; nothing runs, and a run not kept is named."""
-    from onlinegp.bench import runner
-    from onlinegp.bench.runner import NotKept, kept_only
+    from onlinegp.experiments.bench import runner
+    from onlinegp.experiments.bench.runner import NotKept, kept_only
 
     results = tmp_path / "results"
     monkeypatch.setattr(onlinegp, "__version__", "0.1.0")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import runner_kill_job as kj
 
-from onlinegp.bench.runner import MARKER, is_finished
+from onlinegp.experiments.bench.runner import MARKER, is_finished
 
 SEED = 20240519
 

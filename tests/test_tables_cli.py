@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from onlinegp.cli import app
+from onlinegp.experiments.cli import app
 from onlinegp.tables import read_table
 
 runner = CliRunner()
@@ -84,7 +84,7 @@ def test_replay_checks_options_before_any_output(survey, tmp_path, args, message
 
 
 def test_replay_scales_inputs_on_the_whole_log(survey):
-    from onlinegp.replay import load_survey
+    from onlinegp.experiments.replay import load_survey
 
     whole = read_table(survey, target="value").x
     loaded = load_survey(survey, holdout=0.2, period=10, columns={"target": "value"})

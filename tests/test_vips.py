@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from onlinegp.data import batch_indices, synthetic
+from onlinegp.experiments.stream import StreamConfig, run_stream
 from onlinegp.models import ExactGP
 from onlinegp.models.registry import make_model
 from onlinegp.models.vips import OIPSGP, VIPS, ConditionalVarianceGP
-from onlinegp.stream import StreamConfig, run_stream
 
 # paper 001 appendix F.1: SE kernel, length-scale 0.5 and variance 1 on x ∈ [0, 10] (0.1 once scaled to [-1, 1])
 SYNTH = dict(kernel_options={"lengthscale": 0.1}, noise=0.5, x_bounds=[[0.0], [10.0]], num_steps=40)

@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from onlinegp.cli import app
+from onlinegp.experiments.cli import app
 
 runner = CliRunner()
 

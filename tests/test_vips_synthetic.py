@@ -7,15 +7,15 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from onlinegp.bench.vips import (
+from onlinegp.data import batch_indices, load_dataset, synthetic_function
+from onlinegp.experiments.bench.vips import (
     fig2a_dataset,
     run_synthetic,
     synthetic_kernel,
     synthetic_stream,
     synthetic_test_grid,
 )
-from onlinegp.cli import app
-from onlinegp.data import batch_indices, load_dataset, synthetic_function
+from onlinegp.experiments.cli import app
 
 
 def test_fig2a_dataset_follows_section_5_2():

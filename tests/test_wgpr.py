@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import state_equal
 
-from onlinegp.bench.wgpr import SETTINGS, two_regime_toy
+from onlinegp.experiments.bench.wgpr import SETTINGS, two_regime_toy
 from onlinegp.kernels import dense
 from onlinegp.linalg import CholeskyError
 from onlinegp.metrics import rmse

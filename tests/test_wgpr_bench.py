@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from onlinegp.bench.wgpr import bathymetry_stream, build, lawnmower_path, run, specs_for, two_regime_toy
+from onlinegp.experiments.bench.wgpr import bathymetry_stream, build, lawnmower_path, run, specs_for, two_regime_toy
 
 
 def test_toy_and_bathymetry_streams():

@@ -8,8 +8,8 @@ import torch
 import typer
 from typer.testing import CliRunner
 
-from onlinegp.bench.exact import lbfgs_exact_gp
-from onlinegp.bench.wiski import (
+from onlinegp.experiments.bench.exact import lbfgs_exact_gp
+from onlinegp.experiments.bench.wiski import (
     BO_FUNCTIONS,
     _wiski_options,
     authors_bo_kernel,
@@ -19,7 +19,7 @@ from onlinegp.bench.wiski import (
     run_rank_ablation,
     run_uci,
 )
-from onlinegp.cli import app
+from onlinegp.experiments.cli import app
 from onlinegp.models import make_model
 
 
@@ -228,7 +228,7 @@ def test_bo_run_that_fails_numerically_ends_alone_and_the_rest_are_written(tmp_p
     """A CholeskyError in one model's run (O-SVGP on Michalewicz did this) stops that run only: its finished
     iterations are kept, the other models run, metrics are written after every run."""
     pytest.importorskip("botorch")
-    import onlinegp.bench.wiski as bench
+    import onlinegp.experiments.bench.wiski as bench
     from onlinegp.linalg import CholeskyError
 
     def failing(name, *args, **kwargs):

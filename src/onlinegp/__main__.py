@@ -1,5 +1,5 @@
 """``python -m onlinegp`` runs the command-line interface (or says which extra to install)."""
 
-from .entry import main
+from .experiments.entry import main
 
 main()

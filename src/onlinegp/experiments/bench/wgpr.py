@@ -9,7 +9,7 @@ Streams (batches of 100, M = 50 pseudo-inputs per sparse model, as the paper):
   split (32 000 and 6 554 rows; at most ``max_points``) and at most ``max_test`` test rows, streamed sorted by the
   first input (the data module's default);
 * ``bathymetry``: the stand-in for the paper's lake survey, the bundled topobathy field ('coast':
-  :mod:`onlinegp.rig.fields`) sampled with noise std 1 along a lawnmower survey (10 lanes) over the task extent,
+  :mod:`onlinegp.experiments.simulator.fields`) sampled with noise std 1 along a lawnmower survey (10 lanes) over the task extent,
   12 700 samples (the 127 batches of the paper's Claytor Lake survey; ``max_points`` if fewer), tested on a 50 × 50
   grid of the noise-free field.
 
@@ -44,12 +44,12 @@ import numpy as np
 import torch
 from scipy.interpolate import CubicSpline
 
-from ..base import model_record
-from ..data import Dataset, load_dataset, order_indices, train_test_split
-from ..io import write_csv
-from ..metrics import rmse
-from ..models.registry import make_model
-from ..wasserstein import psd_sqrt
+from ...base import model_record
+from ...data import Dataset, load_dataset, order_indices, train_test_split
+from ...io import write_csv
+from ...metrics import rmse
+from ...models.registry import make_model
+from ...wasserstein import psd_sqrt
 from .parse import parse_names, parse_seeds
 from .runner import RunnerOptions, RunSpec, run_sweep
 
@@ -129,7 +129,7 @@ def two_regime_toy(
 
 def lawnmower_path(extent: Sequence[float], num_lanes: int, num_samples: int) -> np.ndarray:
     """``num_samples`` points equally spaced along a boustrophedon path over ``extent`` (its waypoints joined)."""
-    from ..rig.planners import LawnmowerPlanner
+    from ..simulator.planners import LawnmowerPlanner
 
     way = LawnmowerPlanner(tuple(extent), num_lanes=num_lanes).waypoints
     seg = np.linalg.norm(np.diff(way, axis=0), axis=1)
@@ -150,14 +150,17 @@ def bathymetry_stream(
 ) -> tuple[Dataset, Dataset]:
     """A survey of a bundled topobathy field along a lawnmower path (the stand-in for the lake
     survey of Kepler et al. 2021)."""
-    from ..rig.fields import bundled
-    from ..rig.planners import TASK_EXTENT
+    from ..simulator.fields import bundled
+    from ..simulator.planners import TASK_EXTENT
 
     truth = bundled(field)
     xy = lawnmower_path(TASK_EXTENT, num_lanes, num_samples)
     y = truth(xy) + noise_std * np.random.default_rng(seed).standard_normal(num_samples)
     grid_xy = truth.grid(grid, TASK_EXTENT)
-    meta = {"source": f"onlinegp.rig.fields '{field}' along a {num_lanes}-lane lawnmower", "noise_std": noise_std}
+    meta = {
+        "source": f"onlinegp.experiments.simulator.fields '{field}' along a {num_lanes}-lane lawnmower",
+        "noise_std": noise_std,
+    }
     return (
         Dataset(xy, y, "bathymetry", default_order="given", meta=meta),
         Dataset(grid_xy, truth(grid_xy), "bathymetry-grid", meta=meta),
@@ -207,7 +210,7 @@ def build(
 
 
 def run_job(config: dict, run_dir: Path) -> dict:
-    """One stream through one model (a job of :func:`~onlinegp.bench.runner.run_sweep`)."""
+    """One stream through one model (a job of :func:`~onlinegp.experiments.bench.runner.run_sweep`)."""
     torch.manual_seed(config["seed"])
     train, test = load_stream(config["dataset"], config["max_points"], config["max_test"], config["seed"])
     x_bounds = np.stack([train.X.min(0), train.X.max(0)])

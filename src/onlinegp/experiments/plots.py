@@ -66,7 +66,7 @@ def _image(
 
 
 def plot_field(field: Any, path: str | Path, title: str | None = None, dpi: int = 100, small: bool = False) -> Path:
-    """A :class:`~onlinegp.rig.fields.Field` as an image, colour bar in its unit (``small``: a bare thumbnail)."""
+    """A :class:`~onlinegp.experiments.simulator.fields.Field` as an image, colour bar in its unit (``small``: a bare thumbnail)."""
     path = Path(path)
     fig, ax = plt.subplots(figsize=(2.4, 2.4) if small else (5, 4.2))
     if small:

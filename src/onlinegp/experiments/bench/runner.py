@@ -64,7 +64,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write
+from ...io import atomic_write
 
 MARKER = "DONE.json"
 ERROR_FILE = "error.txt"
@@ -108,7 +108,7 @@ class RunSpec:
     def config_hash(self) -> str:
         """The run's key: its config and the package version (``onlinegp.__version__``, raised by any change that
         alters a committed run's numbers), so a run of older code is never taken for a run of this one."""
-        from .. import __version__
+        from ... import __version__
 
         keyed = {"config": self.config, "onlinegp": _KEPT_ONLY.get("version", __version__)}
         return hashlib.sha256(_canonical(keyed, self.run_id).encode()).hexdigest()[:16]
@@ -405,7 +405,7 @@ def code_version() -> str:
     """onlinegp's version and, when it runs from a git checkout, the commit ('+dirty' with uncommitted edits or new
     files in src/): recorded with every finished run, so a table says which code produced it. Taken once per
     process, before its first run, i.e. when the code it runs was imported."""
-    from .. import __version__
+    from ... import __version__
 
     src = Path(__file__).resolve().parents[2]
     try:
@@ -430,7 +430,7 @@ def machine_kind() -> str:
     run: ``onlinegp bench verify`` expects exact reproduction on the same kind only."""
     import torch
 
-    from ..kernels.native import _cpu_signature
+    from ...kernels.native import _cpu_signature
 
     return hashlib.sha256(f"{_cpu_signature()}|{torch.__version__}".encode()).hexdigest()[:12]
 

@@ -28,7 +28,7 @@
   the first control tick at or past that odometer reading, and the mission ends at whichever budget runs out first.
 
 With one vehicle the fleet simulator, under either schedule, collects the same samples in the same order as
-:class:`~onlinegp.rig.mission.Mission` and so ends with the same metrics, bit for bit; it adds the
+:class:`~onlinegp.experiments.simulator.mission.Mission` and so ends with the same metrics, bit for bit; it adds the
 ``mission_clock`` and ``odometry`` columns.
 """
 
@@ -215,7 +215,7 @@ def drive_until_arrival(
 
 
 class FleetMission(Mission):
-    """A :class:`~onlinegp.rig.mission.Mission` with ``config.robots`` vehicles (see the module docstring)."""
+    """A :class:`~onlinegp.experiments.simulator.mission.Mission` with ``config.robots`` vehicles (see the module docstring)."""
 
     def __init__(self, config: Any, field: Any = None):
         super().__init__(config, field)

@@ -10,8 +10,8 @@ Every experiment pins the settings of the paper's implementation: besides M, ste
 likelihood starts at σ² = 1.0 and POAM's family runs the exact M-step (:func:`paper_model_options`;
 ``paper_options=False`` leaves the library's defaults; explicit ``model_options`` win).
 
-Each run is one mission (:func:`onlinegp.rig.mission.run_mission`) in its own directory
-``<out>/[<setting>/]<env>/<method>/seed-<k>``; the runner (:mod:`onlinegp.bench.runner`) executes them locally or on
+Each run is one mission (:func:`onlinegp.experiments.simulator.mission.run_mission`) in its own directory
+``<out>/[<setting>/]<env>/<method>/seed-<k>``; the runner (:mod:`onlinegp.experiments.bench.runner`) executes them locally or on
 Ray and skips finished ones; a run's small files (:data:`SUMMARY_FILES`) are what the tables and figures read, and
 what the runner keeps in the committed results tree (``results/<experiment>/``). The summary follows Table I: for every run the SMSE, MSLL and update time are averaged
 over all its evaluations (every decision epoch, the pilot survey included); the table shows the mean ± standard
@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from ..io import atomic_write, write_csv
-from ..models import POAM
-from ..models.registry import model_class
-from ..rig.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
-from ..rig.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
+from ...io import atomic_write, write_csv
+from ...models import POAM
+from ...models.registry import model_class
+from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
+from ..simulator.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
 from .parse import parse_names, parse_seeds
 from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
 
@@ -615,7 +615,7 @@ def table1(
     paper_options: bool = True,
     **mission: Any,
 ) -> Report:
-    """Table I, Fig. 5 and Fig. 7, on the paper's own terrains by default (:data:`~onlinegp.rig.fields.PAPER_ENVS`;
+    """Table I, Fig. 5 and Fig. 7, on the paper's own terrains by default (:data:`~onlinegp.experiments.simulator.fields.PAPER_ENVS`;
     ``mission`` overrides any other MissionConfig field, e.g. ``profile="reference-code"``: the simulator of the
     paper's implementation, which made the paper's numbers)."""
     exp = Experiment(

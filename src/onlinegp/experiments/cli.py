@@ -11,12 +11,12 @@ from pathlib import Path
 
 import typer
 
-from . import __version__
+from .. import __version__
+from ..data import UCI
+from ..io import claim_run_directory, fresh_directory, run_kind
+from ..models.registry import MODELS
+from ..options import parse_options
 from .bench.defaults import METHODS as DEFAULTS_METHODS
-from .data import UCI
-from .io import claim_run_directory, fresh_directory, run_kind
-from .models.registry import MODELS
-from .options import parse_options
 
 app = typer.Typer(
     help="Online Gaussian-process mapping: missions, streaming experiments, benchmarks reproducing "
@@ -180,8 +180,8 @@ def mission_command(
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
     import warnings
 
-    from .rig import fields
-    from .rig import mission as rig_mission
+    from .simulator import fields
+    from .simulator import mission as rig_mission
 
     if list_envs or list_models:
         rows = ([(n, d) for n, (_, d) in fields.ENVIRONMENTS.items()] if list_envs else []) + (
@@ -308,7 +308,7 @@ def _slug(name: str) -> str:
 def _blame_options(config, items: list[str], err: Exception) -> str:
     """``err`` (the model refused its options) naming the ``--option`` items it refused: each one the model rejects
     on its own, with its reason, else all of them with ``err``; unchanged when the model fails without any of them."""
-    from .rig import mission as rig_mission
+    from .simulator import mission as rig_mission
 
     parsed = {item: parse_options([item]) for item in items}
     base = {k: v for k, v in config.model_options.items() if not any(k in p for p in parsed.values())}
@@ -437,7 +437,7 @@ def _parse_bounds(text: str) -> list[list[float]] | None:
 def check_model_options(name: str, input_dim: int, items: list[str] | None, options: dict) -> None:
     """Build model ``name`` with ``options`` once, before a run: a usage error naming each ``--option`` item it
     refuses, with the model's reason (or the model's error when it fails without them)."""
-    from .models.registry import make_model
+    from ..models.registry import make_model
 
     parsed = {item: parse_model_options([item]) for item in items or []}
     base = {k: v for k, v in options.items() if not any(k in p for p in parsed.values())}
@@ -495,7 +495,7 @@ def _claim_bench(name: str, out: str, force: bool) -> None:
 
 
 def _results_options() -> dict[str, tuple[type, typer.models.OptionInfo]]:
-    """The committed-results options of a sweep command (onlinegp.bench.runner); :func:`_results_arguments` reads
+    """The committed-results options of a sweep command (onlinegp.experiments.bench.runner); :func:`_results_arguments` reads
     them."""
     from .bench.runner import RESULTS_ENV
 
@@ -539,7 +539,7 @@ def _run_command(
     quiet: str = "no progress bar",
     sweep: bool = False,
 ):
-    """``_bench_command`` for an experiment that is one call of ``onlinegp.bench.<target>`` (``module.function``,
+    """``_bench_command`` for an experiment that is one call of ``onlinegp.experiments.bench.<target>`` (``module.function``,
     imported when run) with the options, ``--out`` (default *out*), ``--quiet`` (help *quiet*) and ``log=typer.echo``;
     a ValueError it raises is a usage error. A ``sweep`` also takes :func:`_results_options`, passed on as
     ``results`` and ``fresh``."""
@@ -645,7 +645,7 @@ def _poam_bench(
     resume: bool,
     **arguments,
 ) -> None:
-    """Run one of the experiments of Chen et al. 2024 (onlinegp.bench.poam) and report; exit 1 if any run failed."""
+    """Run one of the experiments of Chen et al. 2024 (onlinegp.experiments.bench.poam) and report; exit 1 if any run failed."""
     from .bench import poam as bench_poam
     from .bench.runner import RunnerOptions
 
@@ -925,7 +925,7 @@ def stream_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
 ) -> None:
     """Stream a dataset through an online model in batches; per batch RMSE, NLPD, M and update time."""
-    from .data import load_dataset
+    from ..data import load_dataset
     from .stream import StreamConfig, run_stream
 
     columns = {k: v for k, v in dict(target=target, inputs=_columns(inputs), dropna=dropna or None).items() if v}

@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from ..base import model_record
-from ..data import UCI, load_dataset
-from ..io import atomic_write, write_csv
-from ..metrics import nlpd, rmse
-from ..models.registry import make_model
+from ...base import model_record
+from ...data import UCI, load_dataset
+from ...io import atomic_write, write_csv
+from ...metrics import nlpd, rmse
+from ...models.registry import make_model
 from .exact import lbfgs_exact_gp
 from .runner import RunnerOptions, RunSpec, run_sweep
 
@@ -72,7 +72,7 @@ def defaults_revision(method: str) -> int:
     return DEFAULTS_REVISION if method in REVISION_3 else 2
 
 
-#: the files of a run kept in the results tree (onlinegp.bench.runner)
+#: the files of a run kept in the results tree (onlinegp.experiments.bench.runner)
 SUMMARY = ("metrics.csv", "model.json")  # model.json: the options the model ran with (base.model_record)
 
 

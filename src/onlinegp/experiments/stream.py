@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from .base import OnlineGP, model_record
+from ..base import OnlineGP, model_record
+from ..data import Dataset, batch_indices, load_dataset, train_test_split
+from ..io import write_csv
+from ..metrics import nlpd, rmse
+from ..models.registry import make_model
 from .bench.exact import lbfgs_exact_gp
-from .data import Dataset, batch_indices, load_dataset, train_test_split
-from .io import write_csv
-from .metrics import nlpd, rmse
-from .models.registry import make_model
 
 
 @dataclass

@@ -160,7 +160,7 @@ class NIPVPlanner(MaxEntropyPlanner):
         from botorch.acquisition.active_learning import qNegIntegratedPosteriorVariance
         from botorch.sampling.normal import SobolQMCNormalSampler
 
-        from ..botorch import OnlineGPModel
+        from ...botorch import OnlineGPModel
 
         mc_points = torch.as_tensor(self.mc_points, dtype=model.dtype)
         # one fixed fantasy: the conditioned variance does not depend on its value, and a seeded sampler leaves

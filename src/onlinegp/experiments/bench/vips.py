@@ -30,11 +30,11 @@ import gpytorch
 import numpy as np
 import torch
 
-from ..base import OnlineGP
-from ..data import Dataset, batch_indices, load_dataset, synthetic_function
-from ..io import write_csv
-from ..metrics import nlpd, rmse
-from ..models.registry import make_model
+from ...base import OnlineGP
+from ...data import Dataset, batch_indices, load_dataset, synthetic_function
+from ...io import write_csv
+from ...metrics import nlpd, rmse
+from ...models.registry import make_model
 from ..stream import StreamConfig, run_stream
 from .exact import lbfgs_exact_gp
 from .runner import RunnerOptions, RunSpec, run_sweep
@@ -202,7 +202,7 @@ def run_table1(  # noqa: PLR0913 - one parameter per bench option (to go with th
     batch; ``ard`` gives every input its own length-scale and ``lengthscale`` is its initial value (the paper: one
     shared length-scale starting at 1; pumadyn32nm, with few relevant inputs among 32, needs ARD started near √32, else
     L-BFGS stays where every point is independent and predicts the mean). ``results`` is the root of the committed
-    results tree and ``fresh`` reruns every run (:class:`~onlinegp.bench.runner.RunnerOptions`)."""
+    results tree and ``fresh`` reruns every run (:class:`~onlinegp.experiments.bench.runner.RunnerOptions`)."""
     root = Path(out)
     specs = table1_specs(datasets, methods, splits, max_size, batches, exact_max, num_steps, ard, lengthscale)
     options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
@@ -416,7 +416,7 @@ def synthetic_stream(
     """One stream of ``data`` in its own batches: after each batch, M, the RMSE of the predictive mean against f and the
     NLPD of the noisy targets (the data's noise) on the grid points of :func:`synthetic_test_grid` inside the range of
     the inputs seen so far. The exact GP is refitted from the initial θ on all data seen by L-BFGS
-    (:func:`~onlinegp.bench.exact.lbfgs_exact_gp`); its M is left empty."""
+    (:func:`~onlinegp.experiments.bench.exact.lbfgs_exact_gp`); its M is left empty."""
     grid_x, grid_y = synthetic_test_grid(seed, noise_std=data.meta["noise_std"])
     model = _synthetic_model(method, variance, seed, num_steps)
     batches = batch_indices(data)

@@ -1,6 +1,6 @@
 """``onlinegp bench verify``: run kept results again and report every number that no longer reproduces exactly.
 
-A kept run (``results/<bench>/<key>/``, see :mod:`onlinegp.bench.runner`) names its job function and summary
+A kept run (``results/<bench>/<key>/``, see :mod:`onlinegp.experiments.bench.runner`) names its job function and summary
 patterns in ``spec.json``. Verifying it runs that job on its config into a scratch directory, in this process, and
 compares the job's value (``DONE.json``) and every kept summary file with the committed ones: CSV cells and JSON
 values exactly, ``.npz`` arrays bit for bit, other files byte for byte. Wall-clock figures (columns and keys named
@@ -75,7 +75,7 @@ def kept_runs(results: str | Path) -> list[KeptRun]:
 def choose(runs: Sequence[KeptRun], names: Sequence[str] = (), sample: int | None = None, seed: int = 0) -> list:
     """The runs to verify: those named (``<bench>/<key>`` or a run id, e.g. ``coast/poam/seed-0``; a bench name
     takes all its runs), else a seeded random ``sample`` of the runs of this package version (all when None)."""
-    from .. import __version__
+    from ... import __version__
 
     if names:
         missing = [n for n in names if not any(r.matches(n) for r in runs)]
@@ -179,7 +179,7 @@ def verify(
     echo: Callable[[str], None] = print,
 ) -> list[Verdict]:
     """Verify the chosen runs (:func:`choose`) one after another, echoing each verdict as it comes."""
-    from .. import __version__
+    from ... import __version__
 
     runs = choose(kept_runs(results), names, sample, seed)
     if not runs:

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .. import metrics
-from ..base import OnlineGP, model_record
-from ..io import atomic_write, write_csv
-from ..models.poam import POAM
-from ..models.registry import MODELS, make_model, model_class
+from ... import metrics
+from ...base import OnlineGP, model_record
+from ...io import atomic_write, write_csv
+from ...models.poam import POAM
+from ...models.registry import MODELS, make_model, model_class
 from .fields import DEFAULT_ENV, Field, FieldWarning, load_field
 from .planners import PLANNERS, bezier_pilot, make_planner, random_pilot
 from .robot import DiffDrive, PointSensor
@@ -64,7 +64,7 @@ LATER_KEYS = (
     "budget_distance",
     "schedule",
 )
-#: how a fleet keeps its map (:mod:`onlinegp.rig.fleet`) and how it chooses its goals
+#: how a fleet keeps its map (:mod:`onlinegp.experiments.simulator.fleet`) and how it chooses its goals
 FLEETS = ("shared",)
 COORDINATIONS = ("joint", "independent")
 #: the settings that run the fleet simulator when any is given
@@ -111,13 +111,13 @@ class MissionConfig:
     (``linear`` or ``nearest``) and ``input_scaling`` (the model's input box: the ``task`` extent, or fitted on the
     ``pilot`` survey) override it one by one and hold the resolved values after construction.
 
-    ``field_options`` are :func:`~onlinegp.rig.fields.load_field`'s (``extent``, ``cell_size``, ``array``,
+    ``field_options`` are :func:`~onlinegp.experiments.simulator.fields.load_field`'s (``extent``, ``cell_size``, ``array``,
     ``first_row``, ``nodata``, ``values``) for a DEM file; ``noise_std`` is the sensor's noise in the field's units
     (default 1) and ``speed`` the vehicle's in m/s (default 1). ``task_extent`` (where the vehicle goes) defaults to
     the field's extent inset by 1/62 of its shorter side: [-30, 30]² for the bundled environments.
 
     ``robots`` (K), ``fleet``, ``coordination``, ``budget_distance`` (metres per vehicle) and ``schedule`` (``sync``
-    or ``async`` replanning; None: :data:`onlinegp.rig.fleet.DEFAULT_SCHEDULE`) run the fleet simulator (:mod:`onlinegp.rig.fleet`) when any is set; left at None, the
+    or ``async`` replanning; None: :data:`onlinegp.experiments.simulator.fleet.DEFAULT_SCHEDULE`) run the fleet simulator (:mod:`onlinegp.experiments.simulator.fleet`) when any is set; left at None, the
     single-vehicle mission of before.
     """
 
@@ -591,7 +591,7 @@ def _joined(paths: list[np.ndarray]) -> np.ndarray:
 
 
 def make_mission(config: MissionConfig, field: Field | None = None) -> Mission:
-    """The mission for ``config``: a :class:`~onlinegp.rig.fleet.FleetMission` when it sets any fleet option,
+    """The mission for ``config``: a :class:`~onlinegp.experiments.simulator.fleet.FleetMission` when it sets any fleet option,
     else the single-vehicle :class:`Mission`."""
     if not config.is_fleet:
         return Mission(config, field)

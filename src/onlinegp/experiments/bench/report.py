@@ -7,8 +7,8 @@ the package version whose kept runs it reads::
     ...the table...
     <!-- /report -->
 
-:func:`render` runs each command under :func:`~onlinegp.bench.runner.kept_only` (nothing runs: every run must be
-kept for that version, else :class:`~onlinegp.bench.runner.NotKept` names the missing ones) into a scratch
+:func:`render` runs each command under :func:`~onlinegp.experiments.bench.runner.kept_only` (nothing runs: every run must be
+kept for that version, else :class:`~onlinegp.experiments.bench.runner.NotKept` names the missing ones) into a scratch
 directory and puts the named file between the markers. ``--check`` compares instead of writing, so a test fails
 when a page no longer equals its regeneration; the prose around a block names the data and is written by hand.
 """

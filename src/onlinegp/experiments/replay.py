@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import metrics, plots
-from .base import OnlineGP, model_record
-from .io import atomic_write, write_csv
-from .models import make_model
-from .tables import read_table
+from .. import metrics
+from ..base import OnlineGP, model_record
+from ..io import atomic_write, write_csv
+from ..models import make_model
+from ..tables import read_table
+from . import plots
 
 RECORDED = ("smse", "msll", "update_s")
 

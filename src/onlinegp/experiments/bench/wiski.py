@@ -42,14 +42,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..base import model_record
-from ..data import load_dataset, train_test_split
-from ..io import write_csv
-from ..linalg import CholeskyError
-from ..metrics import nlpd, rmse
-from ..models.osvgp import OSVGP
-from ..models.registry import MODELS, make_model
-from ..models.wiski import WISKIClassifier
+from ...base import model_record
+from ...data import load_dataset, train_test_split
+from ...io import write_csv
+from ...linalg import CholeskyError
+from ...metrics import nlpd, rmse
+from ...models.osvgp import OSVGP
+from ...models.registry import MODELS, make_model
+from ...models.wiski import WISKIClassifier
 from ..plots import plot_panel_curves
 from .exact import lbfgs_exact_gp
 
@@ -408,7 +408,7 @@ def authors_bo_kernel(model_name: str) -> Any:
     import gpytorch
     from gpytorch.priors import GammaPrior
 
-    from ..kernels.product_matern import ProductMatern52Kernel
+    from ...kernels.product_matern import ProductMatern52Kernel
 
     prior = GammaPrior(3.0, 3.0)
     base = (
@@ -462,7 +462,7 @@ def run_bo(  # noqa: PLR0912, PLR0913, PLR0915 - §5.3's BO loop and its options
     from botorch.optim import optimize_acqf
     from botorch.sampling import SobolQMCNormalSampler
 
-    from ..botorch import OnlineGPModel
+    from ...botorch import OnlineGPModel
 
     out = Path(out)
     rows: list[dict] = []

@@ -1,4 +1,4 @@
-"""``onlinegp bench fleet``: K vehicles against one at an equal total sample budget (:mod:`onlinegp.rig.fleet`).
+"""``onlinegp bench fleet``: K vehicles against one at an equal total sample budget (:mod:`onlinegp.experiments.simulator.fleet`).
 
 The sweep: fleet sizes (default 1, 2, 4) × coordinations (``joint`` goals, and ``independent`` max-entropy
 planners as the baseline; one vehicle has no coordination) × schedules (:data:`BENCH_SCHEDULES`: ``async``, the
@@ -6,7 +6,7 @@ default, ``sync``, and ``sync-ksteps``, lock-step epochs with K times the gradie
 environments (the bundled terrains and the POAM
 paper's two) × seeds, every run one POAM mission with the settings of Chen et al. 2024's Table I (M = 500, 10
 gradient steps per epoch, the Attentive Kernel, the paper's model options, 5000 samples in all, whatever K) on the
-fleet simulator, so that even K = 1 records its mission clock. Runs go through :mod:`onlinegp.bench.runner` and
+fleet simulator, so that even K = 1 records its mission clock. Runs go through :mod:`onlinegp.experiments.bench.runner` and
 are kept in the results tree under ``fleet``.
 
 Per run: the final SMSE and MSLL, the SMSE averaged over the mission's evaluations, the number of evaluations
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ..io import write_csv
-from ..rig.fields import PAPER_ENVS, SAMPLE_ENVS, load_field
-from ..rig.mission import COORDINATIONS, SCHEDULES, MissionConfig
+from ...io import write_csv
+from ..simulator.fields import PAPER_ENVS, SAMPLE_ENVS, load_field
+from ..simulator.mission import COORDINATIONS, SCHEDULES, MissionConfig
 from .poam import (
     PAPER_SETTINGS,
     SUMMARY_FILES,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..base import OnlineGP
-from ..objectives import exact_mll, log_prior
-from ..training import lbfgs_fit
+from ...base import OnlineGP
+from ...objectives import exact_mll, log_prior
+from ...training import lbfgs_fit
 
 
 def lbfgs_exact_gp(model: OnlineGP, X: np.ndarray, y: np.ndarray, max_iter: int = 200) -> float:
