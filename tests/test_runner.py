@@ -345,6 +345,22 @@ def test_verify_leaves_wall_clock_figures_out():
     assert out == ["value.curve[0].nll: committed 1.0, now 1.5"]
 
 
+def test_verify_notes_fields_only_the_new_run_writes_and_still_fails_on_changed_numbers():
+    """A newly reported quantity is not a changed number: noted once per field; a field the kept run has and the
+    new one lacks, or a changed value, is a difference."""
+    from onlinegp.experiments.bench.verify import _compare, split_new_fields
+
+    out: list[str] = []
+    kept = [{"rmse": 1.0, "m": 5}, {"rmse": 2.0, "m": 6}]
+    _compare(kept, [{**row, "held": 0} for row in kept], "metrics.csv", out)
+    assert split_new_fields(out) == ([], ["metrics.csv.held"])
+    out = []
+    _compare(kept, [{"rmse": 1.0, "held": 0}, {"rmse": 2.5, "m": 6, "held": 0}], "metrics.csv", out)
+    differences, added = split_new_fields(out)
+    assert added == ["metrics.csv.held"]
+    assert differences == ["metrics.csv[0].m: only in the committed run", "metrics.csv[1].rmse: committed 2.0, now 2.5"]
+
+
 def test_kept_only_restores_runs_of_a_pinned_version_by_run_id_and_their_recorded_config(tmp_path, monkeypatch):
     """History is read back after configs gained keys: a kept run matches a spec with the same run id whose config
     holds every key (nested too) the kept run recorded; nothing runs, and a run not kept is named."""

@@ -19,7 +19,7 @@ import random
 import re
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,9 @@ class Verdict:
     status: str
     differences: list[str]
     seconds: float = 0.0
+    #: fields the code writes now that the kept run lacks (a newly reported quantity): noted, not a difference,
+    #: since every number that was kept still reproduces
+    new_fields: list[str] = field(default_factory=list)
 
 
 def kept_runs(results: str | Path) -> list[KeptRun]:
@@ -96,6 +99,9 @@ def _job(name: str) -> JobFn:
     return getattr(importlib.import_module(module), function)
 
 
+NEW_FIELD = "only in the new run"
+
+
 def _compare(committed: Any, now: Any, where: str, out: list[str]) -> None:
     """Append to ``out`` every place where two JSON-like values differ (wall-clock keys left out)."""
     if isinstance(committed, dict) and isinstance(now, dict):
@@ -103,7 +109,7 @@ def _compare(committed: Any, now: Any, where: str, out: list[str]) -> None:
             if TIMING.search(str(key)):
                 continue
             if key not in committed or key not in now:
-                out.append(f"{where}.{key}: only in the {'committed run' if key in committed else 'new run'}")
+                out.append(f"{where}.{key}: {'only in the committed run' if key in committed else NEW_FIELD}")
             else:
                 _compare(committed[key], now[key], f"{where}.{key}", out)
     elif isinstance(committed, list) and isinstance(now, list) and len(committed) == len(now):
@@ -130,8 +136,6 @@ def compare_files(committed: Path, now: Path, rel: str) -> list[str]:
     out: list[str] = []
     if rel.endswith(".csv"):
         _compare(_read_csv(a), _read_csv(b), rel, out)
-        if len(out) > 5:
-            out = out[:5] + [f"{rel}: ... {len(out) - 5} more"]
     elif rel.endswith(".json"):
         _compare(json.loads(a.read_text()), json.loads(b.read_text()), rel, out)
     elif rel.endswith(".npz"):
@@ -146,6 +150,12 @@ def compare_files(committed: Path, now: Path, rel: str) -> list[str]:
     elif a.read_bytes() != b.read_bytes():
         out.append(f"{rel}: contents differ")
     return out
+
+
+def split_new_fields(differences: list[str]) -> tuple[list[str], list[str]]:
+    """The differences proper, and the fields only the new run writes (one name per field, row indices dropped)."""
+    added = {re.sub(r"\[\d+\]", "", d.removesuffix(f": {NEW_FIELD}")) for d in differences if d.endswith(NEW_FIELD)}
+    return [d for d in differences if not d.endswith(NEW_FIELD)], sorted(added)
 
 
 def verify_run(run: KeptRun) -> Verdict:
@@ -163,12 +173,15 @@ def verify_run(run: KeptRun) -> Verdict:
             rel = path.relative_to(run.path).as_posix()
             if path.is_file() and rel not in (MARKER, SPEC_FILE):
                 differences += compare_files(run.path, Path(scratch), rel)
+    differences, new_fields = split_new_fields(differences)
+    if len(differences) > 12:
+        differences = differences[:12] + [f"... {len(differences) - 12} more"]
     if differences and run.marker.get("machine") != machine_kind():
         made = run.marker.get("machine") or "not recorded"
         differences.insert(
             0, f"made on another machine kind ({made}, here {machine_kind()}): the last digits follow the CPU"
         )
-    return Verdict(run, "differs" if differences else "reproduced", differences, outcome["seconds"])
+    return Verdict(run, "differs" if differences else "reproduced", differences, outcome["seconds"], new_fields)
 
 
 def verify(
@@ -193,4 +206,6 @@ def verify(
         echo(f"{verdict.status:10s} {run.name} ({run.spec.get('run_id')}, made by {made}, {verdict.seconds:.0f} s)")
         for line in verdict.differences[:8]:
             echo(f"    {line}")
+        if verdict.new_fields:
+            echo(f"    new fields, not in the kept run: {', '.join(verdict.new_fields)}")
     return verdicts
