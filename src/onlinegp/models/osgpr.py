@@ -35,8 +35,10 @@ from .registry import register
 
 #: L-BFGS iterations per batch when ``num_steps`` is not given ("to convergence" with the tolerances below)
 LBFGS_MAX_ITER = 200
-#: fewest points θ is fitted to by L-BFGS; smaller batches are held until this many have arrived (see ``OSGPR``)
+#: fewest points θ is first fitted to by L-BFGS, and the size a held window grows to (see ``OSGPR``)
 MIN_FIT_POINTS = 40
+#: once θ was fitted, the smallest batch L-BFGS fits θ to on its own; smaller ones are held (see ``OSGPR``)
+MIN_FIT_BATCH = 10
 
 
 @register("osgpr", "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (Stanton et al. 2021 baseline)")
@@ -62,12 +64,13 @@ class OSGPR(KernelGP):
     Small batches under L-BFGS. Fitted to convergence on a batch of a few points, the online bound's maximum is
     degenerate (one point: the noise collapses to its floor and the length-scales run off; issue 35 measured a stream
     of 100 single points ending at RMSE 1.0 of the target's std, 0.074 for the same points in one batch). So with
-    ``optimizer='lbfgs'`` a batch of fewer than ``min_fit_points`` points (``MIN_FIT_POINTS``) is absorbed under the
-    current θ (exact for that θ) and held, with the summary from before it (``held_x``, ``held_y``, ``held_base``; at
-    most ``min_fit_points`` − 1 points); once the held points and a new batch reach ``min_fit_points``, they are
-    absorbed again from ``held_base`` as one batch, θ fitted. A stream of single points thus ends as the same points
-    in batches of ``min_fit_points``, and batches of at least that size, with nothing held, are absorbed exactly as
-    they always were. Adam's few bounded steps per batch (SSGP++) need no holding.
+    ``optimizer='lbfgs'`` a first batch of fewer than ``min_fit_points`` points (``MIN_FIT_POINTS``), or a later one of
+    fewer than ``MIN_FIT_BATCH``, is absorbed under the current θ (exact for that θ) and held, with the summary from
+    before it (``held_x``, ``held_y``, ``held_base``; at most ``min_fit_points`` − 1 points); once the held points and
+    new batches reach ``min_fit_points``, they are absorbed again from ``held_base`` as one batch, θ fitted. A stream
+    of single points thus ends as the same points in batches of ``min_fit_points`` (RMSE 0.076 on the stream above),
+    and every other batch, with nothing held, is absorbed exactly as it always was (a stream's last batch of 18
+    points too). Adam's few bounded steps per batch (SSGP++) need no holding.
     """
 
     _dynamic = ("summary", "predictor", "held_x", "held_y", "held_base")
@@ -201,10 +204,11 @@ class OSGPR(KernelGP):
 
     # ------------------------------------------------------------------ protocol
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
-        old = self.summary
+        old, holding = self.summary, self.held_x is not None or self.summary is None or xs.shape[0] < MIN_FIT_BATCH
         if self.held_x is not None:  # absorb the held points again, with this batch, from the summary before them
             old, xs, ys = self.held_base, torch.cat([self.held_x, xs]), torch.cat([self.held_y, ys])
-        hold = self.optimizer_name == "lbfgs" and self.num_steps > 0 and xs.shape[0] < self.min_fit_points
+        lbfgs = self.optimizer_name == "lbfgs" and self.num_steps > 0
+        hold = lbfgs and holding and xs.shape[0] < self.min_fit_points
         self._absorbing = (ys, old)
         try:
             with timer("inducing"), torch.no_grad():
