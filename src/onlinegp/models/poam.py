@@ -74,7 +74,7 @@ class POAM(KernelGP):
             ``lr_attention / lr``) cosine-annealed to zero, with an E-step before every ``num_steps`` of them so q(u)
             follows θ: few or large batches then start from fitted hyper-parameters instead of the initial ones
             (as WISKI's pre-training, Stanton et al. 2021, Table C.1). The mission simulator runs 0: pre-training
-            on a pilot survey hurt its missions (:data:`onlinegp.rig.mission.MISSION_MODEL_OPTIONS`).
+            on a pilot survey hurt its missions (:data:`onlinegp.experiments.simulator.mission.MISSION_MODEL_OPTIONS`).
         noise: initial noise variance in scaled target units (default 1.0, as the paper's implementation starts;
             chosen by ``benchmarks/study_poam_defaults.py``: the same final SMSE/MSLL as 0.1 over 15 missions and a
             lower mission-averaged SMSE, 12 of 15 paired by seed).
