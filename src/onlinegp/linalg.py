@@ -76,7 +76,7 @@ def cholesky(A: Tensor, jitter_log: JitterLog | None = None, max_jitter: float |
         jitter = rel * scale
         L, info = torch.linalg.cholesky_ex(A + jitter.unsqueeze(-1) * eye)
         if not bool((info != 0).any()):
-            added = float(jitter.max())
+            added = float(jitter.detach().max())
             if jitter_log is not None:
                 jitter_log.record(added, rel)
             lvl = logging.WARNING if rel > WARN_JITTER else logging.DEBUG
