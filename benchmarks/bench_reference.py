@@ -122,13 +122,14 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=None, help="replay only the first N updates of each stream")
     parser.add_argument("--streams", default="", help="comma-separated stream names (default: every stream)")
     parser.add_argument("--reference", type=Path, default=REFERENCE, help="folder of the reference streams")
+    parser.add_argument("--name", default="bench_reference", help="results/<name>.json (e.g. a speed-only run)")
     args = parser.parse_args()
     if not args.reference.is_dir():
         print(f"skipped: the reference streams are not at {args.reference} (they come with the project's shared/)")
         return
     result = run(args.updates, [n for n in args.streams.split(",") if n] or None, args.reference)
     result["table"] = table(result)
-    write("bench_reference", result)
+    write(args.name, result)
     print(result["table"])
 
 
