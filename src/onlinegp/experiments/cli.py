@@ -175,6 +175,22 @@ def mission_command(
         help="when a fleet replans: sync (all vehicles once the slowest has arrived) or async (each vehicle on "
         "arrival, the model updated with every vehicle's new samples at each arrival; the default)",
     ),
+    fleet: str = typer.Option(
+        None,
+        "--fleet",
+        help="shared (default: one model of all samples) or decentralised (each vehicle its own POAM, merged with "
+        "vehicles within --comm-radius; metrics of vehicle 0's model)",
+    ),
+    comm_radius: float = typer.Option(
+        None,
+        "--comm-radius",
+        help="decentralised: metres within which two vehicles merge (default: half the task's shorter side)",
+    ),
+    merge_theta: str = typer.Option(
+        None,
+        "--merge-theta",
+        help="decentralised: a merge's θ, richer (default: the model with more samples) or average",
+    ),
     stop_after_epochs: int = typer.Option(None, "--stop-after-epochs", hidden=True),
 ) -> None:
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
@@ -226,6 +242,9 @@ def mission_command(
             coordination=coordination,
             budget_distance=budget_distance,
             schedule=schedule,
+            fleet=fleet,
+            comm_radius=comm_radius,
+            merge_theta=merge_theta,
         )
         held = None if out is None else run_kind(out)
         if held not in (None, "mission") and not force:
@@ -770,6 +789,16 @@ def bench_fleet(
         "async",
         "--schedules",
         "when fleets of K > 1 replan: sync, async and/or sync-ksteps (sync with K times --num-steps per epoch)",
+    ),
+    fleets: str = list_option(
+        "shared",
+        "--fleets",
+        "how fleets of K > 1 keep their map: shared (one model) and/or decentralised (one POAM per vehicle, merged "
+        "in range)",
+    ),
+    comm_radius: float = typer.Option(None, "--comm-radius", help="decentralised fleets' radius (m; as the mission's)"),
+    merge_theta: str = typer.Option(
+        None, "--merge-theta", help="decentralised fleets' θ at a merge (as the mission's)"
     ),
     seeds: str = typer.Option("0-4", "--seeds", help="seeds, e.g. 0-4, 0,3 or 0-2,7"),
     budget: int = typer.Option(5000, "--budget", help="samples per mission, all vehicles together"),

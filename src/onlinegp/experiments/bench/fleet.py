@@ -3,6 +3,8 @@
 The sweep: fleet sizes (default 1, 2, 4) × coordinations (``joint`` goals, and ``independent`` max-entropy
 planners as the baseline; one vehicle has no coordination) × schedules (:data:`BENCH_SCHEDULES`: ``async``, the
 default, ``sync``, and ``sync-ksteps``, lock-step epochs with K times the gradient steps; one vehicle has one) ×
+fleets (``shared``, one model, the default; ``decentralised``, one POAM per vehicle merged in range, evaluated on
+vehicle 0's model: :mod:`onlinegp.experiments.simulator.merge`) ×
 environments (the bundled terrains and the POAM
 paper's two) × seeds, every run one POAM mission with the settings of Chen et al. 2024's Table I (M = 500, 10
 gradient steps per epoch, the Attentive Kernel, the paper's model options, 5000 samples in all, whatever K) on the
@@ -30,7 +32,7 @@ import numpy as np
 
 from ...io import write_csv
 from ..simulator.fields import PAPER_ENVS, SAMPLE_ENVS, load_field
-from ..simulator.mission import COORDINATIONS, SCHEDULES, MissionConfig
+from ..simulator.mission import COORDINATIONS, FLEETS, SCHEDULES, MissionConfig
 from .poam import (
     PAPER_SETTINGS,
     SUMMARY_FILES,
@@ -53,10 +55,11 @@ DEFAULT_ENVS = (*SAMPLE_ENVS, *PAPER_ENVS)
 BENCH_SCHEDULES = (*SCHEDULES, "sync-ksteps")
 
 
-def group(robots: int, coordination: str, schedule: str = "sync") -> str:
+def group(robots: int, coordination: str, schedule: str = "sync", fleet: str = "shared") -> str:
     """A run's group name: ``k1`` (one vehicle: every schedule is the same), ``k2-joint-async``,
-    ``k4-independent-sync``."""
-    return "k1" if robots == 1 else f"k{robots}-{coordination}-{schedule}"
+    ``k4-independent-sync``, ``k4-joint-async-decentralised``."""
+    name = "k1" if robots == 1 else f"k{robots}-{coordination}-{schedule}"
+    return name if fleet == "shared" or robots == 1 else f"{name}-{fleet}"
 
 
 def _schedule_options(schedule: str, robots: int, num_steps: int | None) -> dict:
@@ -72,14 +75,21 @@ def fleet_specs(
     seeds: Sequence[int],
     mission: dict,
     schedules: Sequence[str] = ("async",),
+    fleets: Sequence[str] = ("shared",),
+    decentralised: dict | None = None,
 ) -> list[RunSpec]:
-    """One spec per mission ``<env>/<group>/seed-<k>``; every config validated up front."""
+    """One spec per mission ``<env>/<group>/seed-<k>``; every config validated up front. A shared fleet's config
+    leaves ``fleet`` unset (as before the decentralised one: the same run keys); ``decentralised`` holds the
+    decentralised fleets' settings (``comm_radius``, ``merge_theta``)."""
     bad = [c for c in coordinations if c not in COORDINATIONS]
     if bad or not coordinations:
         raise ValueError(f"unknown coordination(s) {bad}; choose from {', '.join(COORDINATIONS)}")
     bad = [s for s in schedules if s not in BENCH_SCHEDULES]
     if bad or not schedules:
         raise ValueError(f"unknown schedule(s) {bad}; choose from {', '.join(BENCH_SCHEDULES)}")
+    bad = [f for f in fleets if f not in FLEETS]
+    if bad or not fleets:
+        raise ValueError(f"unknown fleet(s) {bad}; choose from {', '.join(FLEETS)}")
     if not robots or any(int(k) < 1 for k in robots):
         raise ValueError(f"fleet sizes must be positive numbers of vehicles, got {list(robots)}")
     for env in envs:
@@ -87,11 +97,19 @@ def fleet_specs(
     specs = []
     for env in envs:
         for k in dict.fromkeys(int(k) for k in robots):
-            variants = [("joint", "sync")] if k == 1 else [(c, s) for s in schedules for c in coordinations]
-            for coordination, schedule in variants:
+            variants = (
+                [("joint", "sync", "shared")]
+                if k == 1
+                else [(c, s, f) for f in fleets for s in schedules for c in coordinations]
+            )
+            for coordination, schedule, how in variants:
                 for seed in seeds:
                     fleet = (
-                        {"coordination": coordination, **_schedule_options(schedule, k, mission.get("num_steps"))}
+                        {
+                            "coordination": coordination,
+                            **_schedule_options(schedule, k, mission.get("num_steps")),
+                            **({} if how == "shared" else {"fleet": how, **(decentralised or {})}),
+                        }
                         if k > 1
                         else {}
                     )
@@ -106,7 +124,7 @@ def fleet_specs(
                         }
                     )
                     config.validate()
-                    run_id = f"{_slug(env)}/{group(k, coordination, schedule)}/seed-{seed}"
+                    run_id = f"{_slug(env)}/{group(k, coordination, schedule, how)}/seed-{seed}"
                     specs.append(RunSpec(run_id, config.to_dict()))
     return specs
 
@@ -125,7 +143,8 @@ def per_run(root: Path, specs: Sequence[RunSpec], target_smse: float | None) -> 
             continue
         env, name, seed = spec.run_id.split("/")
         c = read_metrics_csv(root / spec.run_id / "metrics.csv")
-        _, coordination, schedule = (name.split("-", 2) + ["", ""])[:3]
+        fleet = spec.config.get("fleet") or "shared"
+        _, coordination, schedule = (name.removesuffix(f"-{fleet}").split("-", 2) + ["", ""])[:3]
         rows.append(
             {
                 "env": env,
@@ -133,6 +152,7 @@ def per_run(root: Path, specs: Sequence[RunSpec], target_smse: float | None) -> 
                 "robots": int(spec.config["robots"]),
                 "coordination": coordination,
                 "schedule": schedule,
+                "fleet": fleet,
                 "seed": int(seed.removeprefix("seed-")),
                 "final_smse": float(c["smse"][-1]),
                 "final_msll": float(c["msll"][-1]),
@@ -184,9 +204,15 @@ def summarise(rows: Sequence[dict]) -> list[dict[str, Any]]:
 
 def paired_comparisons(rows: Sequence[dict]) -> list[dict[str, Any]]:
     """Sign tests on the averaged SMSE, paired by environment and seed: joint against independent goals per fleet
-    size and schedule, and each schedule against ``sync`` per fleet size and coordination."""
-    by = {(r["env"], r["robots"], r["coordination"], r["schedule"], r["seed"]): r for r in rows if r["robots"] > 1}
+    size and schedule, and each schedule against ``sync`` per fleet size and coordination (shared fleets), and
+    decentralised against shared fleets per fleet size, coordination and schedule."""
+    key = lambda r, fleet: (r["env"], r["robots"], r["coordination"], r["schedule"], r["seed"], fleet)  # noqa: E731
+    everything = {key(r, r["fleet"]): r for r in rows if r["robots"] > 1}
     tests: dict[tuple, list[tuple[dict, dict]]] = {}
+    for (env, k, how, when, seed, fleet), row in everything.items():
+        if fleet != "shared" and (rival := everything.get((env, k, how, when, seed, "shared"))):
+            tests.setdefault((k, f"{fleet} vs shared ({how}, {when})"), []).append((row, rival))
+    by = {k[:5]: r for k, r in everything.items() if k[5] == "shared"}
     for (env, k, how, when, seed), row in by.items():
         if how == "joint" and (rival := by.get((env, k, "independent", when, seed))):
             tests.setdefault((k, f"joint vs independent ({when})"), []).append((row, rival))
@@ -286,6 +312,9 @@ def run(
     robots: Sequence[int] = (1, 2, 4),
     coordinations: Sequence[str] = COORDINATIONS,
     schedules: Sequence[str] = ("async",),
+    fleets: Sequence[str] = ("shared",),
+    comm_radius: float | None = None,
+    merge_theta: str | None = None,
     seeds: str = "0-4",
     budget: int = 5000,
     num_inducing: int = 500,
@@ -305,7 +334,14 @@ def run(
         raise ValueError(f"target_smse must be positive, got {target_smse}")
     chosen = parse_names(list(envs), "environment")
     specs = fleet_specs(
-        chosen, robots, coordinations, parse_seeds(seeds), {**mission, "profile": profile}, list(schedules)
+        chosen,
+        robots,
+        coordinations,
+        parse_seeds(seeds),
+        {**mission, "profile": profile},
+        list(schedules),
+        list(fleets),
+        {k: v for k, v in {"comm_radius": comm_radius, "merge_theta": merge_theta}.items() if v is not None},
     )
     options = RunnerOptions(workers=workers, quiet=quiet, results=results, fresh=fresh)
     result = run_sweep(specs, mission_job, root, options, title=TITLE, summary=SUMMARY_FILES)
@@ -321,7 +357,7 @@ def run(
     )
     caption = (
         f"POAM, M = {num_inducing}, {num_steps} gradient steps per epoch (sync-ksteps: K times that), schedules "
-        f"{', '.join(schedules)}, the Attentive Kernel, {budget} samples in "
+        f"{', '.join(schedules)}, fleets {', '.join(fleets)} (decentralised: vehicle 0's model), the Attentive Kernel, {budget} samples in "
         f"all per mission, profile {profile}, seeds {seeds}. Mission time is the simulated time (s) until the budget is "
         f"spent (sync: the epochs' durations, each its slowest vehicle's); time to target: when the SMSE first reaches {target}; cells: mean ± std over seeds (runs that "
         "never reach it left out and counted)."

@@ -27,6 +27,20 @@
 * The sample budget counts all vehicles' samples; ``budget_distance`` (metres, per vehicle) stops each vehicle at
   the first control tick at or past that odometer reading, and the mission ends at whichever budget runs out first.
 
+* ``fleet="decentralised"``: every vehicle keeps its own POAM (:mod:`onlinegp.experiments.simulator.merge`), built
+  as the shared one, and with the target scaling of the whole pilot survey (two numbers the vehicles agree on once,
+  as the shared model fits it on the same samples), so that terms in one scaling can be summed. A vehicle's model
+  absorbs its own samples when the vehicle arrives at its goal (before it replans: at every epoch under ``sync``,
+  at its own arrivals under ``async``), and every vehicle's at the mission's end. Contact is checked after every
+  control tick: every pair of vehicles that came within ``comm_radius`` of each other during an epoch exchanges its
+  terms once at the epoch's end (:func:`~onlinegp.experiments.simulator.merge.exchange`), in the order of first
+  contact and before that epoch's updates, so each exchanges what its model held when they met (the models
+  change only at epochs' ends). Each vehicle plans with its own model; goals (two
+  numbers) are assumed to reach every vehicle, so joint goals are chosen as in the shared fleet, vehicle by
+  vehicle, each conditioned on the goals the others drive to. The metrics are those of vehicle 0's model (which
+  holds the fewest samples of no vehicle by design: it is simply the first), with ``samples_held`` (its samples,
+  own and merged) and ``merges`` (exchanges so far that moved any terms) added.
+
 With one vehicle the fleet simulator, under either schedule, collects the same samples in the same order as
 :class:`~onlinegp.experiments.simulator.mission.Mission` and so ends with the same metrics, bit for bit; it adds the
 ``mission_clock`` and ``odometry`` columns.
@@ -34,12 +48,16 @@ With one vehicle the fleet simulator, under either schedule, collects the same s
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import torch
 
-from .mission import Mission
+from .merge import VehicleMap, exchange
+from .mission import Mission, build_model
 from .planners import MaxEntropyPlanner, _normalise, _uniform, bezier_pilot, random_pilot
 from .robot import DiffDrive
 
@@ -67,10 +85,11 @@ def drive_fleet(
     max_samples: float,
     odometer: np.ndarray,
     max_distance: float = math.inf,
+    on_tick: Callable[[], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Drive every vehicle along its route (k_i, 2) in lock-step until all have arrived or the fleet has taken
     ``max_samples`` samples; a vehicle whose ``odometer`` (metres driven, increased in place) reaches
-    ``max_distance`` stops there.
+    ``max_distance`` stops there. ``on_tick`` is called after every control tick.
 
     Each control tick steps the vehicles in order as :meth:`DiffDrive.drive` steps one (so one vehicle drives
     exactly as it would alone). Returns the sample locations (n, 2) in time order, which vehicle took each, and the
@@ -113,6 +132,8 @@ def drive_fleet(
             active[k] = odometer[k] < max_distance
             stepped = True
         clock += stepped  # a tick in which every vehicle found itself arrived takes no time
+        if on_tick is not None:
+            on_tick()
     return _samples(out, owner, clock)
 
 
@@ -183,14 +204,15 @@ def drive_until_arrival(
     odometer: np.ndarray,
     max_distance: float,
     legs: np.ndarray,
+    on_tick: Callable[[], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Drive every vehicle that has a goal (row of ``goals`` (K, 2); NaN: none) and distance left in lock-step
     until, at the start of a control tick, one of them is at its goal, or the fleet has taken ``max_samples``.
 
     Within a tick the vehicles step in order, as in :func:`drive_fleet`. ``odometer`` and ``legs`` (K, 2: control
     ticks driven on the current leg and the leg's limit, :func:`leg_limit`) are increased in place, so a leg may
-    span several calls. Returns the sample locations in time order, which vehicle took each, and the ticks
-    driven."""
+    span several calls. ``on_tick`` is called after every control tick. Returns the sample locations in time order,
+    which vehicle took each, and the ticks driven."""
     targets = [None if math.isnan(g[0]) else (float(g[0]), float(g[1])) for g in np.asarray(goals).tolist()]
     out: list[tuple[float, float]] = []
     owner: list[int] = []
@@ -212,6 +234,8 @@ def drive_until_arrival(
             legs[k, 0] += 1
             odometer[k] += abs(speed) / v.control_rate
         clock += 1
+        if on_tick is not None:
+            on_tick()
 
 
 class FleetMission(Mission):
@@ -227,6 +251,17 @@ class FleetMission(Mission):
         # asynchronous schedule: each vehicle's goal (NaN: none yet) and its leg's ticks driven and limit
         self.goals = np.full((self.num_robots, 2), np.nan)
         self.legs = np.zeros((self.num_robots, 2), dtype=np.int64)
+        # decentralised: every vehicle's own map (vehicle 0's model is ``self.model``, the one evaluated)
+        self.maps: list[VehicleMap] = []
+        self.merges = 0
+        self.contacts: list[tuple[int, int]] = []  # pairs that came in range this epoch, in order of first contact
+        if config.fleet == "decentralised":
+            if config.init != "bezier":
+                raise ValueError(
+                    "a decentralised fleet needs the Bézier pilot survey (--init bezier): its vehicles drive it"
+                )
+            models = [self.model, *(build_model(config) for _ in range(self.num_robots - 1))]
+            self.maps = [VehicleMap(m, k, self.num_robots) for k, m in enumerate(models)]
 
     @property
     def num_robots(self) -> int:
@@ -258,7 +293,9 @@ class FleetMission(Mission):
 
     def _drive_all(self, routes: list[np.ndarray], max_samples: float) -> np.ndarray:
         try:
-            xy, owner, ticks = drive_fleet(self.vehicles, routes, max_samples, self.odometer, self.max_distance)
+            xy, owner, ticks = drive_fleet(
+                self.vehicles, routes, max_samples, self.odometer, self.max_distance, self._watch
+            )
         except RuntimeError as err:
             raise ValueError(self._unreachable(self.vehicles[0], err)) from err
         self.owner = np.concatenate([self.owner, owner])
@@ -302,13 +339,7 @@ class FleetMission(Mission):
     def _epoch_sync(self) -> np.ndarray:
         """Goals for all vehicles with distance left, driven until the last arrives."""
         moving = [k for k in range(self.num_robots) if self.odometer[k] < self.max_distance]
-        goals = joint_goals(
-            self.planner,
-            self.model,
-            [self.vehicles[k].position for k in moving],
-            self.rng,
-            self.config.coordination or "joint",
-        )
+        goals = self._plan(moving)
         routes = [np.zeros((0, 2))] * self.num_robots
         for k, goal in zip(moving, goals):
             routes[k] = goal[None]
@@ -321,14 +352,7 @@ class FleetMission(Mission):
         free = [k for k in range(self.num_robots) if live[k] and _at_goal(self.vehicles[k], self.goals[k])]
         busy = [k for k in range(self.num_robots) if live[k] and k not in free]
         if free:
-            goals = joint_goals(
-                self.planner,
-                self.model,
-                [self.vehicles[k].position for k in free],
-                self.rng,
-                self.config.coordination or "joint",
-                pending=self.goals[busy],
-            )
+            goals = self._plan(free, self.goals[busy])
             for k, goal in zip(free, goals):
                 self.goals[k] = goal
                 self.legs[k] = (0, leg_limit(self.vehicles[k], goal))
@@ -340,6 +364,7 @@ class FleetMission(Mission):
                 self.odometer,
                 self.max_distance,
                 self.legs,
+                self._watch,
             )
         except RuntimeError as err:
             raise ValueError(self._unreachable(self.vehicles[0], err)) from err
@@ -347,10 +372,55 @@ class FleetMission(Mission):
         self.clock += ticks
         return xy
 
+    def _plan(self, planning: list[int], pending: np.ndarray | None = None) -> np.ndarray:
+        """Goals of the vehicles ``planning``, conditioned on the ``pending`` goals of the others (:func:`joint_goals`);
+        decentralised, each vehicle plans on its own model, in turn, conditioned on the goals chosen before it."""
+        coordination = self.config.coordination or "joint"
+        positions = [self.vehicles[k].position for k in planning]
+        if not self.maps:
+            return joint_goals(self.planner, self.model, positions, self.rng, coordination, pending)
+        goals = np.zeros((0, 2)) if pending is None else np.asarray(pending).reshape(-1, 2)
+        for k, position in zip(planning, positions):
+            mine = joint_goals(self.planner, self.maps[k].model, [position], self.rng, coordination, goals)
+            goals = np.vstack([goals, mine])
+        return goals[len(goals) - len(planning) :]
+
+    def _watch(self) -> None:
+        """After a control tick (decentralised): note the pairs of vehicles newly within the communication radius."""
+        if not self.maps:
+            return
+        radius = float(self.config.comm_radius)
+        for pair in itertools.combinations(range(len(self.vehicles)), 2):
+            i, j = pair
+            near = math.dist(self.vehicles[i].position[:2], self.vehicles[j].position[:2]) <= radius
+            if near and pair not in self.contacts:
+                self.contacts.append(pair)
+
+    def _absorb(self, xy: np.ndarray, y: np.ndarray) -> int | None:
+        """Decentralised: the pairs that met during the epoch merge, in order of first contact, the models as they
+        were then (models change only here); then the arrived vehicles' models absorb their own samples."""
+        if not self.maps:
+            return super()._absorb(xy, y)
+        for i, j in self.contacts:
+            if self.maps[i].model.projected is not None and self.maps[j].model.projected is not None:
+                self.merges += exchange(self.maps[i], self.maps[j], self.config.merge_theta)
+        self.contacts = []
+        if not self.rows:  # the pilot survey: the fleet's target scaling (the shared model's, fitted on it)
+            for m in self.maps:
+                m.model.scaler.fit(torch.from_numpy(xy), torch.from_numpy(y))
+        for k, m in enumerate(self.maps):
+            arrived = self.done or self.odometer[k] >= self.max_distance or _at_goal(self.vehicles[k], self.goals[k])
+            own = self.owner == k
+            if arrived and own.sum() > m.held[k]:  # under sync every vehicle has arrived (no goal is kept)
+                m.absorb(self.X[own][m.held[k] :], self.y[own][m.held[k] :])
+        return self.model.num_inducing
+
     def step(self) -> dict:
         row = super().step()
         # the mission clock (s) and the longest distance a vehicle has driven (m)
         row.update({"mission_clock": self.mission_clock, "odometry": float(self.odometer.max())})
+        if self.maps:
+            row.update({"samples_held": int(self.maps[0].held.sum()), "merges": self.merges})
         return row
 
     def paths(self) -> list[np.ndarray]:
@@ -366,6 +436,15 @@ class FleetMission(Mission):
                 "clock": self.clock,
                 "goals": self.goals.copy(),
                 "legs": self.legs.copy(),
+                **(
+                    {
+                        "maps": [m.state() for m in self.maps],
+                        "models": [m.model.state_dict() for m in self.maps[1:]],
+                        "merges": self.merges,
+                    }
+                    if self.maps
+                    else {}
+                ),
             },
         }
 
@@ -379,3 +458,9 @@ class FleetMission(Mission):
         self.clock = int(fleet["clock"])
         if "goals" in fleet:  # written since the asynchronous schedule
             self.goals, self.legs = fleet["goals"].copy(), fleet["legs"].copy()
+        for m, saved in zip(self.maps, fleet.get("maps", [])):
+            m.load_state(saved)
+        if self.rows:
+            for m, saved in zip(self.maps[1:], fleet.get("models", [])):
+                m.model.load_state_dict(saved)
+        self.merges = int(fleet.get("merges", 0))

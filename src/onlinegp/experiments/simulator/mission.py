@@ -36,6 +36,7 @@ from ...io import atomic_write, write_csv
 from ...models.poam import POAM
 from ...models.registry import MODELS, make_model, model_class
 from .fields import DEFAULT_ENV, Field, FieldWarning, load_field
+from .merge import DEFAULT_MERGE_THETA, MERGE_THETAS, default_comm_radius
 from .planners import PLANNERS, bezier_pilot, make_planner, random_pilot
 from .robot import DiffDrive, PointSensor
 
@@ -63,12 +64,14 @@ LATER_KEYS = (
     "coordination",
     "budget_distance",
     "schedule",
+    "comm_radius",
+    "merge_theta",
 )
 #: how a fleet keeps its map (:mod:`onlinegp.experiments.simulator.fleet`) and how it chooses its goals
-FLEETS = ("shared",)
+FLEETS = ("shared", "decentralised")
 COORDINATIONS = ("joint", "independent")
 #: the settings that run the fleet simulator when any is given
-FLEET_KEYS = ("robots", "fleet", "coordination", "budget_distance", "schedule")
+FLEET_KEYS = ("robots", "fleet", "coordination", "budget_distance", "schedule", "comm_radius", "merge_theta")
 #: when a fleet's vehicles replan: all together once the slowest has arrived (``sync``), or each on its own arrival
 SCHEDULES = ("sync", "async")
 
@@ -116,9 +119,12 @@ class MissionConfig:
     (default 1) and ``speed`` the vehicle's in m/s (default 1). ``task_extent`` (where the vehicle goes) defaults to
     the field's extent inset by 1/62 of its shorter side: [-30, 30]² for the bundled environments.
 
-    ``robots`` (K), ``fleet``, ``coordination``, ``budget_distance`` (metres per vehicle) and ``schedule`` (``sync``
-    or ``async`` replanning; None: :data:`onlinegp.experiments.simulator.fleet.DEFAULT_SCHEDULE`) run the fleet simulator (:mod:`onlinegp.experiments.simulator.fleet`) when any is set; left at None, the
-    single-vehicle mission of before.
+    ``robots`` (K), ``fleet`` (``shared`` or ``decentralised``), ``coordination``, ``budget_distance`` (metres per
+    vehicle), ``schedule`` (``sync`` or ``async`` replanning; None:
+    :data:`onlinegp.experiments.simulator.fleet.DEFAULT_SCHEDULE`) and ``comm_radius`` and ``merge_theta``
+    (decentralised only; None: :func:`onlinegp.experiments.simulator.merge.default_comm_radius` and
+    :data:`~onlinegp.experiments.simulator.merge.DEFAULT_MERGE_THETA`, resolved here) run the fleet simulator
+    (:mod:`onlinegp.experiments.simulator.fleet`) when any is set; left at None, the single-vehicle mission of before.
     """
 
     env: str = DEFAULT_ENV
@@ -151,6 +157,8 @@ class MissionConfig:
     coordination: str | None = None
     budget_distance: float | None = None
     schedule: str | None = None
+    comm_radius: float | None = None
+    merge_theta: str | None = None
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -164,6 +172,9 @@ class MissionConfig:
             with warnings.catch_warnings():  # the mission loads the field again and warns then
                 warnings.simplefilter("ignore", FieldWarning)
                 self.task_extent = task_extent(self.load_field().extent)
+        if self.fleet == "decentralised":  # record what runs
+            self.comm_radius = default_comm_radius(self.task_extent) if self.comm_radius is None else self.comm_radius
+            self.merge_theta = self.merge_theta or DEFAULT_MERGE_THETA
 
     @property
     def is_fleet(self) -> bool:
@@ -220,6 +231,14 @@ class MissionConfig:
             raise ValueError(f"unknown fleet {self.fleet!r}; choose {' or '.join(FLEETS)}")
         if self.coordination is not None and self.coordination not in COORDINATIONS:
             raise ValueError(f"unknown coordination {self.coordination!r}; choose {' or '.join(COORDINATIONS)}")
+        if (self.comm_radius is not None or self.merge_theta is not None) and self.fleet != "decentralised":
+            raise ValueError(
+                "comm_radius and merge_theta are settings of the decentralised fleet (fleet='decentralised')"
+            )
+        if self.comm_radius is not None and not 0 <= self.comm_radius < math.inf:
+            raise ValueError(f"comm_radius must be a finite distance >= 0 in metres, got {self.comm_radius!r}")
+        if self.merge_theta is not None and self.merge_theta not in MERGE_THETAS:
+            raise ValueError(f"unknown merge_theta {self.merge_theta!r}; choose {' or '.join(MERGE_THETAS)}")
         if self.schedule is not None and self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose {' or '.join(SCHEDULES)}")
         if self.budget_distance is not None and not (
@@ -390,7 +409,7 @@ class Mission:
         y = self.sensor.measure(self.field, xy, self.rng)
         self.X, self.y = np.vstack([self.X, xy]), np.concatenate([self.y, y])
         t0, c0 = time.perf_counter(), time.process_time()
-        report = self.model.update(torch.from_numpy(xy), torch.from_numpy(y))
+        num_inducing = self._absorb(xy, y)
         t_update, c_update = time.perf_counter() - t0, time.process_time() - c0
         t0 = time.perf_counter()
         pred = self.model.predict(torch.from_numpy(self.eval_x))
@@ -402,7 +421,7 @@ class Mission:
         row = {
             "epoch": self.epoch + 1,
             "num_samples": self.num_samples,
-            "num_inducing": report.num_inducing,
+            "num_inducing": num_inducing,
             **m,
             "update_time": t_update,
             "update_cpu_time": c_update,
@@ -422,6 +441,10 @@ class Mission:
                 }
             )
         return row
+
+    def _absorb(self, xy: np.ndarray, y: np.ndarray) -> int | None:
+        """Update the model with the epoch's samples; returns its number of inducing inputs."""
+        return self.model.update(torch.from_numpy(xy), torch.from_numpy(y)).num_inducing
 
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:
