@@ -37,9 +37,9 @@
   contact and before that epoch's updates, so each exchanges what its model held when they met (the models
   change only at epochs' ends). Each vehicle plans with its own model; goals (two
   numbers) are assumed to reach every vehicle, so joint goals are chosen as in the shared fleet, vehicle by
-  vehicle, each conditioned on the goals the others drive to. The metrics are those of vehicle 0's model (which
-  holds the fewest samples of no vehicle by design: it is simply the first), with ``samples_held`` (its samples,
-  own and merged) and ``merges`` (exchanges so far that moved any terms) added.
+  vehicle, each conditioned on the goals the others drive to. The metrics are those of vehicle 0's model (a fixed
+  choice made before the mission, neither the best nor the richest map of the fleet), with ``samples_held`` (its
+  samples, own and merged) and ``merges`` (exchanges so far that moved any terms, by any pair) added.
 
 With one vehicle the fleet simulator, under either schedule, collects the same samples in the same order as
 :class:`~onlinegp.experiments.simulator.mission.Mission` and so ends with the same metrics, bit for bit; it adds the
