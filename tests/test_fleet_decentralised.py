@@ -153,6 +153,15 @@ def test_a_killed_decentralised_mission_resumes_exactly(tmp_path, schedule):
     assert "comm_radius" not in MissionConfig(robots=2).to_dict()
 
 
+def test_one_decentralised_vehicle_is_the_shared_one_bit_for_bit(tmp_path):
+    small = {"budget": 900, "num_inducing": 40, "num_steps": 2, "seed": 3, "num_candidates": 300, "robots": 1}
+    shared = run_mission(MissionConfig(**small), tmp_path / "shared", quiet=True)
+    alone = run_mission(MissionConfig(**small, fleet="decentralised"), tmp_path / "alone", quiet=True)
+    keys = ("num_samples", "smse", "msll", "mission_clock")
+    assert [[r[k] for k in keys] for r in alone.rows] == [[r[k] for k in keys] for r in shared.rows]
+    assert alone.rows[-1]["samples_held"] == 900
+
+
 def test_a_mission_never_in_range_keeps_every_map_apart(tmp_path):
     config = MissionConfig(budget=800, num_inducing=40, num_steps=2, seed=1, robots=2, fleet="decentralised")
     config.comm_radius = 0.0
