@@ -7,7 +7,8 @@ Per batch (X_n, y_n), in scaled units (Bui et al. 2017, stable form):
 1. new inducing inputs Z' = selector(kernel, Z, X_n) (default: pivoted Cholesky of k([Z; X_n]));
 2. hyper-parameters (and, with ``optimize_inducing``, Z') maximise the online collapsed bound
    (:func:`~onlinegp.objectives.online_bound`) on the batch with the old summary held fixed: L-BFGS to convergence
-   (SSGP) or T Adam steps (SSGP++);
+   (SSGP) or T Adam steps (SSGP++); by default under L-BFGS the bound is taken at Z' and the inputs of Z it drops,
+   so no old inducing input is lost while θ is fitted (``fit_inducing``; ours, see :class:`OSGPR`);
 3. D, c at the final θ give the new summary q(v) = N(L_v L_D⁻ᵀ β, R Rᵀ), R = L_v L_D⁻ᵀ (S is never factorised),
    and the prediction mean = (L_D⁻¹L_v⁻¹K_vs)ᵀβ, var = k_ss − ‖L_v⁻¹K_vs‖² + ‖L_D⁻¹L_v⁻¹K_vs‖².
 
@@ -55,6 +56,9 @@ class OSGPR(KernelGP):
         num_steps: L-BFGS iterations or Adam steps per batch (default 200 resp. 10, 50 above 3 inputs:
             :func:`~onlinegp.training.steps_for_width`); 0 freezes θ (and Z).
         optimize_inducing: also move Z by gradient on the online bound (SSGP).
+        fit_inducing: where θ (and Z' if optimised) is fitted: 'selected' (Bui et al. 2017: the online bound at the
+            selected Z'), 'union' (at Z' and the old inducing inputs it drops; ours, see below), or 'auto' (default):
+            'union' under L-BFGS, 'selected' under Adam (SSGP++'s few steps, as Chen et al. 2024 run it).
         lr: Adam learning rate for kernel and noise (1e-2); ``lr_attention`` for the AK's network (1e-3).
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
 
@@ -71,6 +75,17 @@ class OSGPR(KernelGP):
     of single points thus ends as the same points in batches of ``min_fit_points`` (RMSE 0.076 on the stream above),
     and every other batch, with nothing held, is absorbed exactly as it always was (a stream's last batch of 18
     points too). Adam's few bounded steps per batch (SSGP++) need no holding.
+
+    θ where old inducing inputs are dropped (``fit_inducing='union'``; ours, not in Bui et al. 2017). Once M is at
+    its cap, Z' drops some of Z, and the bound charges the loss through the old summary's precise pseudo-observations
+    at the dropped inputs (−½ tr(C⁻¹E_uu) and their misfit under the projection onto Z'). Fitted at Z', θ lowers that
+    charge by inflating σ² and the output scale: on a lawnmower survey whose first lanes share one x (the WGPR
+    bench's lake stand-in, seed 3) L-BFGS moved σ² from 0.12 to 55 and the output scale from 0.31 to 363 at the
+    second lane, and test RMSE went 45 → 579 (issue 35; ``tests/test_osgpr.py``). There the bound at Z ∪ Z', like the
+    batch SGPR bound on all data at Z', prefers the old θ (−32 against −535; at Z': −2980 against −1310). So θ is
+    fitted at Z' followed by the inputs of Z it drops (at most M + N points; the bound is at least as tight there),
+    and the summary is then projected onto Z' at that θ, so memory stays O(M²). Where Z' keeps all of Z nothing
+    changes. SSGP (Bui et al.'s own model) keeps 'selected'.
     """
 
     _dynamic = ("summary", "predictor", "held_x", "held_y", "held_base")
@@ -87,6 +102,7 @@ class OSGPR(KernelGP):
         optimizer: str = "lbfgs",
         num_steps: int | None = None,
         optimize_inducing: bool = False,
+        fit_inducing: str = "auto",
         lr: float = 1e-2,
         lr_attention: float = 1e-3,
         **options: Any,
@@ -102,6 +118,11 @@ class OSGPR(KernelGP):
         self.auto_steps = num_steps is None and optimizer == "adam"
         self.num_steps = int(num_steps if num_steps is not None else (LBFGS_MAX_ITER if optimizer == "lbfgs" else 10))
         self.optimize_inducing, self.lr, self.lr_attention = optimize_inducing, lr, lr_attention
+        if fit_inducing not in ("auto", "union", "selected"):
+            raise ValueError(f"fit_inducing must be 'auto', 'union' or 'selected', got {fit_inducing!r}")
+        if fit_inducing == "auto":
+            fit_inducing = "union" if optimizer == "lbfgs" else "selected"
+        self.fit_inducing = fit_inducing
         self.summary: InducingPosterior | None = None
         self.predictor: Predictor | None = None
         self.held_x: Tensor | None = None  # the points absorbed under θ but not yet fitted to (see the class docstring)
@@ -118,6 +139,7 @@ class OSGPR(KernelGP):
             "optimizer": self.optimizer_name,
             "num_steps": None if self.auto_steps and self.input_dim is None else self.num_steps,
             "optimize_inducing": self.optimize_inducing,
+            "fit_inducing": self.fit_inducing,
             "lr": self.lr,
             "lr_attention": self.lr_attention,
         }
@@ -143,15 +165,21 @@ class OSGPR(KernelGP):
             return Z, 0
         n = xs.shape[0]
         Zp = torch.nn.Parameter(Z.clone()) if self.optimize_inducing else Z
+        dropped = self._dropped(Z, old)
+
+        def fit_inputs() -> Tensor:
+            return Zp if dropped is None else torch.cat([Zp, dropped])
 
         # SSGP++ (Adam, Z fixed): kernel work shared across the steps and a closed-form gradient (same values)
         adam_fixed_z = self.optimizer_name == "adam" and not self.optimize_inducing
-        fixed_z = OnlineBound(self.kernel, Z, xs, ys, old, self.jitter) if adam_fixed_z else None
+        fixed_z = OnlineBound(self.kernel, fit_inputs(), xs, ys, old, self.jitter) if adam_fixed_z else None
 
         def bound() -> Tensor:
             if fixed_z is not None:
                 return fixed_z(self.noise) + log_prior(self.kernel)
-            return online_bound(self.kernel, self.noise, Zp, xs, ys, old, self.jitter) + log_prior(self.kernel)
+            return online_bound(self.kernel, self.noise, fit_inputs(), xs, ys, old, self.jitter) + log_prior(
+                self.kernel
+            )
 
         if self.optimizer_name == "adam":
             extra = [torch.optim.Adam([Zp], lr=self.lr)] if self.optimize_inducing else []
@@ -162,6 +190,14 @@ class OSGPR(KernelGP):
                 self._hyperparameters() + ([Zp] if self.optimize_inducing else []), lambda: -bound() / n
             )
         return Zp.detach().clone(), evaluations
+
+    def _dropped(self, Z: Tensor, old: InducingPosterior | None) -> Tensor | None:
+        """With ``fit_inducing='union'``, the old inducing inputs that Z' drops (fixed while θ, and Z' if asked, are
+        fitted at [Z'; dropped]; see the class docstring); None when there are none or under 'selected'."""
+        if self.fit_inducing == "selected" or old is None:
+            return None
+        kept = (old.Z.unsqueeze(1) == Z.unsqueeze(0)).all(-1).any(1)
+        return None if bool(kept.all()) else old.Z[~kept]
 
     def _lbfgs(self, params: list[torch.nn.Parameter], loss) -> int:
         """L-BFGS to convergence; a trial point whose bound is not finite (or not PD even with the largest
@@ -245,7 +281,16 @@ class SSGP(OSGPR):
     min_fit_points = 2 * MIN_FIT_POINTS
 
     def __init__(self, input_dim: int | None = None, **options: Any):
-        super().__init__(input_dim, **{"kernel": "auto", "inducing": "resample", "optimize_inducing": True, **options})
+        super().__init__(
+            input_dim,
+            **{
+                "kernel": "auto",
+                "inducing": "resample",
+                "optimize_inducing": True,
+                "fit_inducing": "selected",
+                **options,
+            },
+        )
 
 
 @register(
