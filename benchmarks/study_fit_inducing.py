@@ -1,0 +1,102 @@
+"""Where OSGPR fits θ once M is at its cap: at the selected Z' (Bui et al. 2017 as written, ``fit_inducing='selected'``)
+or at Z' and the old inducing inputs it drops (``'union'``, the default under L-BFGS since onlinegp 0.3.0).
+
+Each stream runs twice in one process, the two settings interleaved batch by batch so that both see the same load:
+final test RMSE and NLPD, the largest test RMSE over the batches (a divergence shows there), and the total update
+time. Streams: bundled UCI sets of different input widths (the defaults bench's split 0: seeded shuffle,
+standardised with the training statistics) and the WGPR bench's lawnmower survey (``bathymetry``), where 'selected'
+diverged (issue 35).
+
+    python benchmarks/study_fit_inducing.py                       # writes benchmarks/results/fit_inducing.json
+    python benchmarks/study_fit_inducing.py --datasets concrete --train 600 --num-inducing 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+from common import machine, write
+
+from onlinegp.experiments.bench.defaults import split_data
+from onlinegp.experiments.bench.wgpr import INIT_LENGTHSCALE, load_stream
+from onlinegp.metrics import nlpd, rmse
+from onlinegp.models.registry import make_model
+
+MODES = ("selected", "union")
+
+
+def load(name: str, train: int, test: int, seed: int) -> tuple[np.ndarray, ...]:
+    if name == "bathymetry":  # the WGPR bench's stream, with its settings (50 inducing inputs, its start)
+        tr, te = load_stream(name, None, test, seed)
+        return tr.X[:train], tr.y[:train], te.X, te.y
+    return split_data(name, seed, train, test)
+
+
+def model_options(name: str, X: np.ndarray, y: np.ndarray, num_inducing: int, seed: int) -> dict:
+    if name == "bathymetry":
+        return {
+            "num_inducing": 50,
+            "kernel_options": {"lengthscale": INIT_LENGTHSCALE * math.sqrt(X.shape[1])},
+            "x_bounds": np.stack([X.min(0), X.max(0)]).tolist(),
+            "y_stats": (float(y.mean()), float(y.std())),
+            "seed": seed,
+        }
+    return {"num_inducing": num_inducing, "seed": seed}
+
+
+def run(name: str, train: int, test: int, batch: int, num_inducing: int, seed: int) -> dict:
+    X, y, Xt, yt = load(name, train, test, seed)
+    options = model_options(name, X, y, num_inducing, seed)
+    models = {m: make_model("osgpr", X.shape[1], fit_inducing=m, **options) for m in MODES}
+    seconds = dict.fromkeys(MODES, 0.0)
+    curves: dict[str, list[float]] = {m: [] for m in MODES}
+    for idx in np.array_split(np.arange(len(X)), max(len(X) // batch, 1)):
+        for mode, model in models.items():
+            start = time.perf_counter()
+            model.update(X[idx], y[idx])
+            seconds[mode] += time.perf_counter() - start
+            curves[mode].append(rmse(yt, model.predict(Xt).mean))
+    out = {"dataset": name, "inputs": X.shape[1], "train": len(X), "num_inducing": options["num_inducing"]}
+    for mode, model in models.items():
+        pred = model.predict(Xt)
+        out[mode] = {
+            "rmse": rmse(yt, pred.mean),
+            "nlpd": nlpd(yt, pred.mean, pred.variance),
+            "max_rmse": max(curves[mode]),
+            "update_seconds": seconds[mode],
+            "noise": float(model.noise.detach()),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="concrete,elevators,kin40k,protein,skillcraft,bathymetry")
+    parser.add_argument("--train", type=int, default=2000)
+    parser.add_argument("--test", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--num-inducing", type=int, default=200, help="M for the UCI sets (bathymetry: 50)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--name", default="fit_inducing")
+    args = parser.parse_args()
+    rows = []
+    for name in args.datasets.split(","):
+        row = run(name, args.train, args.test, args.batch, args.num_inducing, args.seed)
+        rows.append(row)
+        print(
+            f"{name:12s} D={row['inputs']:2d} "
+            + "  ".join(
+                f"{m}: RMSE {row[m]['rmse']:.4g} (max {row[m]['max_rmse']:.4g}) NLPD {row[m]['nlpd']:.3f} "
+                f"{row[m]['update_seconds']:.0f} s"
+                for m in MODES
+            ),
+            flush=True,
+        )
+    write(args.name, {"machine": machine(), "args": vars(args), "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
