@@ -10,7 +10,9 @@ machine kind): the speed ratio is indicative, not a same-run measurement.
 
 The Env2 streams (``n17e073_<model>_seed0.npz``) were recorded with POAM, SSGP++ and OVC++: each is replayed through
 the same onlinegp model at the paper's settings (:func:`onlinegp.experiments.bench.poam.paper_model_options`), so every
-baseline is compared like for like with the paper's implementation of it.
+baseline is compared like for like with the paper's implementation of it. An OVC stream
+(``results/n17e073_ovc_seed0.npz``: ``--reference results --streams n17e073_ovc_seed0``) is also replayed with the
+paper code's Z steps (``z_steps='shared'``; ``results/ovc_reference.md``).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_reference.py [--updates 40] [--streams valley-ridges_seed0,...]
 """
@@ -35,6 +37,8 @@ REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam
 #: library's default sketched M-step
 PAPER = "paper settings"
 SKETCHED = "default (sketched M-step)"
+#: OVC only: Z stepped by the hyper-parameters' Adam, as the paper's code does (:class:`onlinegp.models.ovc.OVC`)
+SHARED_Z = "paper settings, the paper code's Z steps (z_steps='shared')"
 
 
 def stream_model(stem: str) -> str:
@@ -45,7 +49,10 @@ def stream_model(stem: str) -> str:
 
 def variants(model: str) -> dict[str, dict]:
     paper = paper_model_options(model)
-    return {PAPER: paper, **({SKETCHED: {**paper, "sketch": 64}} if model == "poam" else {})}
+    extra = {SKETCHED: {**paper, "sketch": 64}} if model == "poam" else {}
+    if model == "ovc":
+        extra = {SHARED_Z: {**paper, "z_steps": "shared"}}
+    return {PAPER: paper, **extra}
 
 
 def run(updates: int | None = None, streams: list[str] | None = None, reference: Path = REFERENCE) -> dict:
