@@ -366,6 +366,70 @@ def mean_curves(results: Sequence[dict]) -> list[dict]:
     return rows
 
 
+#: runs.csv's columns: every run's numbers
+RUNS_COLUMNS = [
+    "dataset",
+    "method",
+    "params",
+    "seed",
+    "num_models",
+    "rmse",
+    "rmse_f",
+    "train_time",
+    "pretrain_time",
+    "rate",
+    "num_train",
+    "num_batches",
+    "failed_updates",
+]
+
+
+def _check_choices(
+    datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[str], max_points: int | None, max_test: int
+) -> None:
+    for name in [*datasets, *sweep]:
+        if name not in SETTINGS:
+            raise ValueError(f"unknown dataset {name!r}: choose from {', '.join(DATASETS)}")
+    for name in methods:
+        if name not in METHODS:
+            raise ValueError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
+    if (max_points is not None and max_points < BATCH_SIZE) or max_test < 1:
+        raise ValueError(f"max_points must be at least one batch ({BATCH_SIZE}) and max_test positive")
+
+
+def write_figures(
+    results: Sequence[dict],
+    datasets: Sequence[str],
+    methods: Sequence[str],
+    sweep: Sequence[str],
+    seeds: Sequence[int],
+    out: Path,
+) -> dict[str, Path]:
+    """sweep.csv and the figures of those runs that finished: Fig. 2 per ``sweep`` dataset (sweep_<dataset>.png), the
+    toy's ensembles of the first seed (Fig. 1, toy.png) and the mean RMSE curves (Fig. 3, curves.png)."""
+    from ..plots import plot_models_tradeoff, plot_rmse_curves, plot_toy_ensembles
+
+    figures = {}
+    sweep_rows = [r for r in results if r["dataset"] in sweep and r["method"] in ("wgpr", "solar-gp")]
+    write_csv(out / "sweep.csv", sweep_rows, ["dataset", "method", "params", "num_models", "rmse", "rate"])
+    for d in sweep:
+        rows = [r for r in sweep_rows if r["dataset"] == d]
+        if rows:
+            figures[f"sweep_{d}"] = plot_models_tradeoff(rows, out / f"sweep_{d}.png", title=d)
+    toy_dirs = {
+        LABELS[m]: out / "runs" / "toy" / m / _param_id(dict(SETTINGS["toy"].get(m, {}))) / f"seed-{seeds[0]}"
+        for m in ("wgpr", "solar-gp")
+        if "toy" in datasets and m in methods
+    }
+    toy_dirs = {k: v / "toy_predictions.npz" for k, v in toy_dirs.items() if (v / "toy_predictions.npz").exists()}
+    if toy_dirs:
+        figures["toy"] = plot_toy_ensembles({k: dict(np.load(v)) for k, v in toy_dirs.items()}, out / "toy.png")
+    curves = mean_curves(results)
+    if curves:
+        figures["curves"] = plot_rmse_curves(curves, out / "curves.png", labels=LABELS)
+    return figures
+
+
 def run(
     out: str | Path = "runs/wgpr",
     datasets: str | Sequence[str] = DATASETS,
@@ -380,19 +444,10 @@ def run(
 ) -> dict[str, Any]:
     """Run the whole experiment into ``out``; returns the tables' Markdown and the paths written. One ``out`` holds
     one choice of ``optimize_inducing`` (the runs of both share their ids)."""
-    from ..plots import plot_models_tradeoff, plot_rmse_curves, plot_toy_ensembles
-
     datasets, methods = parse_names(datasets, "dataset"), parse_names(methods, "method")
     seeds = parse_seeds(seeds)
     sweep = parse_names(sweep, "dataset") if sweep else []
-    for name in [*datasets, *sweep]:
-        if name not in SETTINGS:
-            raise ValueError(f"unknown dataset {name!r}: choose from {', '.join(DATASETS)}")
-    for name in methods:
-        if name not in METHODS:
-            raise ValueError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
-    if (max_points is not None and max_points < BATCH_SIZE) or max_test < 1:
-        raise ValueError(f"max_points must be at least one batch ({BATCH_SIZE}) and max_test positive")
+    _check_choices(datasets, methods, sweep, max_points, max_test)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     base = {
@@ -420,44 +475,9 @@ def run(
     )
     sweep_result = run_sweep(specs, run_job, out / "runs", options, title="wgpr", summary=SUMMARY_FILES)
     results = [r.value for r in sweep_result.runs if r.status in ("done", "skipped") and r.value]
-    write_csv(
-        out / "runs.csv",
-        results,
-        [
-            "dataset",
-            "method",
-            "params",
-            "seed",
-            "num_models",
-            "rmse",
-            "rmse_f",
-            "train_time",
-            "pretrain_time",
-            "rate",
-            "num_train",
-            "num_batches",
-            "failed_updates",
-        ],
-    )
+    write_csv(out / "runs.csv", results, RUNS_COLUMNS)
     texts = write_tables(results, datasets, methods, out)
-    figures = {}
-    sweep_rows = [r for r in results if r["dataset"] in sweep and r["method"] in ("wgpr", "solar-gp")]
-    write_csv(out / "sweep.csv", sweep_rows, ["dataset", "method", "params", "num_models", "rmse", "rate"])
-    for d in sweep:
-        rows = [r for r in sweep_rows if r["dataset"] == d]
-        if rows:
-            figures[f"sweep_{d}"] = plot_models_tradeoff(rows, out / f"sweep_{d}.png", title=d)
-    toy_dirs = {
-        LABELS[m]: out / "runs" / "toy" / m / _param_id(dict(SETTINGS["toy"].get(m, {}))) / f"seed-{seeds[0]}"
-        for m in ("wgpr", "solar-gp")
-        if "toy" in datasets and m in methods
-    }
-    toy_dirs = {k: v / "toy_predictions.npz" for k, v in toy_dirs.items() if (v / "toy_predictions.npz").exists()}
-    if toy_dirs:
-        figures["toy"] = plot_toy_ensembles({k: dict(np.load(v)) for k, v in toy_dirs.items()}, out / "toy.png")
-    curves = mean_curves(results)
-    if curves:
-        figures["curves"] = plot_rmse_curves(curves, out / "curves.png", labels=LABELS)
+    figures = write_figures(results, datasets, methods, sweep, seeds, out)
     failed = [(r.run_id, r.error) for r in sweep_result.failed]
     return {
         "tables": texts,

@@ -36,6 +36,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -419,7 +420,112 @@ def authors_bo_kernel(model_name: str) -> Any:
     return gpytorch.kernels.ScaleKernel(base, outputscale_prior=GammaPrior(2.0, 0.15)).to(torch.float64)
 
 
-def run_bo(  # noqa: PLR0912, PLR0913, PLR0915 - §5.3's BO loop and its options (to go with the bench protocol)
+@dataclass(frozen=True)
+class BatchUCB:
+    """qUCB's batch of ``q`` candidates (Stanton et al. 2021, §5.3), β at iteration t ``beta · beta_decay^(t−1)``,
+    optimised by BoTorch's ``optimize_acqf`` over ``mc_samples`` quasi-Monte Carlo samples."""
+
+    q: int
+    beta: float
+    beta_decay: float
+    num_restarts: int
+    raw_samples: int
+    mc_samples: int
+
+    def candidates(self, gp: Any, bounds: torch.Tensor, iteration: int) -> torch.Tensor:
+        from botorch.acquisition import qUpperConfidenceBound
+        from botorch.optim import optimize_acqf
+        from botorch.sampling import SobolQMCNormalSampler
+
+        from ...botorch import OnlineGPModel
+
+        acqf = qUpperConfidenceBound(
+            OnlineGPModel(gp),
+            beta=self.beta * self.beta_decay ** (iteration - 1),
+            sampler=SobolQMCNormalSampler(torch.Size([self.mc_samples]), seed=iteration),
+        )
+        cand, _ = optimize_acqf(
+            acqf,
+            bounds=bounds,
+            q=self.q,
+            num_restarts=self.num_restarts,
+            raw_samples=self.raw_samples,
+            options={"maxiter": 100},
+        )
+        return cand
+
+
+def _check_bo_options(functions: Sequence[str], fit: str, kernel: str, beta: float, beta_decay: float) -> None:
+    if fit not in ("adam", "lbfgs"):
+        raise ValueError(f"fit must be 'adam' or 'lbfgs', got {fit!r}")
+    if kernel not in BO_KERNELS:
+        raise ValueError(f"kernel must be one of {BO_KERNELS}, got {kernel!r}")
+    if not (beta >= 0 and 0 < beta_decay <= 1):
+        raise ValueError(f"need beta >= 0 and 0 < beta_decay <= 1, got beta={beta!r}, beta_decay={beta_decay!r}")
+    unknown = [name for name in functions if name not in BO_FUNCTIONS]
+    if unknown or not functions:
+        raise ValueError(f"unknown or no test functions {unknown}; choose from {', '.join(BO_FUNCTIONS)}")
+
+
+def _bo_model_options(model_name: str, kernel: str, fit: str, grid_size: int, init_steps: int) -> dict[str, Any]:
+    """``model_name``'s constructor options in a BO run: :data:`BO_OPTIONS`, the kernel, WISKI's grid and
+    pre-training, the L-BFGS fit."""
+    opts = dict(BO_OPTIONS.get(model_name, {}))
+    if kernel == "authors":
+        opts["kernel"] = authors_bo_kernel(model_name)
+    if model_name == "wiski":
+        opts |= {"grid_size": grid_size, "pretrain_steps": init_steps}
+    if fit == "lbfgs" and model_name in ("wiski", "exact"):
+        opts |= {"fit": "lbfgs", "pretrain_steps": 0} if model_name == "wiski" else {"fit": "lbfgs"}
+    return opts
+
+
+def _bo_iterations(
+    gp: Any, f: Any, bounds: torch.Tensor, X0: torch.Tensor, ucb: BatchUCB, iterations: int, run: dict, bar: Any
+) -> tuple[list[dict], str]:
+    """One BO run from the initial design ``X0`` (``gp`` fitted on it): a row per iteration (``run``'s labels, then
+    the evaluations so far, the best noise-free value found and the times), and how it stopped early ('' if not)."""
+    X_all = X0.clone()
+    rows: list[dict] = []
+    try:
+        for it in range(1, iterations + 1):
+            t0 = time.perf_counter()
+            cand = ucb.candidates(gp, bounds, it)
+            t1 = time.perf_counter()
+            gp.update(cand, f(cand))
+            t2 = time.perf_counter()
+            X_all = torch.cat([X_all, cand])
+            best = float(f(X_all, noise=False).max())  # noise-free, negated: maximised
+            rows.append(
+                {
+                    **run,
+                    "iteration": it,
+                    "num_data": X_all.shape[0],
+                    "best": best,
+                    "acquisition_time": t1 - t0,
+                    "update_time": t2 - t1,
+                    "time": t2 - t0,
+                }
+            )
+            bar.update(1)
+    except CholeskyError as err:  # a numerical failure ends this run only; the others go on
+        bar.update(iterations - it + 1)
+        return rows, f"; stopped at iteration {it}: {type(err).__name__}: {err}"
+    return rows, ""
+
+
+def _bo_summary(rows: list[dict], failure: str) -> str:
+    """One BO run in a line: its best value, evaluations and mean time per iteration."""
+    if not rows:
+        return f"no iteration finished{failure}"
+    last = rows[-1]
+    return (
+        f"best {last['best']:.3f} after {last['num_data']} evaluations, mean "
+        f"{np.mean([r['time'] for r in rows]):.2f} s/iter{failure}"
+    )
+
+
+def run_bo(  # noqa: PLR0913 - §5.3's BO loop and its options (to go with the bench protocol)
     out: str | Path,
     functions: Sequence[str] = tuple(BO_FUNCTIONS),
     models: Sequence[str] = ("wiski", "exact"),
@@ -448,23 +554,11 @@ def run_bo(  # noqa: PLR0912, PLR0913, PLR0915 - §5.3's BO loop and its options
     as 0.9^t from 1 (``beta=1, beta_decay=0.9``), near-greedy after 30 iterations. ``kernel``: 'rbf' (ours) or
     'authors' (:func:`authors_bo_kernel`; their code also starts from 10 points, ``n_init=10``)."""
     config = _config("wiski-bo", locals())
-    if fit not in ("adam", "lbfgs"):
-        raise ValueError(f"fit must be 'adam' or 'lbfgs', got {fit!r}")
-    if kernel not in BO_KERNELS:
-        raise ValueError(f"kernel must be one of {BO_KERNELS}, got {kernel!r}")
-    if not (beta >= 0 and 0 < beta_decay <= 1):
-        raise ValueError(f"need beta >= 0 and 0 < beta_decay <= 1, got beta={beta!r}, beta_decay={beta_decay!r}")
-    unknown = [name for name in functions if name not in BO_FUNCTIONS]
-    if unknown or not functions:
-        raise ValueError(f"unknown or no test functions {unknown}; choose from {', '.join(BO_FUNCTIONS)}")
+    _check_bo_options(functions, fit, kernel, beta, beta_decay)
     from botorch import test_functions
-    from botorch.acquisition import qUpperConfidenceBound
-    from botorch.optim import optimize_acqf
-    from botorch.sampling import SobolQMCNormalSampler
-
-    from ...botorch import OnlineGPModel
 
     out = Path(out)
+    ucb = BatchUCB(q, beta, beta_decay, num_restarts, raw_samples, mc_samples)
     rows: list[dict] = []
     bar = _progress(len(functions) * len(models) * len(seeds) * iterations, quiet, "wiski-bo")
     for fname in functions:
@@ -477,70 +571,17 @@ def run_bo(  # noqa: PLR0912, PLR0913, PLR0915 - §5.3's BO loop and its options
             torch.manual_seed(int(seed))
             Y0 = f(X0)
             for model_name in models:
-                opts = dict(BO_OPTIONS.get(model_name, {}))
-                if kernel == "authors":
-                    opts["kernel"] = authors_bo_kernel(model_name)
-                if model_name == "wiski":
-                    opts |= {"grid_size": grid_size, "pretrain_steps": init_steps}
-                if fit == "lbfgs" and model_name in ("wiski", "exact"):
-                    opts |= {"fit": "lbfgs", "pretrain_steps": 0} if model_name == "wiski" else {"fit": "lbfgs"}
+                opts = _bo_model_options(model_name, kernel, fit, grid_size, init_steps)
                 gp = make_model(model_name, 3, x_bounds=bounds, seed=int(seed), **opts)
                 _set_steps(gp, init_steps)
                 gp.update(X0, Y0)
                 _set_steps(gp, steps)
-                X_all = X0.clone()
                 torch.manual_seed(int(seed) + 1)
-                run_rows: list[dict] = []
-                failure = ""
-                try:
-                    for it in range(1, iterations + 1):
-                        t0 = time.perf_counter()
-                        acqf = qUpperConfidenceBound(
-                            OnlineGPModel(gp),
-                            beta=beta * beta_decay ** (it - 1),
-                            sampler=SobolQMCNormalSampler(torch.Size([mc_samples]), seed=it),
-                        )
-                        cand, _ = optimize_acqf(
-                            acqf,
-                            bounds=bounds,
-                            q=q,
-                            num_restarts=num_restarts,
-                            raw_samples=raw_samples,
-                            options={"maxiter": 100},
-                        )
-                        t1 = time.perf_counter()
-                        gp.update(cand, f(cand))
-                        t2 = time.perf_counter()
-                        X_all = torch.cat([X_all, cand])
-                        best = float(f(X_all, noise=False).max())  # noise-free, negated: maximised
-                        run_rows.append(
-                            {
-                                "function": fname,
-                                "model": model_name,
-                                "seed": int(seed),
-                                "run": f"{model_name}/seed{seed}",
-                                "iteration": it,
-                                "num_data": X_all.shape[0],
-                                "best": best,
-                                "acquisition_time": t1 - t0,
-                                "update_time": t2 - t1,
-                                "time": t2 - t0,
-                            }
-                        )
-                        bar.update(1)
-                except CholeskyError as err:  # a numerical failure ends this run only; the others go on
-                    failure = f"; stopped at iteration {it}: {type(err).__name__}: {err}"
-                    bar.update(iterations - it + 1)
+                run = {"function": fname, "model": model_name, "seed": int(seed), "run": f"{model_name}/seed{seed}"}
+                run_rows, failure = _bo_iterations(gp, f, bounds, X0, ucb, iterations, run, bar)
                 rows += run_rows
                 _write(out, "metrics", rows, config)  # after every run: an interrupted sweep keeps what finished
-                if run_rows:
-                    log(
-                        f"[wiski-bo] {fname:15s} {model_name:6s} seed {seed}: best {run_rows[-1]['best']:.3f} after "
-                        f"{run_rows[-1]['num_data']} evaluations, mean "
-                        f"{np.mean([r['time'] for r in run_rows]):.2f} s/iter{failure}"
-                    )
-                else:
-                    log(f"[wiski-bo] {fname:15s} {model_name:6s} seed {seed}: no iteration finished{failure}")
+                log(f"[wiski-bo] {fname:15s} {model_name:6s} seed {seed}: {_bo_summary(run_rows, failure)}")
     bar.close()
     _write(out, "metrics", rows, config)
     if rows:
@@ -584,26 +625,18 @@ def rank_job(config: dict, run_dir: str) -> dict:
     return {**rows[-1], "median_update_s": float(np.median(times)), "root_columns": columns}
 
 
-def run_rank_ablation(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
-    out: str | Path,
-    dataset: str = "skillcraft",
-    grid_sizes: Sequence[int] = tuple(RANK_ABLATION),
-    updates: Sequence[str] = ("gill", "truncate"),
-    seeds: Sequence[int] = (0,),
-    max_points: int | None = None,
-    eval_every: int = 500,
-    pretrain_steps: int = 200,
-    workers: int = 1,
-    quiet: bool = False,
-    results: str | Path | None = None,
-    fresh: bool = False,
-    log: Callable[[str], Any] = print,
-) -> str:
-    """Stanton et al. 2021's root-rank ablation (appendix table: NLL on skillcraft for m = 256 and 1024 against the
-    rank r of the root of WᵀW): every (m, r) of :data:`RANK_ABLATION` with each root update, and WᵀW kept whole, per
-    seed (a split and shuffle); the final test NLL and RMSE, the median update time. Writes table.md: mean ± std over
-    seeds, then every seed's numbers (a root that diverges on some seeds only shows there)."""
-    from .runner import RunnerOptions, RunSpec, run_sweep
+def _rank_specs(
+    dataset: str,
+    grid_sizes: Sequence[int],
+    updates: Sequence[str],
+    seeds: Sequence[int],
+    max_points: int | None,
+    eval_every: int,
+    pretrain_steps: int,
+) -> list:
+    """The ablation's runs: per grid size, WᵀW whole and each rank of :data:`RANK_ABLATION` with each root update, per
+    seed."""
+    from .runner import RunSpec
 
     specs = []
     for g in grid_sizes:
@@ -626,14 +659,14 @@ def run_rank_ablation(  # noqa: PLR0913 - one parameter per bench option (to go 
                     pretrain_steps=pretrain_steps,
                 )
                 specs.append(RunSpec(f"m{g * g}/{'whole' if rank is None else f'r{rank}-{update}'}/seed{seed}", config))
-    options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
-    result = run_sweep(specs, rank_job, Path(out), options, title="wiski-rank", summary=RANK_SUMMARY)
-    for failed in result.failed:
-        log(f"run {failed.run_id} failed: {failed.error}")
-    values = {r.run_id: r.value for r in result.runs if r.status in ("done", "skipped")}
+    return specs
+
+
+def _rank_finals(specs: list, out: Path, values: dict[str, dict]) -> dict[tuple[int, str], list[dict]]:
+    """Each run's final metrics row with its seed, median update time and root columns, by (m, root variant)."""
     finals: dict[tuple[int, str], list[dict]] = {}
     for spec in specs:
-        path = Path(out) / spec.run_id / "metrics.json"
+        path = out / spec.run_id / "metrics.json"
         if path.is_file():
             last = json.loads(path.read_text())[-1]
             key = (spec.config["grid_size"] ** 2, spec.run_id.split("/")[1])
@@ -641,6 +674,26 @@ def run_rank_ablation(  # noqa: PLR0913 - one parameter per bench option (to go 
             finals.setdefault(key, []).append(
                 {**last, "seed": spec.config["seed"], **{k: value.get(k) for k in ("median_update_s", "root_columns")}}
             )
+    return finals
+
+
+def _rank_order(key: tuple[int, str]) -> tuple:
+    """m, then WᵀW whole, then by rank and update."""
+    rank, _, update = key[1].removeprefix("r").partition("-")
+    return (key[0], -1, "") if key[1] == "whole" else (key[0], int(rank), update)
+
+
+def _per_seed(rows: list[dict], key: str, fmt: Callable[[float], str]) -> str:
+    return " / ".join("" if r.get(key) is None else fmt(r[key]) for r in rows)
+
+
+def _number(v: float) -> str:
+    """3 decimals; a diverged run's value in 2 digits."""
+    return f"{v:.3f}" if abs(v) < 1e3 else f"{v:.1e}"
+
+
+def _rank_table(dataset: str, finals: dict[tuple[int, str], list[dict]]) -> str:
+    """table.md: mean ± std over seeds, then every seed's numbers."""
     lines = [
         f"Final test NLL / RMSE on {dataset} (standardised targets), mean ± std over seeds; WISKI learning its own",
         "projection online. r: the rank of the root of WᵀW; 'whole': WᵀW kept itself (exact at every rank).",
@@ -648,24 +701,12 @@ def run_rank_ablation(  # noqa: PLR0913 - one parameter per bench option (to go 
         "| m | root | seeds | NLL | RMSE |",
         "| --- | --- | --- | --- | --- |",
     ]
-
-    def order(key: tuple[int, str]) -> tuple:  # m, then WᵀW whole, then by rank and update
-        rank, _, update = key[1].removeprefix("r").partition("-")
-        return (key[0], -1, "") if key[1] == "whole" else (key[0], int(rank), update)
-
-    ordered = sorted(finals.items(), key=lambda kv: order(kv[0]))
+    ordered = sorted(finals.items(), key=lambda kv: _rank_order(kv[0]))
     for (m, variant), rows in ordered:
         nll, err = (np.array([r[k] for r in rows]) for k in ("nll", "rmse"))
         lines.append(
             f"| {m} | {variant} | {len(rows)} | {nll.mean():.3g} ± {nll.std():.2g} | {err.mean():.3f} ± {err.std():.3f} |"
         )
-
-    def per_seed(rows: list[dict], key: str, fmt: Callable[[float], str]) -> str:
-        return " / ".join("" if r.get(key) is None else fmt(r[key]) for r in rows)
-
-    def number(v: float) -> str:  # 3 decimals; a diverged run's value in 2 digits
-        return f"{v:.3f}" if abs(v) < 1e3 else f"{v:.1e}"
-
     lines += [
         "",
         "Every seed (in the order of the seeds column): final test NLL and RMSE, the median update time over the stream",
@@ -676,11 +717,41 @@ def run_rank_ablation(  # noqa: PLR0913 - one parameter per bench option (to go 
     ]
     for (m, variant), rows in ordered:
         lines.append(
-            f"| {m} | {variant} | {per_seed(rows, 'seed', str)} | {per_seed(rows, 'nll', number)} | "
-            f"{per_seed(rows, 'rmse', number)} | {per_seed(rows, 'median_update_s', lambda t: f'{1000 * t:.3g}')} | "
-            f"{per_seed(rows, 'root_columns', str)} |"
+            f"| {m} | {variant} | {_per_seed(rows, 'seed', str)} | {_per_seed(rows, 'nll', _number)} | "
+            f"{_per_seed(rows, 'rmse', _number)} | {_per_seed(rows, 'median_update_s', lambda t: f'{1000 * t:.3g}')} | "
+            f"{_per_seed(rows, 'root_columns', str)} |"
         )
-    table = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def run_rank_ablation(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
+    out: str | Path,
+    dataset: str = "skillcraft",
+    grid_sizes: Sequence[int] = tuple(RANK_ABLATION),
+    updates: Sequence[str] = ("gill", "truncate"),
+    seeds: Sequence[int] = (0,),
+    max_points: int | None = None,
+    eval_every: int = 500,
+    pretrain_steps: int = 200,
+    workers: int = 1,
+    quiet: bool = False,
+    results: str | Path | None = None,
+    fresh: bool = False,
+    log: Callable[[str], Any] = print,
+) -> str:
+    """Stanton et al. 2021's root-rank ablation (appendix table: NLL on skillcraft for m = 256 and 1024 against the
+    rank r of the root of WᵀW): every (m, r) of :data:`RANK_ABLATION` with each root update, and WᵀW kept whole, per
+    seed (a split and shuffle); the final test NLL and RMSE, the median update time. Writes table.md: mean ± std over
+    seeds, then every seed's numbers (a root that diverges on some seeds only shows there)."""
+    from .runner import RunnerOptions, run_sweep
+
+    specs = _rank_specs(dataset, grid_sizes, updates, seeds, max_points, eval_every, pretrain_steps)
+    options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
+    result = run_sweep(specs, rank_job, Path(out), options, title="wiski-rank", summary=RANK_SUMMARY)
+    for failed in result.failed:
+        log(f"run {failed.run_id} failed: {failed.error}")
+    values = {r.run_id: r.value for r in result.runs if r.status in ("done", "skipped")}
+    table = _rank_table(dataset, _rank_finals(specs, Path(out), values))
     Path(out).mkdir(parents=True, exist_ok=True)
     (Path(out) / "table.md").write_text(table)
     if not quiet:
