@@ -1,5 +1,5 @@
 """The package's layout: the library apart from its experiments (onlinegp.experiments), every model at the root, the
-registry a leaf, no import circle, no deferred imports."""
+registry a leaf, no import circle, no deferred imports, no function over :data:`MAX_FUNCTION_LINES` lines."""
 
 import ast
 import shutil
@@ -113,6 +113,49 @@ def test_experiments_are_one_subpackage():
     assert not top & moved, top & moved
     for name in ("cli", "entry", "stream", "replay", "plots", "bench/runner", "simulator/mission"):
         assert (SRC / "experiments" / f"{name}.py").is_file(), name
+
+
+MAX_FUNCTION_LINES = 100
+#: functions of src/onlinegp allowed over MAX_FUNCTION_LINES lines, by qualified name, each with its reason
+LONG_FUNCTIONS: dict[str, str] = {}
+
+
+def function_lines(source: str, module: str) -> dict[str, int]:
+    """Every function and method in ``source``, the text of ``module``, nested ones too, by qualified name
+    (``module.Class.method``, ``module.function.inner``): its lines from ``def`` to its last, decorators aside."""
+    found = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}.{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    found[name] = child.end_lineno - child.lineno + 1
+                visit(child, name)
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), module)
+    return found
+
+
+def test_function_lines_sees_methods_and_nested_functions():
+    source = "class A:\n    @property\n    def f(self):\n        def g():\n            pass\n        return 1\n"
+    assert function_lines(source, "m") == {"m.A.f": 4, "m.A.f.g": 2}
+    assert function_lines("if True:\n    async def h():\n        pass\n", "m") == {"m.h": 2}
+
+
+def test_no_function_is_over_100_lines():
+    """Each function in src/onlinegp fits in MAX_FUNCTION_LINES lines (more wants named steps), but those named in
+    LONG_FUNCTIONS with their reason; an entry that is no longer long goes."""
+    lines = {}
+    for path in sorted(SRC.rglob("*.py")):
+        lines |= function_lines(path.read_text(), module_name(path))
+    long = {name: n for name, n in lines.items() if n > MAX_FUNCTION_LINES}
+    assert long.keys() <= LONG_FUNCTIONS.keys(), f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+    assert long.keys() == LONG_FUNCTIONS.keys(), (
+        f"no longer over {MAX_FUNCTION_LINES} lines: {LONG_FUNCTIONS.keys() - long.keys()}"
+    )
 
 
 def test_no_import_cycle_between_modules():

@@ -8,6 +8,7 @@ import importlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -53,6 +54,29 @@ def list_models() -> None:
         typer.echo(f"{name:12s} {description}")
 
 
+Options = dict[str, tuple[type, typer.models.OptionInfo]]
+
+
+def _signature_with(declaration: Callable[..., None], options: Options) -> inspect.Signature:
+    """``declaration``'s signature with *options* (name: (type, ``typer.Option``)) in place of its ``**keywords``, or
+    after its parameters: the signature typer reads for a command called with them all by name."""
+    signature = inspect.signature(declaration, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    added = [inspect.Parameter(k, keyword, default=option, annotation=t) for k, (t, option) in options.items()]
+    return signature.replace(parameters=[*own, *added])
+
+
+def _taking(options: Options) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A command's decorator: its ``**keywords`` are *options* (:func:`_signature_with`)."""
+
+    def declare(command: Callable[..., None]) -> Callable[..., None]:
+        command.__signature__ = _signature_with(command, options)
+        return command
+
+    return declare
+
+
 # -------------------------------------------------------------------------------------------------------- mission
 def parse_model_options(items: list[str] | None) -> dict:
     """Every command's ``--option KEY=VALUE`` items as model keyword arguments (:func:`onlinegp.options.parse_value`
@@ -69,40 +93,170 @@ def list_option(default: str, flag: str, description: str, item: Callable = str)
     return typer.Option(default, flag, help=description, callback=lambda text: [item(x) for x in text.split(",") if x])
 
 
-@app.command("mission")
-def mission_command(
-    env: str = typer.Option(
-        None,
-        "--env",
-        help="bundled environment (see --list-envs) or a DEM file (.npy, .npz, .csv, .tif): columns are x (west to "
-        "east), row 0 is the south edge (see --first-row); default: valley-ridges, the most non-stationary",
+#: the settings of a mission, the options of ``mission`` that
+#: :func:`~onlinegp.experiments.simulator.mission_settings.mission_config` takes by the same names
+MISSION_SETTINGS: Options = {
+    "env": (
+        str,
+        typer.Option(
+            None,
+            "--env",
+            help="bundled environment (see --list-envs) or a DEM file (.npy, .npz, .csv, .tif): columns are x (west to "
+            "east), row 0 is the south edge (see --first-row); default: valley-ridges, the most non-stationary",
+        ),
     ),
-    model: str = typer.Option("poam", "--model", help="registered model (see --list-models)"),
-    budget: int = typer.Option(5000, "--budget", help="number of samples to collect"),
-    seed: int = typer.Option(0, "--seed", help="seed of the planner, noise, start and model"),
+    "model": (str, typer.Option("poam", "--model", help="registered model (see --list-models)")),
+    "budget": (int, typer.Option(5000, "--budget", help="number of samples to collect")),
+    "seed": (int, typer.Option(0, "--seed", help="seed of the planner, noise, start and model")),
+    "planner": (
+        str,
+        typer.Option(
+            "max-entropy",
+            "--planner",
+            help="max-entropy, nipv (integrated-variance reduction, 64 candidates: slower), random or lawnmower",
+        ),
+    ),
+    "init": (str, typer.Option("bezier", "--init", help="pilot survey: bezier, or random (Chen et al. 2024, app. B)")),
+    "num_inducing": (int, typer.Option(None, "--num-inducing", help="model size M (model default if unset)")),
+    "num_steps": (
+        int,
+        typer.Option(None, "--num-steps", help="hyper-parameter steps per update (model default if unset)"),
+    ),
+    "kernel": (str, typer.Option(None, "--kernel", help="ak, rbf, matern12/32/52 (model default if unset)")),
+    "inducing": (
+        str,
+        typer.Option(
+            None,
+            "--inducing",
+            help="inducing-point selector: vips, conditional-variance, "
+            "oips (adaptive size, Pescador-Barrios et al. 2024), pivoted, random, kmeans "
+            "(model default if unset)",
+        ),
+    ),
+    "animate": (bool, typer.Option(False, "--animate", help="also write mission.gif of the map being built")),
+    "profile": (
+        str,
+        typer.Option(
+            "paper",
+            "--profile",
+            help="simulator settings: paper (the text of Chen et al. "
+            "2024: 3 Hz, 1 rad/s turns) or reference-code (their public code: 2.5 Hz, unclipped "
+            "turns, nearest-cell field, input scaling fitted on the pilot survey)",
+        ),
+    ),
+    "sensing_rate": (float, typer.Option(None, "--sensing-rate", help="samples per second (overrides the profile)")),
+    "max_turn_rate": (float, typer.Option(None, "--max-turn-rate", help="rad/s; inf for none (overrides the profile)")),
+    "interpolation": (
+        str,
+        typer.Option(None, "--interpolation", help="field between cells: linear or nearest (overrides the profile)"),
+    ),
+    "extent": (
+        str,
+        typer.Option(
+            None,
+            "--extent",
+            help="DEM file's frame: normalised (default: the paper's box, longer side over [-31, 31] m, aspect ratio "
+            "kept, values scaled to 0-255), native (the file's own: a GeoTIFF's georeferencing, or --cell-size; values "
+            "in its units) or XMIN,XMAX,YMIN,YMAX in metres",
+        ),
+    ),
+    "cell_size": (
+        str,
+        typer.Option(
+            None, "--cell-size", help="with --extent native: metres per cell (or DX,DY); south-west corner at (0, 0)"
+        ),
+    ),
+    "array": (str, typer.Option(None, "--array", help="which array of an .npz that holds several")),
+    "first_row": (
+        str,
+        typer.Option(None, "--first-row", help="south (default: row 0 is y min) or north (north-up arrays, images)"),
+    ),
+    "nodata": (
+        float,
+        typer.Option(
+            None, "--nodata", help="cell value meaning no data (NaN always does); filled from the nearest valid cell"
+        ),
+    ),
+    "values": (
+        str,
+        typer.Option(
+            None,
+            "--values",
+            help="scaled (to 0-255) or native (the file's units); default: scaled iff --extent normalised",
+        ),
+    ),
+    "noise_std": (float, typer.Option(None, "--noise-std", help="sensor noise std in the field's units (default 1)")),
+    "speed": (float, typer.Option(None, "--speed", help="vehicle speed in m/s (default 1)")),
+    "robots": (
+        int,
+        typer.Option(
+            None,
+            "--robots",
+            help="vehicles K mapping the field together into one model (default 1: the single-vehicle mission; "
+            "--robots 1 runs the fleet simulator, with the same samples and numbers plus its mission-clock column)",
+        ),
+    ),
+    "coordination": (
+        str,
+        typer.Option(
+            None,
+            "--coordination",
+            help="a fleet's goals: joint (default: max-entropy conditioned on the goals already chosen) or independent",
+        ),
+    ),
+    "budget_distance": (
+        float,
+        typer.Option(
+            None,
+            "--budget-distance",
+            help="metres each vehicle may drive; the mission ends when every vehicle has (or at --budget samples)",
+        ),
+    ),
+    "schedule": (
+        str,
+        typer.Option(
+            None,
+            "--schedule",
+            help="when a fleet replans: sync (all vehicles once the slowest has arrived) or async (each vehicle on "
+            "arrival, the model updated with every vehicle's new samples at each arrival; the default)",
+        ),
+    ),
+    "fleet": (
+        str,
+        typer.Option(
+            None,
+            "--fleet",
+            help="shared (default: one model of all samples) or decentralised (each vehicle its own POAM, merged with "
+            "vehicles within --comm-radius; metrics of vehicle 0's model)",
+        ),
+    ),
+    "comm_radius": (
+        float,
+        typer.Option(
+            None,
+            "--comm-radius",
+            help="decentralised: metres within which two vehicles merge (default: half the task's shorter side)",
+        ),
+    ),
+    "merge_theta": (
+        str,
+        typer.Option(
+            None,
+            "--merge-theta",
+            help="decentralised: a merge's θ, richer (default: the model with more samples) or average",
+        ),
+    ),
+}
+
+
+@app.command("mission")
+@_taking(MISSION_SETTINGS)
+def mission_command(
     out: str = typer.Option(
         None,
         "--out",
         help="run directory (default: a new runs/mission/MODEL-ENV-seedK[-N], never an existing one); one that "
         "holds a mission needs --resume or --force",
-    ),
-    planner: str = typer.Option(
-        "max-entropy",
-        "--planner",
-        help="max-entropy, nipv (integrated-variance reduction, 64 candidates: slower), random or lawnmower",
-    ),
-    init: str = typer.Option("bezier", "--init", help="pilot survey: bezier, or random (Chen et al. 2024, app. B)"),
-    num_inducing: int = typer.Option(None, "--num-inducing", help="model size M (model default if unset)"),
-    num_steps: int = typer.Option(
-        None, "--num-steps", help="hyper-parameter steps per update (model default if unset)"
-    ),
-    kernel: str = typer.Option(None, "--kernel", help="ak, rbf, matern12/32/52 (model default if unset)"),
-    inducing: str = typer.Option(
-        None,
-        "--inducing",
-        help="inducing-point selector: vips, conditional-variance, "
-        "oips (adaptive size, Pescador-Barrios et al. 2024), pivoted, random, kmeans "
-        "(model default if unset)",
     ),
     option: list[str] = typer.Option(
         None,
@@ -115,153 +269,30 @@ def mission_command(
     force: bool = typer.Option(
         False, "--force", help="start over in an --out that holds a mission or another run (emptying it first)"
     ),
-    animate: bool = typer.Option(False, "--animate", help="also write mission.gif of the map being built"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
     list_envs: bool = typer.Option(False, "--list-envs", help="list bundled environments and exit"),
     list_models: bool = typer.Option(False, "--list-models", help="list models and exit"),
-    profile: str = typer.Option(
-        "paper",
-        "--profile",
-        help="simulator settings: paper (the text of Chen et al. "
-        "2024: 3 Hz, 1 rad/s turns) or reference-code (their public code: 2.5 Hz, unclipped "
-        "turns, nearest-cell field, input scaling fitted on the pilot survey)",
-    ),
-    sensing_rate: float = typer.Option(None, "--sensing-rate", help="samples per second (overrides the profile)"),
-    max_turn_rate: float = typer.Option(None, "--max-turn-rate", help="rad/s; inf for none (overrides the profile)"),
-    interpolation: str = typer.Option(
-        None, "--interpolation", help="field between cells: linear or nearest (overrides the profile)"
-    ),
-    extent: str = typer.Option(
-        None,
-        "--extent",
-        help="DEM file's frame: normalised (default: the paper's box, longer side over [-31, 31] m, aspect ratio "
-        "kept, values scaled to 0-255), native (the file's own: a GeoTIFF's georeferencing, or --cell-size; values "
-        "in its units) or XMIN,XMAX,YMIN,YMAX in metres",
-    ),
-    cell_size: str = typer.Option(
-        None, "--cell-size", help="with --extent native: metres per cell (or DX,DY); south-west corner at (0, 0)"
-    ),
-    array: str = typer.Option(None, "--array", help="which array of an .npz that holds several"),
-    first_row: str = typer.Option(
-        None, "--first-row", help="south (default: row 0 is y min) or north (north-up arrays, images)"
-    ),
-    nodata: float = typer.Option(
-        None, "--nodata", help="cell value meaning no data (NaN always does); filled from the nearest valid cell"
-    ),
-    values: str = typer.Option(
-        None, "--values", help="scaled (to 0-255) or native (the file's units); default: scaled iff --extent normalised"
-    ),
-    noise_std: float = typer.Option(None, "--noise-std", help="sensor noise std in the field's units (default 1)"),
-    speed: float = typer.Option(None, "--speed", help="vehicle speed in m/s (default 1)"),
-    robots: int = typer.Option(
-        None,
-        "--robots",
-        help="vehicles K mapping the field together into one model (default 1: the single-vehicle mission; "
-        "--robots 1 runs the fleet simulator, with the same samples and numbers plus its mission-clock column)",
-    ),
-    coordination: str = typer.Option(
-        None,
-        "--coordination",
-        help="a fleet's goals: joint (default: max-entropy conditioned on the goals already chosen) or independent",
-    ),
-    budget_distance: float = typer.Option(
-        None,
-        "--budget-distance",
-        help="metres each vehicle may drive; the mission ends when every vehicle has (or at --budget samples)",
-    ),
-    schedule: str = typer.Option(
-        None,
-        "--schedule",
-        help="when a fleet replans: sync (all vehicles once the slowest has arrived) or async (each vehicle on "
-        "arrival, the model updated with every vehicle's new samples at each arrival; the default)",
-    ),
-    fleet: str = typer.Option(
-        None,
-        "--fleet",
-        help="shared (default: one model of all samples) or decentralised (each vehicle its own POAM, merged with "
-        "vehicles within --comm-radius; metrics of vehicle 0's model)",
-    ),
-    comm_radius: float = typer.Option(
-        None,
-        "--comm-radius",
-        help="decentralised: metres within which two vehicles merge (default: half the task's shorter side)",
-    ),
-    merge_theta: str = typer.Option(
-        None,
-        "--merge-theta",
-        help="decentralised: a merge's θ, richer (default: the model with more samples) or average",
-    ),
     stop_after_epochs: int = typer.Option(None, "--stop-after-epochs", hidden=True),
+    **settings: Any,
 ) -> None:
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
     import warnings
 
     from .simulator import fields
     from .simulator import mission as rig_mission
+    from .simulator.mission_settings import check_run_directory, mission_config, pilot_only_warning
 
     if list_envs or list_models:
-        rows = ([(n, d) for n, (_, d) in fields.ENVIRONMENTS.items()] if list_envs else []) + (
-            [(n, d) for n, (_, d) in sorted(MODELS.items())] if list_models else []
-        )
-        for name, description in rows:
-            typer.echo(f"{name:17s} {description}")
+        _echo_choices(list_envs, list_models)
         return
-    if resume and force:
-        raise typer.BadParameter("--resume continues the mission in --out and --force starts it over: pass one")
-    if resume and out is None:
-        raise typer.BadParameter("--resume needs --out DIR, the run directory of the mission to continue")
+    _check_resume(resume, force, out)
     items = list(option or [])
     try:
-        config = rig_mission.MissionConfig(
-            env=env or fields.DEFAULT_ENV,
-            model=model,
-            budget=budget,
-            seed=seed,
-            planner=planner,
-            init=init,
-            num_inducing=num_inducing,
-            num_steps=num_steps,
-            kernel=kernel,
-            animate=animate,
-            model_options={**parse_model_options(items), **({"inducing": inducing} if inducing else {})},
-            profile=profile,
-            sensing_rate=sensing_rate,
-            max_turn_rate=max_turn_rate,
-            interpolation=interpolation,
-            field_options={
-                k: v
-                for k, v in dict(
-                    extent=extent, cell_size=cell_size, array=array, first_row=first_row, nodata=nodata, values=values
-                ).items()
-                if v is not None
-            }
-            or None,
-            noise_std=noise_std,
-            speed=speed,
-            robots=robots,
-            coordination=coordination,
-            budget_distance=budget_distance,
-            schedule=schedule,
-            fleet=fleet,
-            comm_radius=comm_radius,
-            merge_theta=merge_theta,
+        config = mission_config(model_options=parse_model_options(items), **settings)
+        state = check_run_directory(out, resume, force)
+        default_name = f"{config.model.lower()}-{_slug(config.env)}-seed{config.seed}" + (
+            f"-k{config.robots}" if config.robots else ""
         )
-        held = None if out is None else run_kind(out)
-        if held not in (None, "mission") and not force:
-            raise ValueError(f"{out} holds a {held} run, not a mission: pass --force to replace it, or another --out")
-        state = None if held != "mission" else rig_mission.run_state(out)
-        if resume and state is None:
-            raise ValueError(f"nothing to resume in {out}: it holds no {rig_mission.CHECKPOINT}")
-        if state == "finished" and not (resume or force):
-            raise ValueError(
-                f"{out} holds a finished mission: pass --force to overwrite it, or another --out (none: a new "
-                "directory)"
-            )
-        if state == "checkpoint" and not (resume or force):
-            raise ValueError(
-                f"{out} holds an unfinished mission: pass --resume to continue it or --force to start over"
-            )
-        default_name = f"{model.lower()}-{_slug(config.env)}-seed{seed}" + (f"-k{robots}" if robots else "")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", fields.FieldWarning)
             mission = rig_mission.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)
@@ -277,20 +308,11 @@ def mission_command(
         typer.echo(f"the mission in {out} is already complete ({mission.num_samples} samples): nothing to resume")
         return
     try:
-        pilot = mission.pilot_size()
+        pilot_only = pilot_only_warning(mission)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
-    if config.budget <= pilot:
-        typer.echo(
-            f"warning: the budget ({config.budget}) is at or below the pilot survey's {pilot} samples: the mission "
-            "will be the pilot survey only, with no decision epochs"
-            + (
-                " (over a DEM's own extent, a faster --speed covers more ground per sample)"
-                if extent not in (None, "normalised")
-                else ""
-            ),
-            err=True,
-        )
+    if pilot_only:
+        typer.echo(f"warning: {pilot_only}", err=True)
     if out is None:
         out = str(fresh_directory("runs/mission", default_name))
         typer.echo(f"run directory: {out}")
@@ -308,6 +330,25 @@ def mission_command(
             if result.completed
             else f"stopped after epoch {result.rows[-1]['epoch']}; continue with --resume --out {out}"
         )
+
+
+def _check_resume(resume: bool, force: bool, out: str | None) -> None:
+    """``mission --resume`` takes the ``--out`` to continue, and no ``--force``."""
+    if resume and force:
+        raise typer.BadParameter("--resume continues the mission in --out and --force starts it over: pass one")
+    if resume and out is None:
+        raise typer.BadParameter("--resume needs --out DIR, the run directory of the mission to continue")
+
+
+def _echo_choices(envs: bool, models: bool) -> None:
+    """``mission --list-envs`` and ``--list-models``: the bundled environments, then the registered models."""
+    from .simulator import fields
+
+    rows = ([(n, d) for n, (_, d) in fields.ENVIRONMENTS.items()] if envs else []) + (
+        [(n, d) for n, (_, d) in sorted(MODELS.items())] if models else []
+    )
+    for name, description in rows:
+        typer.echo(f"{name:17s} {description}")
 
 
 def _claim(out: str | Path, kind: str, **how: bool) -> None:
@@ -481,7 +522,7 @@ def check_model_options(name: str, input_dim: int, items: list[str] | None, opti
 
 
 # -------------------------------------------------------------------------------------------------------- bench
-def _bench_command(name: str, run: Callable[..., None], options: dict[str, tuple[type, typer.models.OptionInfo]]):
+def _bench_command(name: str, run: Callable[..., None], options: Options):
     """``@bench_app.command(name)`` on a function that only declares the command's own options (its docstring is the
     help): the command takes those, then *options* (name: (type, ``typer.Option``)), and calls ``run`` with them all."""
 
@@ -491,13 +532,7 @@ def _bench_command(name: str, run: Callable[..., None], options: dict[str, tuple
             _claim_bench(name, arguments["out"], force)
             run(**arguments)
 
-        signature = inspect.signature(declaration, eval_str=True)
-        keyword = inspect.Parameter.KEYWORD_ONLY
-        added = [
-            inspect.Parameter(k, keyword, default=option, annotation=t)
-            for k, (t, option) in {**options, "force": (bool, FORCE_BENCH())}.items()
-        ]
-        command.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *added])  # typer reads it
+        command.__signature__ = _signature_with(declaration, {**options, "force": (bool, FORCE_BENCH())})
         return bench_app.command(name)(command)
 
     return register
@@ -513,7 +548,7 @@ def _claim_bench(name: str, out: str, force: bool) -> None:
     _claim(out, f"bench {name}", force=force, reuse=True)
 
 
-def _results_options() -> dict[str, tuple[type, typer.models.OptionInfo]]:
+def _results_options() -> Options:
     """The committed-results options of a sweep command (onlinegp.experiments.bench.runner); :func:`_results_arguments` reads
     them."""
     from .bench.runner import RESULTS_ENV
