@@ -92,6 +92,26 @@ def test_shared_checkpoint_round_trip_is_exact(tmp_path):
     assert torch.equal(model.predict(XS).mean, clone.predict(XS).mean)
 
 
+def test_shared_update_that_fails_part_way_is_rolled_back():
+    """Z's slot in the Adam is replaced when M changes: a failed update must still restore the moments exactly."""
+    model = fed(OVC(2, seed=0, z_steps="shared", **SMALL), BATCHES[:2])
+    untouched, before = copy.deepcopy(model), copy.deepcopy(model.state_dict())
+    real = model._update
+
+    def fail_after_mutating(*args, **kwargs):
+        real(*args, **kwargs)
+        raise RuntimeError("simulated failure after a partial update")
+
+    model._update = fail_after_mutating
+    with pytest.raises(RuntimeError, match="simulated"):
+        model.update(*BATCHES[2])
+    del model._update
+    assert state_equal(before, model.state_dict())
+    for m in (model, untouched):
+        m.update(*BATCHES[2])
+    assert state_equal(model.state_dict(), untouched.state_dict())
+
+
 def test_shared_keeps_the_moments_of_kept_rows_when_m_grows():
     model = OVC(2, seed=0, z_steps="shared", **{**SMALL, "num_inducing": 40})
     model.update(X[:12], Y[:12])  # fewer points than M: Z has at most 12 rows
