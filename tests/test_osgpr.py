@@ -307,7 +307,6 @@ def test_lawnmower_second_lane_does_not_diverge(seed):
     from onlinegp.experiments.bench.wgpr import INIT_LENGTHSCALE, NUM_INDUCING, load_stream
     from onlinegp.metrics import rmse
 
-
     torch.manual_seed(seed)
     train, test = load_stream("bathymetry", None, 2000, seed)
     model = make_model(
