@@ -274,3 +274,18 @@ def test_paper_comparison_cells_and_tolerance(tmp_path):
     assert float(rows["ssgp++"]["time_ratio_ours"]) == pytest.approx(1.5)
     assert float(rows["ssgp++"]["time_ratio_paper"]) == pytest.approx(1.57 / 0.843)
     assert "| paper-env2 | POAM | 10 |" in files["paper_md"].read_text()
+
+
+def test_paper_model_options_are_the_paper_implementations():
+    """σ² starts at 1.0 for every method; POAM's family runs the exact M-step without pre-training; OVC moves Z with
+    θ's persistent Adam as the paper's code does (benchmarks/results/ovc_reference.md), OVC++ has no Z steps."""
+    from onlinegp.experiments.bench.poam import paper_model_options
+    from onlinegp.models.registry import make_model
+
+    assert paper_model_options("ssgp++") == {"noise": 1.0}
+    assert paper_model_options("poam") == {"noise": 1.0, "sketch": None, "pretrain_steps": 0}
+    assert paper_model_options("ovc") == {"noise": 1.0, "sketch": None, "pretrain_steps": 0, "z_steps": "shared"}
+    assert "z_steps" not in paper_model_options("ovc++")
+    for method in ("ssgp++", "ovc", "ovc++", "poam", "full"):
+        options = make_model(method, 2, **paper_model_options(method)).options()
+        assert all(options[k] == v for k, v in paper_model_options(method).items())

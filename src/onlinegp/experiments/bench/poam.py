@@ -7,7 +7,7 @@
   random planner, SSGP++, OVC, OVC++, POAM and FULL (appendix B, Fig. 9).
 
 Every experiment pins the settings of the paper's implementation: besides M, steps, kernel and budget, the Gaussian
-likelihood starts at σ² = 1.0 and POAM's family runs the exact M-step (:func:`paper_model_options`;
+likelihood starts at σ² = 1.0, POAM's family runs the exact M-step and OVC steps Z with θ's Adam (:func:`paper_model_options`;
 ``paper_options=False`` leaves the library's defaults; explicit ``model_options`` win).
 
 Each run is one mission (:func:`onlinegp.experiments.simulator.mission.run_mission`) in its own directory
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...io import atomic_write, write_csv
-from ...models import POAM
+from ...models import OVC, POAM
 from ...models.registry import model_class
 from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
@@ -58,11 +58,13 @@ SUMMARY_FILES = ("config.json", "metrics.csv", LENGTHSCALE_FILE)
 
 def paper_model_options(method: str) -> dict[str, Any]:
     """The model settings of the POAM paper's implementation: the Gaussian likelihood starts at σ² = 1.0 (scaled
-    units) and POAM's family runs the exact M-step (``sketch=None``) without pre-training on the pilot survey
-    (``pretrain_steps=0``: Algorithm 1). Explicit ``model_options`` win."""
+    units), POAM's family runs the exact M-step (``sketch=None``) without pre-training on the pilot survey
+    (``pretrain_steps=0``: Algorithm 1), and OVC moves Z with the hyper-parameters' persistent Adam
+    (``z_steps='shared'``; benchmarks/results/ovc_reference.md). Explicit ``model_options`` win."""
     cls = model_class(method)
     poam_family = {"sketch": None, "pretrain_steps": 0} if cls is not None and issubclass(cls, POAM) else {}
-    return {"noise": 1.0, **poam_family}
+    ovc = {"z_steps": "shared"} if cls is OVC else {}
+    return {"noise": 1.0, **poam_family, **ovc}
 
 
 def label(method: str) -> str:
