@@ -39,6 +39,23 @@ def state_equal(a, b) -> bool:
     return a == b
 
 
+def update_failing_after_mutation(model, X, y) -> None:
+    """``model.update(X, y)`` with ``_update`` run to the end (mutating the model) and then raising; the caller checks
+    that the model was restored."""
+    real = model._update
+
+    def fail_after_mutating(*args, **kwargs):
+        real(*args, **kwargs)
+        raise RuntimeError("simulated failure after a partial update")
+
+    model._update = fail_after_mutating
+    try:
+        with pytest.raises(RuntimeError, match="simulated"):
+            model.update(X, y)
+    finally:
+        del model._update
+
+
 @pytest.fixture
 def snapshot():
     return lambda model: copy.deepcopy(model.state_dict())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import state_equal
+from conftest import state_equal, update_failing_after_mutation
 from reference import toy
 
 import onlinegp
@@ -181,18 +181,7 @@ def test_failure_inside_an_update_restores_the_model(name):
     for batches in (0, 2):
         model = fed(name, batches)
         untouched, before = copy.deepcopy(model), copy.deepcopy(model.state_dict())
-        real = model._update
-
-        def fail_after_mutating(*args, **kwargs):
-            real(*args, **kwargs)
-            raise RuntimeError("simulated failure after a partial update")
-
-        model._update = fail_after_mutating
-        try:
-            with pytest.raises(RuntimeError, match="simulated"):
-                model.update(*BATCHES[2])
-        finally:
-            del model._update
+        update_failing_after_mutation(model, *BATCHES[2])
         assert model.input_dim == untouched.input_dim and model.num_data == 40 * batches
         assert state_equal(before, model.state_dict())
         assert_same_next_update(model, untouched)

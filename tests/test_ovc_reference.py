@@ -4,7 +4,7 @@ import copy
 
 import pytest
 import torch
-from conftest import state_equal
+from conftest import state_equal, update_failing_after_mutation
 from reference import toy
 
 from onlinegp import OVC, POAM
@@ -96,16 +96,7 @@ def test_shared_update_that_fails_part_way_is_rolled_back():
     """Z's slot in the Adam is replaced when M changes: a failed update must still restore the moments exactly."""
     model = fed(OVC(2, seed=0, z_steps="shared", **SMALL), BATCHES[:2])
     untouched, before = copy.deepcopy(model), copy.deepcopy(model.state_dict())
-    real = model._update
-
-    def fail_after_mutating(*args, **kwargs):
-        real(*args, **kwargs)
-        raise RuntimeError("simulated failure after a partial update")
-
-    model._update = fail_after_mutating
-    with pytest.raises(RuntimeError, match="simulated"):
-        model.update(*BATCHES[2])
-    del model._update
+    update_failing_after_mutation(model, *BATCHES[2])
     assert state_equal(before, model.state_dict())
     for m in (model, untouched):
         m.update(*BATCHES[2])
