@@ -274,6 +274,9 @@ def test_paper_comparison_cells_and_tolerance(tmp_path):
     assert float(rows["ssgp++"]["time_ratio_ours"]) == pytest.approx(1.5)
     assert float(rows["ssgp++"]["time_ratio_paper"]) == pytest.approx(1.57 / 0.843)
     assert "| paper-env2 | POAM | 10 |" in files["paper_md"].read_text()
+    lonely = [dict(table[1])]  # a sweep of one method has no POAM time to divide by
+    text = poam.write_paper_comparison(lonely, tmp_path)["paper_md"].read_text()
+    assert "| paper-env2 | SSGP++ | 10 |" in text and "| – | 1.86 |" in text and "nan" not in text
 
 
 def test_paper_model_options_are_the_paper_implementations():

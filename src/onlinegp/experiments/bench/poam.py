@@ -347,7 +347,8 @@ def write_paper_comparison(table: Sequence[dict], out: Path) -> dict[str, Path]:
                 f"{row[f'{key}_sigmas']:+.1f}",
                 "✓" if row[f"{key}_within"] else "✗",
             ]
-        cells += [f"{row['time_ratio_ours']:.2f}", f"{row['time_ratio_paper']:.2f}"]
+        ours = row["time_ratio_ours"]  # nan where the sweep ran no POAM to divide by
+        cells += ["–" if np.isnan(ours) else f"{ours:.2f}", f"{row['time_ratio_paper']:.2f}"]
         lines.append(f"| {row['env']} | {label(row['method'])} | {row['seeds']} | " + " | ".join(cells) + " |")
     md_path.write_text("\n".join([*lines, ""]))
     return {"paper_csv": csv_path, "paper_md": md_path}
