@@ -112,7 +112,9 @@ def table(result: dict) -> str:
     ]
     for stem, entry in result["streams"].items():
         rec = entry["recorded"]
-        lines.append(f"| {stem} | recorded (paper code, seed 0) | | {rec['final_smse']:.4f} | | {rec['final_msll']:.3f} | |")
+        lines.append(
+            f"| {stem} | recorded (paper code, seed 0) | | {rec['final_smse']:.4f} | | {rec['final_msll']:.3f} | |"
+        )
         for who in ("onlinegp", "paper_code"):
             runs = entry[who]
             if not runs:
