@@ -13,7 +13,7 @@ def _results_tree(tmp_path_factory, monkeypatch) -> None:
     """`onlinegp bench` keeps run summaries in the checkout's results/ by default: tests keep theirs apart."""
     monkeypatch.setenv("ONLINEGP_RESULTS", str(tmp_path_factory.mktemp("results")))
     # the suite runs in checkouts with uncommitted edits too: sweeps under test keep their runs whatever the tree
-    # (test_runner.py tests the refusal itself)
+    # (experiments/bench/test_runner.py tests the refusal itself)
     monkeypatch.setattr("onlinegp.experiments.bench.runner.is_dirty", lambda code: False)
 
 

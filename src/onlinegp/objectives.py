@@ -376,7 +376,7 @@ class OnlineBound:
     inputs [Z_old; X_n] (plus any inducing input in neither), of which Z, Z_old and X_n are index sets. Per call:
     one symmetric kernel matrix on the union (instead of K_vv, K_vf, K_uv and K_uu^new separately) and the bound
     with its closed-form gradient (:class:`_OnlineBoundFunction`). Values and gradients equal :func:`online_bound`'s
-    to round-off (tests/test_fast_paths.py).
+    to round-off (tests/library/test_fast_paths.py).
     """
 
     def __init__(

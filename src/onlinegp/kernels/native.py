@@ -8,7 +8,7 @@ loaded with ctypes, which releases the GIL, so rows are split across ``torch.get
 
 Without a compiler, or switched off (``onlinegp.settings.native_kernel(False)``, or ``ONLINEGP_NATIVE=0`` in the
 environment), :func:`library` returns ``None`` (with one warning if the compiler failed) and the kernel uses its
-PyTorch path; both agree to round-off (tests/test_native.py).
+PyTorch path; both agree to round-off (tests/library/kernels/test_native.py).
 """
 
 from __future__ import annotations

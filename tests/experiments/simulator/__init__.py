@@ -1,0 +1,1 @@
+"""Tests of onlinegp.experiments.simulator: fields, robot, planners, missions and fleets."""

@@ -1,0 +1,1 @@
+"""Tests of the library (src/onlinegp/ outside experiments/), one folder per subpackage."""

@@ -1,0 +1,1 @@
+"""Tests of onlinegp.data: bundled datasets, splits and stream orders."""

@@ -1,0 +1,1 @@
+"""Tests of onlinegp.models: the conformance suite over every registered model, then one file per method."""
