@@ -944,7 +944,14 @@ def bench_wiski_rank(
     """Stanton et al. 2021, appendix: WISKI's test NLL against the rank r of its root of WᵀW (m = 256 and 1024)."""
 
 
-@_run_command("wiski-banana", "wiski.run_banana", out="runs/wiski-banana")
+@_run_command(
+    "wiski-banana",
+    "wiski.run_banana",
+    out="runs/wiski-banana",
+    out_help="output directory (resumable)",
+    quiet="no progress bar",
+    sweep=True,
+)
 def bench_wiski_banana(
     pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
     eval_every: int = typer.Option(20, "--eval-every", help="evaluate every this many points"),
@@ -1096,7 +1103,14 @@ def bench_defaults(
     NLPD difference, worst NLPD, update time): the regression check of the defaults."""
 
 
-@_run_command("vips-magnetic", "vips.run_magnetic", out="runs/vips-magnetic", quiet="no progress bar or summary")
+@_run_command(
+    "vips-magnetic",
+    "vips.run_magnetic",
+    out="runs/vips-magnetic",
+    out_help="output directory (resumable)",
+    quiet="no progress bar or summary",
+    sweep=True,
+)
 def bench_vips_magnetic(
     thin: int = typer.Option(10, "--thin", help="keep one reading in this many (the survey has ~9000 per path)"),
     batches: int = typer.Option(20, "--batches", help="batches for trajectory 3"),
@@ -1108,7 +1122,14 @@ def bench_vips_magnetic(
     (VIPS vs CV)."""
 
 
-@_run_command("vips-synthetic", "vips.run_synthetic", out="runs/vips-synthetic", quiet="no progress bar or table")
+@_run_command(
+    "vips-synthetic",
+    "vips.run_synthetic",
+    out="runs/vips-synthetic",
+    out_help="output directory (resumable)",
+    quiet="no progress bar or table",
+    sweep=True,
+)
 def bench_vips_synthetic(
     seeds: str = list_option("0,1,2,3,4", "--seeds", "comma-separated seeds (data, test noise and model)", int),
     datasets: str = list_option(
@@ -1120,6 +1141,7 @@ def bench_vips_synthetic(
     fig2a_batches: int = typer.Option(4, "--fig2a-batches", help="equal batches of the Fig. 2a set (§5.2: 4)"),
     num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
     exact: bool = typer.Option(True, "--exact/--no-exact", help="the exact GP reference in Fig. 2a"),
+    workers: int = typer.Option(1, "--workers", help="parallel runs (timings are only comparable with 1)"),
 ) -> None:
     """Pescador-Barrios et al. 2024, Figs. 1 and 2a: M chosen by VIPS on synthetic sets 1-3, and fixed M = 10/20/30 vs
     VIPS vs the exact GP on a 1000-point set."""

@@ -237,7 +237,101 @@ def _maps(model, extent: Sequence[float], size: int) -> dict:
     return {"mean": pred.mean.numpy().reshape(size, size), "var": pred.var_f.numpy().reshape(size, size)}
 
 
-def run_magnetic(
+#: a magnetic run's files that the summary table and the M-per-batch figure read (kept in the results tree,
+#: ``results/vips-magnetic/``; not the maps, which need the model)
+MAGNETIC_SUMMARY = ("metrics.json", "metrics.csv")
+MAGNETIC_COLUMNS = ("batch", "num_data", "num_inducing", "rmse", "nlpd", "update_time")
+
+
+def magnetic_job(config: dict, run_dir: Path) -> dict:
+    """One stream of :func:`run_magnetic` (``config``: its trajectories, model, options, batches, thinning, L-BFGS cap
+    and map grid); the runner's job function. Writes the stream's files and ``maps.png`` (field maps at the snapshot
+    batches) to ``run_dir`` and returns the last batch's M, RMSE and NLPD."""
+    from ..plots import plot_uncertain_maps
+
+    full = load_dataset("magnetic")
+    extent = [full.X[:, 0].min(), full.X[:, 0].max(), full.X[:, 1].min(), full.X[:, 1].max()]
+    trajectories, n_batches, grid = config["trajectories"], config["batches"], config["grid"]
+    options: dict[str, Any] = {"noise": 0.1, **PAPER_ONLINE_OPTIONS, "kernel": magnetic_kernel(), **config["options"]}
+    if config["num_steps"] is not None:
+        options["num_steps"] = config["num_steps"]
+    if "eta" in options:
+        # η is a trace of kernel values, so it carries the target units: the paper's 2.2 is in μT², the models here
+        # work with standardised targets (minmax scaling standardises y with the training statistics)
+        options["eta"] = options["eta"] / float(np.var(load_dataset("magnetic", trajectories=[3]).y))
+    n = len(load_dataset("magnetic", trajectories=trajectories))
+    stream = StreamConfig(
+        "magnetic",
+        config["model"],
+        batches=None if n_batches == "groups" else n_batches,
+        order="time",
+        max_size=n // config["thin"],
+        test_fraction=0.1,
+        scaling="minmax",
+        options=options,
+        dataset_options={"trajectories": trajectories},
+    )
+    total = len(trajectories) if n_batches == "groups" else n_batches
+    shown = set(range(1, total + 1)) if n_batches == "groups" else {1, total // 4, total // 2, 3 * total // 4, total}
+    frames: list[dict] = []
+    paths: list[np.ndarray] = []
+
+    def keep(row: dict, m: Any, batch_x: np.ndarray) -> None:
+        paths.append(batch_x)
+        if row["batch"] in shown:
+            frames.append(
+                {
+                    **_maps(m, extent, grid),
+                    "path": np.concatenate(paths),
+                    "new": batch_x,
+                    "title": f"{config['tag']}: after batch {row['batch']} (M = {row['num_inducing']})",
+                }
+            )
+
+    rows = run_stream(stream, out=run_dir, quiet=True, on_batch=keep)
+    plot_uncertain_maps(frames, extent, run_dir / "maps.png")
+    return {k: rows[-1][k] for k in ("num_data", "num_inducing", "rmse", "nlpd")}
+
+
+def magnetic_specs(
+    thin: int, batches: int, eta: float, delta: float, num_steps: int | None, grid: int
+) -> list[RunSpec]:
+    """Trajectories 1, 2, 4, 5 one batch each with VIPS; trajectory 3 in ``batches`` batches with VIPS and with the
+    Conditional Variance (``eta`` in μT²)."""
+    common = {"thin": thin, "num_steps": num_steps, "grid": grid}
+    runs = (
+        ("paths-vips", [1, 2, 4, 5], "vips", {"delta": delta}, "groups"),
+        ("trajectory3-vips", [3], "vips", {"delta": delta}, batches),
+        ("trajectory3-cv", [3], "conditional-variance", {"eta": eta}, batches),
+    )
+    return [
+        RunSpec(tag, {"tag": tag, "trajectories": t, "model": m, "options": o, "batches": b, **common})
+        for tag, t, m, o, b in runs
+    ]
+
+
+def magnetic_table(results: dict) -> str:
+    """Markdown: M, RMSE and NLPD (standardised targets, held-out 10%) after each path, and after every fifth batch of
+    trajectory 3 for VIPS and the Conditional Variance."""
+
+    def line(label: str, r: dict) -> str:
+        return f"| {label} | {r['batch']} | {r['num_data']} | {r['num_inducing']} | {r['rmse']:.3f} | {r['nlpd']:.3f} |"
+
+    head = ["| run | batch | points seen | M | RMSE | NLPD |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "Held-out RMSE and NLPD in standardised target units and the model size M after each batch: paths 1, 2, 4, 5 "
+        "one batch each (VIPS), and trajectory 3 (every fifth batch and the last).",
+        "",
+        *head,
+    ]
+    lines += [line(f"paths 1, 2, 4, 5, VIPS: path {p}", r) for p, r in zip((1, 2, 4, 5), results.get("paths", []))]
+    for tag, label in (("trajectory3-vips", "VIPS"), ("trajectory3-cv", "Cond. Variance")):
+        rows = results.get(tag, [])
+        lines += [line(f"trajectory 3, {label}", r) for r in rows if r["batch"] % 5 == 0 or r is rows[-1]]
+    return "\n".join(lines) + "\n"
+
+
+def run_magnetic(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
     out: str | Path,
     thin: int = 10,
     batches: int = 20,
@@ -245,96 +339,67 @@ def run_magnetic(
     delta: float = 0.05,
     num_steps: int | None = None,
     grid: int = 60,
+    workers: int = 1,
     quiet: bool = False,
+    results: str | Path | None = None,
+    fresh: bool = False,
     log: Callable[[str], Any] = print,
 ) -> dict:
     """Pescador-Barrios et al. 2024, §5.4: the two magnetic-field experiments. ``thin`` keeps every ``thin``-th reading
     (random subset of that size, in time order) so the runs fit a laptop; M per batch goes to ``sizes.csv``. ``eta`` is
-    in μT² (as the paper's 2.2) and is divided by the variance of the field strength for the scaled model."""
-    from ..plots import plot_lines, plot_uncertain_maps
+    in μT² (as the paper's 2.2) and is divided by the variance of the field strength for the scaled model. Each of the
+    three streams is a run of a sweep (:func:`magnetic_job`): ``results`` is the root of the committed results tree,
+    where the runs' metrics are kept (``results/vips-magnetic/``), and ``fresh`` reruns them. The field maps
+    (``<run>-maps.png``) come from runs made here only: a run restored from the tree has its metrics, not its model."""
+    from ..plots import plot_lines
 
     root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
-    full = load_dataset("magnetic")
-    extent = [full.X[:, 0].min(), full.X[:, 0].max(), full.X[:, 1].min(), full.X[:, 1].max()]
-    common: dict[str, Any] = {"noise": 0.1, **PAPER_ONLINE_OPTIONS}
-    if num_steps is not None:
-        common["num_steps"] = num_steps
-    results: dict[str, Any] = {}
-
-    def experiment(
-        tag: str,
-        trajectories: list[int],
-        model: str,
-        options: dict,
-        n_batches: int | str,
-        snapshot: Callable[[int, int], bool],
-    ) -> list[dict]:
-        n = len(load_dataset("magnetic", trajectories=trajectories))
-        config = StreamConfig(
-            "magnetic",
-            model,
-            batches=n_batches if n_batches != "groups" else None,
-            order="time",
-            max_size=n // thin,
-            test_fraction=0.1,
-            scaling="minmax",
-            options={**common, "kernel": magnetic_kernel(), **options},
-            dataset_options={"trajectories": trajectories},
-        )
-        frames: list[dict] = []
-        paths: list[np.ndarray] = []
-
-        def keep(row: dict, m: Any, batch_x: np.ndarray) -> None:
-            paths.append(batch_x)
-            if snapshot(row["batch"], n_batches if isinstance(n_batches, int) else len(trajectories)):
-                frames.append(
-                    {
-                        **_maps(m, extent, grid),
-                        "path": np.concatenate(paths),
-                        "new": batch_x,
-                        "title": f"{tag}: after batch {row['batch']} (M = {row['num_inducing']})",
-                    }
-                )
-
-        rows = run_stream(config, out=root / tag, quiet=quiet, on_batch=keep)
-        plot_uncertain_maps(frames, extent, root / f"{tag}-maps.png")
-        return rows
-
-    # η is a trace of kernel values, so it carries the target units: the paper's 2.2 is in μT², the models here
-    # work with standardised targets (minmax scaling standardises y with the training statistics)
-    eta_scaled = eta / float(np.var(load_dataset("magnetic", trajectories=[3]).y))
-    rows = experiment("paths-vips", [1, 2, 4, 5], "vips", {"delta": delta}, "groups", lambda b, k: True)
-    results["paths"] = [{k: r[k] for k in ("batch", "num_data", "num_inducing", "rmse", "nlpd")} for r in rows]
-    sizes: dict[str, tuple[list[int], list[int]]] = {}
-    for label, model, options in (
-        ("VIPS", "vips", {"delta": delta}),
-        ("Cond. Variance", "conditional-variance", {"eta": eta_scaled}),
-    ):
-        tag = "trajectory3-" + ("vips" if model == "vips" else "cv")
-        rows = experiment(tag, [3], model, options, batches, lambda b, k: b in (1, k // 4, k // 2, 3 * k // 4, k))
-        sizes[label] = ([r["batch"] for r in rows], [r["num_inducing"] for r in rows])
-        results[tag] = [
-            {k: r[k] for k in ("batch", "num_data", "num_inducing", "rmse", "nlpd", "update_time")} for r in rows
+    specs = magnetic_specs(thin, batches, eta, delta, num_steps, grid)
+    options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
+    result = run_sweep(specs, magnetic_job, root, options, title="vips-magnetic", summary=MAGNETIC_SUMMARY)
+    for failed in result.failed:
+        log(f"run {failed.run_id} failed: {failed.error}")
+    summary: dict[str, Any] = {}
+    for spec in specs:
+        path = root / spec.run_id / "metrics.json"
+        if not path.is_file():
+            continue
+        rows = [r for r in json.loads(path.read_text()) if "rmse" in r]
+        summary["paths" if spec.run_id == "paths-vips" else spec.run_id] = [
+            {k: r[k] for k in MAGNETIC_COLUMNS} for r in rows
         ]
-    plot_lines(
-        sizes,
-        root / "trajectory3-sizes.png",
-        xlabel="batch",
-        ylabel="inducing points M",
-        title="trajectory 3 in batches: model size",
-    )
+        maps = root / spec.run_id / "maps.png"
+        if maps.is_file():
+            (root / f"{spec.run_id}-maps.png").write_bytes(maps.read_bytes())
+    sizes = {
+        label: ([r["batch"] for r in summary[tag]], [r["num_inducing"] for r in summary[tag]])
+        for label, tag in (("VIPS", "trajectory3-vips"), ("Cond. Variance", "trajectory3-cv"))
+        if tag in summary
+    }
+    if sizes:
+        plot_lines(
+            sizes,
+            root / "trajectory3-sizes.png",
+            xlabel="batch",
+            ylabel="inducing points M",
+            title="trajectory 3 in batches: model size",
+        )
     write_csv(
         root / "sizes.csv",
         [{"method": label, "batch": bi, "num_inducing": mi} for label, (b, m) in sizes.items() for bi, mi in zip(b, m)],
     )
-    (root / "results.json").write_text(json.dumps(results, indent=1))
+    (root / "results.json").write_text(json.dumps(summary, indent=1))
+    (root / "table.md").write_text(magnetic_table(summary))
     if not quiet:
         for label, (_, m) in sizes.items():
             log(f"trajectory 3, {label}: M per batch {m}")
-        log(f"paths 1, 2, 4, 5 with VIPS: M after each path {[r['num_inducing'] for r in results['paths']]}")
+        if "paths" in summary:
+            log(f"paths 1, 2, 4, 5 with VIPS: M after each path {[r['num_inducing'] for r in summary['paths']]}")
         log(f"wrote {root}")
-    return results
+        if result.results is not None:
+            restored = sum(r.restored for r in result.runs)
+            log(f"run summaries kept in {result.results} ({restored} of {len(result.runs)} restored from there)")
+    return summary
 
 
 # ------------------------------------------------------------------------------------------- synthetic (Figs. 1, 2a)
@@ -534,7 +599,59 @@ def write_synthetic(root: Path, rows: Sequence[dict], fig2a_methods: Sequence[st
     return table
 
 
-def run_synthetic(
+#: a synthetic run's files that the table and figures read (kept in the results tree, ``results/vips-synthetic/``)
+SYNTHETIC_SUMMARY = ("metrics.json",)
+
+
+def synthetic_job(config: dict, run_dir: Path) -> dict:
+    """One (dataset, method, seed) stream of :func:`run_synthetic`; the runner's job function. Writes its rows (one per
+    batch) to ``metrics.json`` and returns the last batch's M, RMSE and NLPD."""
+    name, method, seed, num_steps = config["dataset"], config["method"], config["seed"], config["num_steps"]
+    if name == FIG2A_DATASET:
+        data, variance = fig2a_dataset(seed, config["size"], config["batches"]), SYNTHETIC_VARIANCE["fig2a"]
+    else:
+        data, variance = load_dataset(name, seed=seed), SYNTHETIC_VARIANCE["fig1"]
+    rows = synthetic_stream(data, method, seed, variance, num_steps)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "metrics.json").write_text(json.dumps(rows, indent=1))
+    return {k: rows[-1][k] for k in ("num_data", "num_inducing", "rmse", "nlpd")}
+
+
+def synthetic_specs(
+    seeds: Sequence[int],
+    datasets: Sequence[str],
+    fig2a_methods: Sequence[str],
+    fig2a: bool,
+    fig2a_size: int,
+    fig2a_batches: int,
+    num_steps: int | None,
+) -> list[RunSpec]:
+    """A run per Fig. 1 dataset and seed (VIPS), and with ``fig2a`` a run per Fig. 2a method and seed."""
+    specs = [
+        RunSpec(f"{d}/vips/seed{s}", {"dataset": d, "method": "vips", "seed": s, "num_steps": num_steps})
+        for s in seeds
+        for d in datasets
+    ]
+    if fig2a:
+        specs += [
+            RunSpec(
+                f"{FIG2A_DATASET}/{m}/seed{s}",
+                {
+                    "dataset": FIG2A_DATASET,
+                    "method": m,
+                    "seed": s,
+                    "num_steps": num_steps,
+                    "size": fig2a_size,
+                    "batches": fig2a_batches,
+                },
+            )
+            for s in seeds
+            for m in fig2a_methods
+        ]
+    return specs
+
+
+def run_synthetic(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
     out: str | Path,
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     datasets: Sequence[str] = FIG1_DATASETS,
@@ -544,7 +661,10 @@ def run_synthetic(
     fig2a_batches: int = 4,
     num_steps: int | None = None,
     exact: bool = True,
+    workers: int = 1,
     quiet: bool = False,
+    results: str | Path | None = None,
+    fresh: bool = False,
     log: Callable[[str], Any] = print,
 ) -> str:
     """Pescador-Barrios et al. 2024, Figs. 1 and 2a on their synthetic sets (appendices F.1, F.2.1).
@@ -555,28 +675,32 @@ def run_synthetic(
     θ by L-BFGS on the online bound (``num_steps`` caps its iterations per batch; default 200). Metrics: RMSE and
     NLPD on :func:`synthetic_test_grid` within the range seen so far (:func:`synthetic_stream`). Choices the paper
     leaves open are ours: noise σ = 0.3, the Fig. 2a input range and order, RMSE against the noise-free f (NLPD of
-    noisy targets), and testing only inside the range seen so far."""
-    from tqdm import tqdm
-
+    noisy targets), and testing only inside the range seen so far. Each (dataset, method, seed) stream is a run of a
+    sweep (:func:`synthetic_job`): ``results`` is the root of the committed results tree, where the runs' rows are
+    kept (``results/vips-synthetic/``), and ``fresh`` reruns every run
+    (:class:`~onlinegp.experiments.bench.runner.RunnerOptions`)."""
     root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
     if not seeds:
         raise ValueError("give at least one seed")
     unknown = sorted(set(datasets) - set(FIG1_DATASETS))
     if unknown:
         raise ValueError(f"unknown Fig. 1 datasets {unknown}: choose from {', '.join(FIG1_DATASETS)}")
     fig2a_methods = [f"fixed-{m}" for m in fixed] + ["vips"] + (["exact"] if exact else [])
-    jobs = [(d, "vips", s) for s in seeds for d in datasets]
-    jobs += [(FIG2A_DATASET, m, s) for s in seeds for m in fig2a_methods] if fig2a else []
+    specs = synthetic_specs(seeds, datasets, fig2a_methods, fig2a, fig2a_size, fig2a_batches, num_steps)
+    options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
+    result = run_sweep(specs, synthetic_job, root, options, title="vips-synthetic", summary=SYNTHETIC_SUMMARY)
+    for failed in result.failed:
+        log(f"run {failed.run_id} failed: {failed.error}")
     rows: list[dict] = []
-    for name, method, seed in tqdm(jobs, disable=quiet, desc="vips-synthetic", leave=False):
-        if name == FIG2A_DATASET:
-            data, variance = fig2a_dataset(seed, fig2a_size, fig2a_batches), SYNTHETIC_VARIANCE["fig2a"]
-        else:
-            data, variance = load_dataset(name, seed=seed), SYNTHETIC_VARIANCE["fig1"]
-        rows += synthetic_stream(data, method, seed, variance, num_steps)
+    for spec in specs:
+        path = root / spec.run_id / "metrics.json"
+        if path.is_file():
+            rows += json.loads(path.read_text())
     table = write_synthetic(root, rows, fig2a_methods)
     if not quiet:
         log(table)
         log(f"wrote {root / 'synthetic.csv'}, {root / 'table.md'}, {root / 'fig1.png'}, {root / 'fig2a.png'}")
+        if result.results is not None:
+            restored = sum(r.restored for r in result.runs)
+            log(f"run summaries kept in {result.results} ({restored} of {len(result.runs)} restored from there)")
     return table
