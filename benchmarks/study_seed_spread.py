@@ -12,7 +12,8 @@ mini-batches of the 10 Adam steps per update. This study replays each stream wit
   initial noise 1.0, batches of 256, jitter 1e-6, one warm-up Adam step, then per update pivoted-Cholesky inducing
   inputs, the variational update and 10 Adam steps. Its seed 0 reproduces the recording exactly (checked below).
 
-Both run in one process, one torch thread, interleaved seed by seed, so both see the same load.
+Both run in one process, one torch thread, interleaved seed by seed, so both see the same load. The results file is
+written after every replay, and a second call skips the replays it already holds (the study resumes).
 
     OMP_NUM_THREADS=1 python benchmarks/study_seed_spread.py --paper-code /path/to/POAM   # results/seed_spread.json
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import json
 import sys
 import types
 from pathlib import Path
@@ -29,7 +31,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write  # noqa: E402
+from common import RESULTS, write  # noqa: E402
 
 from onlinegp import metrics  # noqa: E402
 from onlinegp.experiments.bench.poam import paper_model_options  # noqa: E402
@@ -81,19 +83,31 @@ def paper_code_replay(paper_code: Path, path: Path, seed: int) -> list[dict]:
     return rows
 
 
-def run(streams: list[str], seeds: int, paper_code: Path | None, reference: Path) -> dict:
-    out: dict = {"seeds": list(range(seeds)), "streams": {}}
+def save(name: str, result: dict) -> None:
+    result["table"] = table(result)
+    write(name, result)
+
+
+def run(streams: list[str], seeds: int, paper_code: Path | None, reference: Path, name: str) -> dict:
+    """Replay every stream with seeds 0..seeds-1, ours then the paper code's, saving ``results/<name>.json`` after
+    every replay; replays already saved there (same stream, who and seed) are not run again, so the study resumes."""
+    done = RESULTS / f"{name}.json"
+    out = json.loads(done.read_text()) if done.is_file() else {"streams": {}}
+    out.pop("machine", None)  # written afresh with every save: the machine and code of the latest replays
+    out["seeds"] = list(range(seeds))
     for stem in streams:
         path = reference / f"{stem}.npz"
         survey = load_survey(path)
         rec = survey.recorded
-        entry: dict = {"recorded": {"final_smse": float(rec["smse"][-1]), "final_msll": float(rec["msll"][-1])}}
-        entry["onlinegp"], entry["paper_code"] = [], []
+        entry = out["streams"].setdefault(stem, {"onlinegp": [], "paper_code": []})
+        entry["recorded"] = {"final_smse": float(rec["smse"][-1]), "final_msll": float(rec["msll"][-1])}
         for seed in range(seeds):
-            rows = replay(survey, build_replay_model("poam", survey, seed, paper_model_options("poam")))
-            entry["onlinegp"].append({"seed": seed, **summary(rows)})
-            print(f"{stem} onlinegp seed {seed}: {entry['onlinegp'][-1]}", flush=True)
-            if paper_code is not None:
+            if all(r["seed"] != seed for r in entry["onlinegp"]):
+                rows = replay(survey, build_replay_model("poam", survey, seed, paper_model_options("poam")))
+                entry["onlinegp"].append({"seed": seed, **summary(rows)})
+                print(f"{stem} onlinegp seed {seed}: {entry['onlinegp'][-1]}", flush=True)
+                save(name, out)
+            if paper_code is not None and all(r["seed"] != seed for r in entry["paper_code"]):
                 rows = paper_code_replay(paper_code, path, seed)
                 entry["paper_code"].append({"seed": seed, **summary(rows)})
                 if seed == 0:  # the recording was made with seed 0: the driver must reproduce it
@@ -101,7 +115,7 @@ def run(streams: list[str], seeds: int, paper_code: Path | None, reference: Path
                         np.max(np.abs(np.array([r["smse"] for r in rows]) - rec["smse"]))
                     )
                 print(f"{stem} paper code seed {seed}: {entry['paper_code'][-1]}", flush=True)
-        out["streams"][stem] = entry
+                save(name, out)
     return out
 
 
@@ -142,9 +156,7 @@ def main() -> None:
         print(f"skipped: the reference streams are not at {args.reference} (they come with the project's shared/)")
         return
     torch.set_num_threads(1)
-    result = run(args.streams.split(","), args.seeds, args.paper_code, args.reference)
-    result["table"] = table(result)
-    write(args.name, result)
+    result = run(args.streams.split(","), args.seeds, args.paper_code, args.reference, args.name)
     print(result["table"])
 
 
