@@ -1063,13 +1063,13 @@ def bench_vips_table1(
     exact_max: int = typer.Option(6000, "--exact-max", help="skip the exact GP above this many training points"),
     num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
     ard: bool = typer.Option(
-        False, "--ard", help="one length-scale per input (Pescador-Barrios et al. 2024: shared; pumadyn32nm needs it)"
+        False, "--ard", help="one length-scale per input (Pescador-Barrios et al. 2024: shared)"
     ),
     lengthscale: float = typer.Option(
         1.0,
         "--lengthscale",
         help="initial length-scale in standard deviations "
-        "(Pescador-Barrios et al. 2024: 1; pumadyn32nm: --ard --lengthscale 5.7)",
+        "(Pescador-Barrios et al. 2024: 1)",
     ),
     workers: int = typer.Option(1, "--workers", help="parallel runs"),
 ) -> None:
