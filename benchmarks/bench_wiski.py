@@ -3,7 +3,7 @@ grid algebra and the dense reference (``algebra='dense'``), against one dense m 
 
 For each grid (2-D, m = 16² = 256; 3-D, m = 10³ = 1000) and algebra a model absorbs N points of a smooth synthetic
 field (in chunks, with no hyper-parameter steps: the caches WᵀW, Wᵀy, yᵀy are then exactly what one-at-a-time updates
-would have left, as tests/test_wiski.py checks), and then the next ``--points`` single observations are timed, each
+would have left, as tests/library/models/test_wiski.py checks), and then the next ``--points`` single observations are timed, each
 with its one Adam step (the per-observation work of Algorithm 1; the prediction caches are rebuilt lazily, at the
 next prediction, whose time is reported apart). The timed updates of every (algebra, N) and a Cholesky of a dense
 m × m SPD matrix (torch's, MKL, the reference of the targets; and SciPy's LAPACK, OpenBLAS, which the Kronecker
