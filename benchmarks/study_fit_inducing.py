@@ -1,7 +1,10 @@
 """Where OSGPR fits θ once M is at its cap: at the selected Z' (Bui et al. 2017 as written, ``fit_inducing='selected'``)
-or at Z' and the old inducing inputs it drops (``'union'``, the default under L-BFGS since onlinegp 0.3.0).
+or at Z' and the old inducing inputs it drops (``'union'``, the default under L-BFGS since onlinegp 0.3.0); and at
+which noise the old data are charged: the σ² of their batches, fixed in Bui et al.'s summary (``old_noise='fixed'``;
+modes 'selected' and 'union'), or the current one (``old_noise='current'``; modes 'selected+current' and
+'union+current', the latter the default under L-BFGS since the release after 0.3.0).
 
-Each stream runs twice in one process, the two settings interleaved batch by batch so that both see the same load:
+Each stream runs once per mode in one process, the modes interleaved batch by batch so that all see the same load:
 final test RMSE and NLPD, the largest test RMSE over the batches (a divergence shows there), and the total update
 time. Streams: bundled UCI sets of different input widths (the defaults bench's split 0: seeded shuffle,
 standardised with the training statistics) and the WGPR bench's lawnmower survey (``bathymetry``), where 'selected'
@@ -9,6 +12,7 @@ diverged (issue 35).
 
     python benchmarks/study_fit_inducing.py                       # writes benchmarks/results/fit_inducing.json
     python benchmarks/study_fit_inducing.py --datasets concrete --train 600 --num-inducing 100
+    python benchmarks/study_fit_inducing.py --datasets kin40k --num-inducing 500 --name fit_inducing_kin40k_m500
 """
 
 from __future__ import annotations
@@ -25,7 +29,13 @@ from onlinegp.experiments.bench.wgpr import INIT_LENGTHSCALE, load_stream
 from onlinegp.metrics import nlpd, rmse
 from onlinegp.models.registry import make_model
 
-MODES = ("selected", "union")
+#: mode -> (fit_inducing, old_noise) of OSGPR
+MODES = {
+    "selected": ("selected", "fixed"),
+    "union": ("union", "fixed"),
+    "selected+current": ("selected", "current"),
+    "union+current": ("union", "current"),
+}
 
 
 def load(name: str, train: int, test: int, seed: int) -> tuple[np.ndarray, ...]:
@@ -47,12 +57,14 @@ def model_options(name: str, X: np.ndarray, y: np.ndarray, num_inducing: int, se
     return {"num_inducing": num_inducing, "seed": seed}
 
 
-def run(name: str, train: int, test: int, batch: int, num_inducing: int, seed: int) -> dict:
+def run(name: str, train: int, test: int, batch: int, num_inducing: int, seed: int, modes: list[str]) -> dict:
     X, y, Xt, yt = load(name, train, test, seed)
     options = model_options(name, X, y, num_inducing, seed)
-    models = {m: make_model("osgpr", X.shape[1], fit_inducing=m, **options) for m in MODES}
-    seconds = dict.fromkeys(MODES, 0.0)
-    curves: dict[str, list[float]] = {m: [] for m in MODES}
+    models = {
+        m: make_model("osgpr", X.shape[1], fit_inducing=MODES[m][0], old_noise=MODES[m][1], **options) for m in modes
+    }
+    seconds = dict.fromkeys(modes, 0.0)
+    curves: dict[str, list[float]] = {m: [] for m in modes}
     for idx in np.array_split(np.arange(len(X)), max(len(X) // batch, 1)):
         for mode, model in models.items():
             start = time.perf_counter()
@@ -68,6 +80,7 @@ def run(name: str, train: int, test: int, batch: int, num_inducing: int, seed: i
             "max_rmse": max(curves[mode]),
             "update_seconds": seconds[mode],
             "noise": float(model.noise.detach()),
+            "rmse_curve": curves[mode],
         }
     return out
 
@@ -80,18 +93,22 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--num-inducing", type=int, default=200, help="M for the UCI sets (bathymetry: 50)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--modes", default=",".join(MODES), help=f"a subset of {', '.join(MODES)}")
     parser.add_argument("--name", default="fit_inducing")
     args = parser.parse_args()
+    modes = args.modes.split(",")
+    if unknown := set(modes) - set(MODES):
+        parser.error(f"unknown modes {sorted(unknown)}")
     rows = []
     for name in args.datasets.split(","):
-        row = run(name, args.train, args.test, args.batch, args.num_inducing, args.seed)
+        row = run(name, args.train, args.test, args.batch, args.num_inducing, args.seed, modes)
         rows.append(row)
         print(
             f"{name:12s} D={row['inputs']:2d} "
             + "  ".join(
                 f"{m}: RMSE {row[m]['rmse']:.4g} (max {row[m]['max_rmse']:.4g}) NLPD {row[m]['nlpd']:.3f} "
                 f"{row[m]['update_seconds']:.0f} s"
-                for m in MODES
+                for m in modes
             ),
             flush=True,
         )

@@ -8,7 +8,9 @@ Per batch (X_n, y_n), in scaled units (Bui et al. 2017, stable form):
 2. hyper-parameters (and, with ``optimize_inducing``, Z') maximise the online collapsed bound
    (:func:`~onlinegp.objectives.online_bound`) on the batch with the old summary held fixed: L-BFGS to convergence
    (SSGP) or T Adam steps (SSGP++); by default under L-BFGS the bound is taken at Z' and the inputs of Z it drops,
-   so no old inducing input is lost while θ is fitted (``fit_inducing``; ours, see :class:`OSGPR`);
+   so no old inducing input is lost while θ is fitted (``fit_inducing``; ours, see :class:`OSGPR`), and by default
+   under L-BFGS the old data are charged at the σ² being fitted rather than at the σ² of their batches
+   (``old_noise='current'``: :func:`projected_terms` on σ²-free statistics of all data seen; ours, see :class:`OSGPR`);
 3. D, c at the final θ give the new summary q(v) = N(L_v L_D⁻ᵀ β, R Rᵀ), R = L_v L_D⁻ᵀ (S is never factorised),
    and the prediction mean = (L_D⁻¹L_v⁻¹K_vs)ᵀβ, var = k_ss − ‖L_v⁻¹K_vs‖² + ‖L_D⁻¹L_v⁻¹K_vs‖².
 
@@ -20,17 +22,20 @@ Registered variants (Chen et al. 2024, appendix A4 and Table III):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import gpytorch
 import torch
 from torch import Tensor
 
 from .. import health
 from ..base import KernelGP, PhaseTimer
 from ..inducing import Selector, make_selector
-from ..linalg import CholeskyError
-from ..objectives import OnlineBound, log_prior, online_bound, online_terms
-from ..posterior import InducingPosterior, Predictor
+from ..kernels import dense, diagonal
+from ..linalg import CholeskyError, JitterLog, cholesky, trisolve
+from ..objectives import LOG2PI, OnlineBound, log_prior, online_bound, online_terms
+from ..posterior import InducingPosterior, Predictor, kuu, kuv
 from ..training import gradient_steps, hyperparameter_optimizer, steps_for_width
 from .registry import register
 
@@ -40,6 +45,99 @@ LBFGS_MAX_ITER = 200
 MIN_FIT_POINTS = 40
 #: once θ was fitted, the smallest batch L-BFGS fits θ to on its own; smaller ones are held (see ``OSGPR``)
 MIN_FIT_BATCH = 10
+
+
+@dataclass
+class ProjectedData:
+    """All data seen so far as sufficient statistics at the inducing inputs Z, free of σ² (``old_noise='current'``).
+
+    In the whitened basis of the inducing outputs, u = f(Z) = L_u w with L_u = chol K_uu under the θ of the last batch,
+    the data are modelled as y = Φ w + ε, ε ~ N(0, σ²I) (Φ = K_fu K_uu⁻¹ L_u for a batch absorbed at Z; older data
+    carried over by the projection below), and kept as P = ΦᵀΦ, r = Φᵀy, yy = yᵀy, their number n and ``trace``:
+    the accumulated Σ tr(K_ff − Q_ff) and projection losses tr(P E), each under the θ of its batch. ``value`` is the
+    bound on all of them at that θ and σ² (see :func:`projected_terms`).
+    """
+
+    Z: Tensor
+    Lu: Tensor
+    P: Tensor
+    r: Tensor
+    yy: Tensor
+    n: int
+    trace: Tensor
+    value: Tensor
+
+
+@dataclass
+class ProjectedTerms:
+    """The bound of :func:`projected_terms` (total over all data seen), the new statistics and the posterior."""
+
+    value: Tensor
+    data: ProjectedData
+    posterior: InducingPosterior
+
+
+def projected_terms(
+    kernel: gpytorch.kernels.Kernel,
+    noise: Tensor,
+    Z: Tensor,
+    X: Tensor,
+    y: Tensor,
+    old: ProjectedData | None = None,
+    jitter_log: JitterLog | None = None,
+) -> ProjectedTerms:
+    """Collapsed bound on the batch (X, y) and the old data's statistics at new inducing inputs Z (ours).
+
+    With L_v = chol K_vv, A = L_v⁻¹K_vf and, for the old statistics at Z_old, W = L_u⁻¹K_uv L_v⁻ᵀ (as in
+    :class:`~onlinegp.objectives.OnlineTerms`; u = K_uv K_vv⁻¹ v + e, e ~ N(0, E_uu) under the current θ):
+
+        P' = A Aᵀ + Wᵀ P W,   r' = A y + Wᵀ r,   yy' = yᵀy + yy,   n' = N + n
+        trace' = tr(K_ff − Q_ff) + trace + tr(P G),   G = L_u⁻¹ E_uu L_u⁻ᵀ = L_u⁻¹K_uu L_u⁻ᵀ − W Wᵀ
+        D = I + P'/σ² = L_D L_Dᵀ,   β = L_D⁻¹ r'/σ²
+        F = −n'/2 log 2πσ² − yy'/2σ² + ½‖β‖² − log|L_D| − trace'/2σ²
+
+    F is the SGPR bound (Titsias 2009) of y' = Φ'w + ε with the old data's rows of Φ' projected onto v, so the
+    expected misfit of that projection is charged (tr(P G)/2σ², Bui et al.'s −½ tr(C⁻¹E_uu) with C⁻¹ = P/σ²) and
+    every datum pays for σ². It equals Bui et al.'s (2017) online bound, plus the old data's batch bound at the
+    same σ², whenever the old summary was fitted at that σ² (then S⁻¹ − K_uu⁻¹ = L_u⁻ᵀ P L_u⁻¹/σ²); with θ and Z
+    fixed it is the batch SGPR bound on all data. The posterior at Z is q(v) with v = L_v L_D⁻ᵀ (β + ξ), ξ ~ N(0, I).
+    Cost O(N M² + M³); differentiable in θ, σ² and Z, not in ``old``.
+    """
+    Lv = cholesky(kuu(kernel, Z), jitter_log)
+    Kvf = dense(kernel, Z, X)
+    A = trisolve(Lv, Kvf)
+    P = A @ A.mT
+    r = A @ y
+    yy = y @ y
+    n = X.shape[0]
+    trace = diagonal(kernel, X).sum() - A.pow(2).sum()
+    if old is not None:
+        Lu = old.Lu
+        Auv = trisolve(Lu, kuv(kernel, old.Z, Z))  # L_u⁻¹ K_uv
+        W = trisolve(Lv, Auv.mT).mT  # L_u⁻¹ K_uv L_v⁻ᵀ
+        P = P + W.mT @ (old.P @ W)
+        r = r + W.mT @ old.r
+        yy, n = yy + old.yy, n + old.n
+        G = trisolve(Lu, trisolve(Lu, kuu(kernel, old.Z)).mT) - W @ W.mT  # L_u⁻¹ E_uu L_u⁻ᵀ
+        trace = trace + old.trace + (old.P * G).sum()
+    P = 0.5 * (P + P.mT)
+    eye = torch.eye(Z.shape[0], dtype=Z.dtype, device=Z.device)
+    LD = cholesky(eye + P / noise, jitter_log)
+    beta = trisolve(LD, r) / noise
+    value = (
+        -0.5 * n * (LOG2PI + noise.log()) - 0.5 * (yy + trace) / noise + 0.5 * (beta @ beta) - LD.diagonal().log().sum()
+    )
+    data = ProjectedData(
+        Z=Z.detach(),
+        Lu=Lv.detach(),
+        P=P.detach(),
+        r=r.detach(),
+        yy=yy.detach(),
+        n=n,
+        trace=trace.detach(),
+        value=value.detach(),
+    )
+    return ProjectedTerms(value=value, data=data, posterior=InducingPosterior(Z=Z, Lu=Lv, LW=LD, beta=beta))
 
 
 @register("osgpr", "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (Stanton et al. 2021 baseline)")
@@ -59,6 +157,10 @@ class OSGPR(KernelGP):
         fit_inducing: where θ (and Z' if optimised) is fitted: 'selected' (Bui et al. 2017: the online bound at the
             selected Z'), 'union' (at Z' and the old inducing inputs it drops; ours, see below), or 'auto' (default):
             'union' under L-BFGS, 'selected' under Adam (SSGP++'s few steps, as Chen et al. 2024 run it).
+        old_noise: the noise variance the old data are charged at: 'fixed' (Bui et al. 2017: the summary q(u) holds
+            them at the σ² of their batches), 'current' (at the σ² being fitted, from σ²-free statistics of all data
+            seen; ours, see below), or 'auto' (default): 'current' under L-BFGS, 'fixed' under Adam. SSGP and the
+            VIPS models keep 'fixed'.
         lr: Adam learning rate for kernel and noise (1e-2); ``lr_attention`` for the AK's network (1e-3).
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
 
@@ -81,17 +183,34 @@ class OSGPR(KernelGP):
     at the dropped inputs (−½ tr(C⁻¹E_uu) and their misfit under the projection onto Z'). Fitted at Z', θ lowers that
     charge by inflating σ² and the output scale: on a lawnmower survey whose first lanes share one x (the WGPR
     bench's lake stand-in, seed 3) L-BFGS moved σ² from 0.12 to 55 and the output scale from 0.31 to 363 at the
-    second lane, and test RMSE went 45 → 579 (issue 35; ``tests/test_osgpr.py``). There the bound at Z ∪ Z', like the
-    batch SGPR bound on all data at Z', prefers the old θ (−32 against −535; at Z': −2980 against −1310). So θ is
-    fitted at Z' followed by the inputs of Z it drops (at most M + N points; the bound is at least as tight there),
-    and the summary is then projected onto Z' at that θ, so memory stays O(M²). Where Z' keeps all of Z nothing
-    changes. SSGP (Bui et al.'s own model) keeps 'selected'. On kin40k at M = 500 'selected' ran the output scale
-    from 1.9 to 2660 once M reached its cap, 'union' kept it near 1.8 (``benchmarks/study_fit_inducing.py``). Not
-    covered: a first batch whose fit interpolates (M = N) leaves pseudo-observations so precise that later fits keep
-    raising σ² (kin40k at M = 200 diverges either way; issue 35).
+    second lane, and test RMSE went 45 → 579 (issue 35; ``tests/library/models/test_osgpr.py``). There the bound at
+    Z ∪ Z', like the batch SGPR bound on all data at Z', prefers the old θ (−32 against −535; at Z': −2980 against
+    −1310). So θ is fitted at Z' followed by the inputs of Z it drops (at most M + N points; the bound is at least as
+    tight there), and the summary is then projected onto Z' at that θ, so memory stays O(M²). Where Z' keeps all of
+    Z nothing changes. SSGP (Bui et al.'s own model) keeps 'selected'. On kin40k at M = 500 'selected' ran the output
+    scale from 1.9 to 2660 once M reached its cap, 'union' kept it near 1.8 (``benchmarks/study_fit_inducing.py``).
+    Not covered by this alone: a first batch whose fit interpolates (see the next paragraph).
+
+    The noise the old data are charged at (``old_noise='current'``; ours, not in Bui et al. 2017). Bui et al.'s
+    summary holds the old data as pseudo-observations at Z of precision S⁻¹ − K_uu⁻¹ = Σ_b Φ_bᵀΦ_b/σ²_b, each batch b
+    at the σ² fitted on it, and their online bound has no old-data term in σ²: only the new batch pays for σ², and
+    no later fit can loosen the old pseudo-observations. Where a first batch's fit interpolates (kin40k, 8 inputs,
+    M = N = 100: σ² = 2.5e-4) they are nearly exact, and once M is at its cap every fit explains their conflict with
+    the new points by a larger σ² and output scale: at M = 200 σ² went 0.22, 1.2, 4.1, 8.7, 31 over batches 2-6 and
+    the test RMSE 0.94 → 5.6 of the target's std, final 3.4 ('union'; 'selected' 2.8); at M = 500 the union's σ² crept
+    0.04 → 0.39 (NLPD 0.55 → 0.90). With 'current' the model keeps the old data's σ²-free statistics at Z
+    (:class:`ProjectedData`: P = ΦᵀΦ, r = Φᵀy, yᵀy, their number and the accumulated trace terms, with Φ the old
+    rows' design in the whitened inducing outputs; O(M²) memory as before) and fits θ, σ² on the collapsed bound of
+    all data seen (:func:`projected_terms`): the old rows are projected onto Z' under the current θ, their expected
+    misfit charged as Bui et al.'s −½ tr(C⁻¹E_uu), their precision is ΦᵀΦ/σ² at the σ² being fitted, and each old
+    datum pays −½ log 2πσ² − (y² + its trace)/2σ². Where σ² has not moved since the old batches, this is Bui et al.'s
+    online bound plus a constant (so the same fit and posterior); at fixed θ and Z it is the batch SGPR bound, and
+    ``UpdateReport.objective`` is the bound's increase over the batch, so the batches' objectives still sum to it.
+    kin40k at M = 200: σ² 0.12 → 0.50 and RMSE 0.49 at the end (batches 2-6: 0.53, 0.52, 0.53, 0.54, 0.54); at
+    M = 500: RMSE 0.36, NLPD 0.50 (``benchmarks/study_fit_inducing.py``).
     """
 
-    _dynamic = ("summary", "predictor", "held_x", "held_y", "held_base")
+    _dynamic = ("summary", "predictor", "held_x", "held_y", "held_base", "projected", "held_projected")
     #: fewest points θ is fitted to by L-BFGS (see above)
     min_fit_points = MIN_FIT_POINTS
 
@@ -106,6 +225,7 @@ class OSGPR(KernelGP):
         num_steps: int | None = None,
         optimize_inducing: bool = False,
         fit_inducing: str = "auto",
+        old_noise: str = "auto",
         lr: float = 1e-2,
         lr_attention: float = 1e-3,
         **options: Any,
@@ -126,11 +246,19 @@ class OSGPR(KernelGP):
         if fit_inducing == "auto":
             fit_inducing = "union" if optimizer == "lbfgs" else "selected"
         self.fit_inducing = fit_inducing
+        if old_noise not in ("auto", "fixed", "current"):
+            raise ValueError(f"old_noise must be 'auto', 'fixed' or 'current', got {old_noise!r}")
+        if old_noise == "auto":
+            old_noise = "current" if optimizer == "lbfgs" else "fixed"
+        self.old_noise = old_noise
         self.summary: InducingPosterior | None = None
         self.predictor: Predictor | None = None
         self.held_x: Tensor | None = None  # the points absorbed under θ but not yet fitted to (see the class docstring)
         self.held_y: Tensor | None = None
         self.held_base: InducingPosterior | None = None  # the summary from before them
+        # with old_noise='current': the data's statistics behind ``summary`` (and behind ``held_base``)
+        self.projected: ProjectedData | None = None
+        self.held_projected: ProjectedData | None = None
         # while a selector runs: the targets being absorbed and the summary they are absorbed into (``vips_context``)
         self._absorbing: tuple[Tensor, InducingPosterior | None] | None = None
 
@@ -143,6 +271,7 @@ class OSGPR(KernelGP):
             "num_steps": None if self.auto_steps and self.input_dim is None else self.num_steps,
             "optimize_inducing": self.optimize_inducing,
             "fit_inducing": self.fit_inducing,
+            "old_noise": self.old_noise,
             "lr": self.lr,
             "lr_attention": self.lr_attention,
         }
@@ -161,7 +290,9 @@ class OSGPR(KernelGP):
     def _hyperparameters(self) -> list[torch.nn.Parameter]:
         return list(self.kernel.parameters()) + list(self.likelihood.parameters())
 
-    def _fit(self, Z: Tensor, xs: Tensor, ys: Tensor, old: InducingPosterior | None) -> tuple[Tensor, int]:
+    def _fit(
+        self, Z: Tensor, xs: Tensor, ys: Tensor, old: InducingPosterior | None, data: ProjectedData | None = None
+    ) -> tuple[Tensor, int]:
         """Maximise the online bound over θ (and Z if asked); returns the final inducing inputs and the number
         of bound evaluations (each O(M³ + N_batch M²), whatever the data seen so far)."""
         if self.num_steps == 0:
@@ -174,12 +305,15 @@ class OSGPR(KernelGP):
             return Zp if dropped is None else torch.cat([Zp, dropped])
 
         # SSGP++ (Adam, Z fixed): kernel work shared across the steps and a closed-form gradient (same values)
-        adam_fixed_z = self.optimizer_name == "adam" and not self.optimize_inducing
+        adam_fixed_z = self.optimizer_name == "adam" and not self.optimize_inducing and self.old_noise == "fixed"
         fixed_z = OnlineBound(self.kernel, fit_inputs(), xs, ys, old, self.jitter) if adam_fixed_z else None
 
         def bound() -> Tensor:
             if fixed_z is not None:
                 return fixed_z(self.noise) + log_prior(self.kernel)
+            if self.old_noise == "current":  # the bound on all data; the old data's part is constant in Z'
+                value = projected_terms(self.kernel, self.noise, fit_inputs(), xs, ys, data, self.jitter).value
+                return value - (0.0 if data is None else data.value) + log_prior(self.kernel)
             return online_bound(self.kernel, self.noise, fit_inputs(), xs, ys, old, self.jitter) + log_prior(
                 self.kernel
             )
@@ -244,8 +378,10 @@ class OSGPR(KernelGP):
     # ------------------------------------------------------------------ protocol
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         old, holding = self.summary, self.held_x is not None or self.summary is None or xs.shape[0] < MIN_FIT_BATCH
+        data = self.projected
         if self.held_x is not None:  # absorb the held points again, with this batch, from the summary before them
             old, xs, ys = self.held_base, torch.cat([self.held_x, xs]), torch.cat([self.held_y, ys])
+            data = self.held_projected
         lbfgs = self.optimizer_name == "lbfgs" and self.num_steps > 0
         hold = lbfgs and holding and xs.shape[0] < self.min_fit_points
         self._absorbing = (ys, old)
@@ -253,16 +389,22 @@ class OSGPR(KernelGP):
             with timer("inducing"), torch.no_grad():
                 Z = self.selector(self.kernel, None if old is None else old.Z, xs, generator=self.generator, model=self)
             with timer("hyperparameters"):
-                Z, evaluations = (Z, 0) if hold else self._fit(Z, xs, ys, old)
+                Z, evaluations = (Z, 0) if hold else self._fit(Z, xs, ys, old, data)
         finally:
             self._absorbing = None
         with timer("posterior"), torch.no_grad():
-            terms = online_terms(self.kernel, self.noise, Z, xs, ys, old, self.jitter)
-            self.summary = terms.posterior()
+            if self.old_noise == "current":
+                projected = projected_terms(self.kernel, self.noise, Z, xs, ys, data, self.jitter)
+                self.projected, self.summary = projected.data, projected.posterior
+                objective = projected.value - (0.0 if data is None else data.value)
+            else:
+                terms = online_terms(self.kernel, self.noise, Z, xs, ys, old, self.jitter)
+                self.summary, objective = terms.posterior(), terms.value
             self.predictor = Predictor.from_q(self.kernel, self.summary.q(), Lu=self.summary.Lu)
         self.held_x, self.held_y, self.held_base = (xs, ys, old) if hold else (None, None, None)
+        self.held_projected = data if hold else None
         return {
-            "objective": float(terms.value),
+            "objective": float(objective),
             "noise": float(self.noise.detach()),
             "evaluations": evaluations,
             "held": xs.shape[0] if hold else 0,
@@ -291,6 +433,7 @@ class SSGP(OSGPR):
                 "inducing": "resample",
                 "optimize_inducing": True,
                 "fit_inducing": "selected",
+                "old_noise": "fixed",
                 **options,
             },
         )

@@ -55,6 +55,7 @@ class VIPS(OSGPR):
     ):
         if "inducing" in kwargs:
             raise ValueError("VIPS chooses its own inducing inputs; use OSGPR(inducing=...) for another selector")
+        kwargs.setdefault("old_noise", "fixed")  # Pescador-Barrios et al.'s bounds are Bui et al.'s
         super().__init__(
             input_dim,
             kernel=kernel,
@@ -104,6 +105,7 @@ class ConditionalVarianceGP(OSGPR):
     """OSGPR whose inducing inputs come from Conditional Variance (greedy variance until tr(K − Q) ≤ η)."""
 
     def __init__(self, input_dim: int | None = None, *, eta: float = 0.1, kernel: Any = "rbf", **kwargs: Any):
+        kwargs.setdefault("old_noise", "fixed")  # as Pescador-Barrios et al. run it (Bui et al.'s bound)
         super().__init__(input_dim, kernel=kernel, inducing=ConditionalVariance(eta), **kwargs)
 
     def options(self) -> dict[str, Any]:
@@ -116,6 +118,7 @@ class OIPSGP(OSGPR):
     """OSGPR whose inducing inputs come from OIPS (add x when max_z k(x, z) < ρ)."""
 
     def __init__(self, input_dim: int | None = None, *, rho: float = 0.8, kernel: Any = "rbf", **kwargs: Any):
+        kwargs.setdefault("old_noise", "fixed")  # as Pescador-Barrios et al. run it (Bui et al.'s bound)
         super().__init__(input_dim, kernel=kernel, inducing=OIPS(rho), **kwargs)
 
     def options(self) -> dict[str, Any]:

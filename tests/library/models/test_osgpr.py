@@ -50,14 +50,15 @@ def test_first_batch_bound_is_the_sgpr_bound():
     )
 
 
+@pytest.mark.parametrize("old_noise", ["fixed", "current"])
 @pytest.mark.parametrize("kernel", ["rbf", "ak"])
 @pytest.mark.parametrize("split_seed", [0, 1, 2])
 @torch.no_grad()
-def test_fixed_theta_and_z_equals_batch_sgpr_and_bounds_telescope(kernel, split_seed):
+def test_fixed_theta_and_z_equals_batch_sgpr_and_bounds_telescope(kernel, split_seed, old_noise):
     X, y = toy(300)
     Xs = torch.rand(50, 2, dtype=D, generator=torch.Generator().manual_seed(9)) * 4 - 2
     Z = X[torch.randperm(300, generator=torch.Generator().manual_seed(5))[:40]] / 2
-    model = fixed(OSGPR, Z, kernel=kernel, seed=split_seed)
+    model = fixed(OSGPR, Z, kernel=kernel, seed=split_seed, old_noise=old_noise)
     total = 0.0
     for lo, hi in splits(300, 7, split_seed):
         total += model.update(X[lo:hi], y[lo:hi]).objective
@@ -107,7 +108,14 @@ def test_second_batch_matches_dense_bui_formulas_with_new_theta_and_new_z():
     Xs = X[:15] + 0.05
     Z1, Z2 = X[:12] / 2, (X[40:50] + 0.1) / 2  # disjoint inducing sets, different sizes
     model = OSGPR(
-        2, inducing=Sequence(Z1, Z2), num_steps=0, kernel="rbf", noise=0.05, x_bounds=BOUNDS, y_stats=(0.0, 1.0)
+        2,
+        inducing=Sequence(Z1, Z2),
+        num_steps=0,
+        kernel="rbf",
+        noise=0.05,
+        x_bounds=BOUNDS,
+        y_stats=(0.0, 1.0),
+        old_noise="fixed",
     )
     model.update(X[:40], y[:40])
     m_u, S_u, _, _ = dense_sgpr(model.kernel, model.noise, Z1, X[:40] / 2, y[:40], Xs / 2)
@@ -214,7 +222,7 @@ def test_var_ssgp_uses_the_ssgp_variational_update():
     X, y = toy(240, seed=5)
     Xs = X[:30]
     opts = dict(num_inducing=25, num_steps=0, kernel="rbf", noise=0.05, x_bounds=BOUNDS, y_stats=(0.0, 1.0))
-    models = OSGPR(2, **opts), VarSSGP(2, **opts), POAM(2, **opts)
+    models = OSGPR(2, old_noise="fixed", **opts), VarSSGP(2, **opts), POAM(2, **opts)
     for i, lo in enumerate(range(0, 240, 60)):
         for m in models:
             m.kernel.base_kernel.lengthscale = 0.3 + 0.05 * i
@@ -274,14 +282,16 @@ def test_options_are_validated():
         OSGPR(2, inducing="nope")
 
 
-def test_lbfgs_survives_trial_points_that_are_not_positive_definite(monkeypatch):
+@pytest.mark.parametrize("old_noise", ["fixed", "current"])
+def test_lbfgs_survives_trial_points_that_are_not_positive_definite(monkeypatch, old_noise):
     """A line-search trial whose matrices fail even with the largest jitter is backed off from, not fatal."""
     import onlinegp.models.osgpr as osgpr_module
     from onlinegp.linalg import CholeskyError
 
     X, y = toy(120, seed=8)
     calls = {"n": 0}
-    real = osgpr_module.online_bound
+    bound = "online_bound" if old_noise == "fixed" else "projected_terms"
+    real = getattr(osgpr_module, bound)
 
     def flaky(*args, **kwargs):
         calls["n"] += 1
@@ -289,9 +299,9 @@ def test_lbfgs_survives_trial_points_that_are_not_positive_definite(monkeypatch)
             raise CholeskyError("simulated: not positive definite")
         return real(*args, **kwargs)
 
-    model = OSGPR(2, num_inducing=15, num_steps=30)
-    baseline = OSGPR(2, num_inducing=15, num_steps=0)
-    monkeypatch.setattr(osgpr_module, "online_bound", flaky)
+    model = OSGPR(2, num_inducing=15, num_steps=30, old_noise=old_noise)
+    baseline = OSGPR(2, num_inducing=15, num_steps=0, old_noise=old_noise)
+    monkeypatch.setattr(osgpr_module, bound, flaky)
     report = model.update(X, y)
     assert calls["n"] >= 3 and math.isfinite(report.objective)
     assert report.objective >= baseline.update(X, y).objective
@@ -354,3 +364,85 @@ def test_fit_inducing_is_resolved_and_checked():
     assert make_model("ssgp++", 2).options()["fit_inducing"] == "selected"
     with pytest.raises(ValueError, match="fit_inducing must be"):
         OSGPR(2, fit_inducing="all")
+
+
+def test_old_noise_is_resolved_and_checked():
+    assert OSGPR(2).options()["old_noise"] == "current"
+    assert OSGPR(2, optimizer="adam").options()["old_noise"] == "fixed"
+    for name in ("ssgp", "ssgp++", "vips", "conditional-variance", "oips"):  # the published models as published
+        assert make_model(name, 2).options()["old_noise"] == "fixed", name
+    with pytest.raises(ValueError, match="old_noise must be"):
+        OSGPR(2, old_noise="batch")
+
+
+@torch.no_grad()
+def test_projected_terms_match_a_dense_computation_with_new_theta_noise_and_z():
+    """``old_noise='current'``: after two batches under different θ, σ² and Z, the bound equals the SGPR bound of
+    y = H v + ε, ε ~ N(0, σ²I), written with explicit matrices: the old rows H₁ = Φ₁ K_uv K_vv⁻¹ (Φ₁ = K_fu K_uu⁻¹
+    under the old θ), the new rows K_fv K_vv⁻¹, less tr(K_ff − Q_ff)/2σ² of both batches (each under its θ) and the
+    projection's expected misfit tr(Φ₁ E_uu Φ₁ᵀ)/2σ²; q(v) is that model's posterior."""
+    from onlinegp.models.osgpr import projected_terms
+    from onlinegp.posterior import kuv
+
+    X1, y1 = toy(30, seed=11)
+    X2, y2 = toy(25, seed=12)
+    Z1, Z2 = X1[:12] / 2, torch.cat([X1[:5] / 2, X2[:8] / 2])  # Z2 keeps 5 of Z1 and adds 8
+    X1, X2 = X1 / 2, X2 / 2
+    k1 = fixed(OSGPR, Z1).kernel
+    k2 = fixed(OSGPR, Z1).kernel
+    k1.base_kernel.lengthscale, k1.outputscale = 0.3, 1.2
+    k2.base_kernel.lengthscale, k2.outputscale = 0.45, 0.8
+    s1, s2 = torch.tensor(0.1, dtype=D), torch.tensor(0.3, dtype=D)
+    first = projected_terms(k1, s1, Z1, X1, y1)
+    second = projected_terms(k2, s2, Z2, X2, y2, first.data)
+
+    Phi1 = torch.linalg.solve(kuu(k1, Z1), dense(k1, Z1, X1)).T
+    trace1 = (diagonal(k1, X1) - (Phi1 * dense(k1, X1, Z1)).sum(1)).sum()
+    Kvv, Kuv = kuu(k2, Z2), kuv(k2, Z1, Z2)
+    G = torch.linalg.solve(Kvv, Kuv.T).T  # K_uv K_vv⁻¹
+    Euu = kuu(k2, Z1) - G @ Kuv.T
+    Phi2 = torch.linalg.solve(Kvv, dense(k2, Z2, X2)).T
+    trace2 = (diagonal(k2, X2) - (Phi2 * dense(k2, X2, Z2)).sum(1)).sum()
+    H, y = torch.cat([Phi1 @ G, Phi2]), torch.cat([y1, y2])
+    cov = H @ Kvv @ H.T + s2 * torch.eye(55, dtype=D)
+    lml = torch.distributions.MultivariateNormal(torch.zeros(55, dtype=D), cov).log_prob(y)
+    bound = lml - 0.5 * (trace1 + trace2 + (Phi1 @ Euu @ Phi1.T).trace()) / s2
+    assert float(second.value) == pytest.approx(float(bound), rel=1e-10)
+    assert float(first.value) == pytest.approx(float(sgpr_bound(k1, s1, Z1, X1, y1)), rel=1e-10)
+    post = torch.linalg.inv(torch.linalg.inv(Kvv) + H.T @ H / s2)
+    q = second.posterior
+    assert torch.allclose(q.mean, post @ H.T @ y / s2, rtol=1e-8, atol=1e-10)
+    assert torch.allclose(q.root @ q.root.T, post, rtol=1e-8, atol=1e-10)
+    assert second.data.n == 55 and float(second.data.yy) == pytest.approx(float(y @ y), rel=1e-12)
+
+
+def test_old_noise_current_survives_a_first_batch_that_interpolates():
+    """Issue 35 item 0's second mechanism on a small synthetic stream: 8 inputs, near noise-free targets, M = 50 and
+    batches of 50, so the first batch's fit interpolates (M = N, σ² ≈ 1e-4). Charged at that σ² (Bui et al.'s
+    summary, ``old_noise='fixed'``), the old pseudo-observations are nearly exact and every later fit explains the
+    conflict by a larger σ² and output scale (σ² 0.33, 1.2, 8, 36; RMSE 0.80 → 8.1 of the target's std over 5 batches);
+    charged at the σ² being fitted, σ² settles near 0.4 and the RMSE falls to 0.59."""
+    from onlinegp.metrics import rmse
+
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(8, 4))
+
+    def f(X):
+        Z = X @ W
+        return np.sin(Z[:, 0]) + np.cos(1.5 * Z[:, 1]) + 0.5 * Z[:, 2] * np.sin(Z[:, 3])
+
+    X, Xt = rng.uniform(-1, 1, (250, 8)), rng.uniform(-1, 1, (500, 8))
+    y, yt = f(X) + 0.02 * rng.normal(size=250), f(Xt)
+    mean, std = y.mean(), y.std()
+    y, yt = (y - mean) / std, (yt - mean) / std
+    models = {k: OSGPR(8, num_inducing=50, old_noise=k, seed=0) for k in ("fixed", "current")}
+    errors: dict[str, list[float]] = {k: [] for k in models}
+    for lo in range(0, 250, 50):
+        for k, model in models.items():
+            model.update(X[lo : lo + 50], y[lo : lo + 50])
+            errors[k].append(rmse(yt, model.predict(Xt).mean))
+            if k == "current":
+                assert float(model.noise.detach()) < 1 and float(model.kernel.outputscale.detach()) < 5
+    assert errors["fixed"][-1] > 2, errors["fixed"]  # the stream reproduces the mechanism
+    assert errors["current"][-1] < min(0.8, errors["current"][0]), errors["current"]
+    assert max(errors["current"]) < 1.2 * errors["current"][0], errors["current"]
