@@ -68,8 +68,8 @@ def test_lbfgs_never_accepts_a_length_scale_too_short_to_evaluate(old_noise):
 
 
 def test_without_the_feasibility_check_bike_collapses(monkeypatch):
-    """Found with the old data charged at the σ² of their batch (``old_noise='fixed'``, the default before the
-    release after 0.3.0); under the current default this batch's line searches happen to stay clear of it."""
+    """Found with the old data charged at the σ² of their batch (``old_noise='fixed'``, the default before
+    0.4.0); under the current default this batch's line searches happen to stay clear of it."""
     monkeypatch.setattr(health, "lengthscales_usable", lambda kernel: True)
     lengthscales, report = bike_lengthscales_after_two_batches(old_noise="fixed")
     assert lengthscales.min() < 1e-10
