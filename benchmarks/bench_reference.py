@@ -14,6 +14,10 @@ baseline is compared like for like with the paper's implementation of it. An OVC
 (``results/n17e073_ovc_seed0.npz``: ``--reference results --streams n17e073_ovc_seed0``) is also replayed with the
 paper code's Z steps (``z_steps='shared'``; ``results/ovc_reference.md``).
 
+With ``--paper-code PATH`` (a checkout of the paper's implementation, kept outside this repository) the POAM
+streams are also run through the paper's own code in the same process (:mod:`paper_code`), so its update time is
+measured beside ours under the same load: a same-run speed ratio.
+
     OMP_NUM_THREADS=1 python benchmarks/bench_reference.py [--updates 40] [--streams valley-ridges_seed0,...]
 """
 
@@ -28,6 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write  # noqa: E402
+from paper_code import paper_code_replay  # noqa: E402
 
 from onlinegp.experiments.bench.poam import label, paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
@@ -39,6 +44,8 @@ PAPER = "paper settings"
 SKETCHED = "default (sketched M-step)"
 #: OVC only: Z stepped by the hyper-parameters' Adam, as the paper's code does (:class:`onlinegp.models.ovc.OVC`)
 SHARED_Z = "paper settings, the paper code's Z steps (z_steps='shared')"
+#: with ``--paper-code``: the paper's implementation run again on the POAM streams in this process (same load)
+PAPER_CODE = "the paper's implementation, this run"
 
 
 def stream_model(stem: str) -> str:
@@ -55,7 +62,12 @@ def variants(model: str) -> dict[str, dict]:
     return {PAPER: paper, **extra}
 
 
-def run(updates: int | None = None, streams: list[str] | None = None, reference: Path = REFERENCE) -> dict:
+def run(
+    updates: int | None = None,
+    streams: list[str] | None = None,
+    reference: Path = REFERENCE,
+    paper_code: Path | None = None,
+) -> dict:
     out: dict = {"threads": torch.get_num_threads(), "streams": {}}
     for path in sorted(reference.glob("*.npz")):
         if streams and path.stem not in streams:
@@ -96,6 +108,13 @@ def run(updates: int | None = None, streams: list[str] | None = None, reference:
                 stream["recorded"]["median_update_s"] / stream[name]["median_update_s"]
             )
             print(f"{path.stem} {name}: {stream[name]}", flush=True)
+        if paper_code is not None and model == "poam":  # the same updates through the paper's code, same process
+            rows = paper_code_replay(paper_code, path, 0, updates)
+            same = {**summary(rows), "final_smse_vs_recorded": rows[-1]["smse"] / rec["smse"][-1] - 1.0}
+            same["final_msll_minus_recorded"] = rows[-1]["msll"] - rec["msll"][-1]
+            same["speedup_vs_recorded"] = stream["recorded"]["median_update_s"] / same["median_update_s"]
+            stream[PAPER_CODE] = same
+            print(f"{path.stem} {PAPER_CODE}: {same}", flush=True)
         out["streams"][path.stem] = stream
     return out
 
@@ -108,13 +127,14 @@ def table(result: dict) -> str:
     ]
     for stream, runs in result["streams"].items():
         name_of = label(runs["model"])
-        for name in ("recorded", *variants(runs["model"])):
+        for name in ("recorded", *variants(runs["model"]), PAPER_CODE):
+            if name not in runs:
+                continue
             s = runs[name]
-            who = (
-                f"{name_of}, the paper's implementation (recorded)"
-                if name == "recorded"
-                else f"onlinegp {name_of}, {name}"
-            )
+            who = {
+                "recorded": f"{name_of}, the paper's implementation (recorded)",
+                PAPER_CODE: f"{name_of}, {PAPER_CODE}",
+            }.get(name, f"onlinegp {name_of}, {name}")
             smse_diff = f"{s['final_smse_vs_recorded']:+.1%}" if name != "recorded" else ""
             msll_diff = f"{s['final_msll_minus_recorded']:+.3f}" if name != "recorded" else ""
             lines.append(
@@ -130,11 +150,14 @@ def main() -> None:
     parser.add_argument("--streams", default="", help="comma-separated stream names (default: every stream)")
     parser.add_argument("--reference", type=Path, default=REFERENCE, help="folder of the reference streams")
     parser.add_argument("--name", default="bench_reference", help="results/<name>.json (e.g. a speed-only run)")
+    parser.add_argument(
+        "--paper-code", type=Path, default=None, help="a checkout of the paper's implementation: time it in this run"
+    )
     args = parser.parse_args()
     if not args.reference.is_dir():
         print(f"skipped: the reference streams are not at {args.reference} (they come with the project's shared/)")
         return
-    result = run(args.updates, [n for n in args.streams.split(",") if n] or None, args.reference)
+    result = run(args.updates, [n for n in args.streams.split(",") if n] or None, args.reference, args.paper_code)
     result["table"] = table(result)
     write(args.name, result)
     print(result["table"])

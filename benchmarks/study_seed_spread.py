@@ -6,11 +6,9 @@ replay; what still varies is the model's own randomness: the Attentive Kernel ne
 mini-batches of the 10 Adam steps per update. This study replays each stream with model seeds 0..K-1 through
 
 * onlinegp's POAM at the paper's settings (:func:`onlinegp.experiments.bench.poam.paper_model_options`), and
-* with ``--paper-code PATH``, the paper's own model code (a checkout of github.com/Weizhe-Chen/POAM, kept outside this
-  repository and never committed), called the way its benchmark script calls it: min-max input and standard output
-  scaling fitted on the pilot survey, ``AttentiveKernel(2, 10, 10, 0.05, 0.5)`` under a scale kernel, M = 500,
-  initial noise 1.0, batches of 256, jitter 1e-6, one warm-up Adam step, then per update pivoted-Cholesky inducing
-  inputs, the variational update and 10 Adam steps. Its seed 0 reproduces the recording exactly (checked below).
+* with ``--paper-code PATH``, the paper's own model code (a checkout kept outside this repository; driven as its
+  benchmark script drives it, :func:`paper_code.paper_code_replay`). Its seed 0 reproduces the recording exactly
+  (checked below).
 
 Both run in one process, one torch thread, interleaved seed by seed, so both see the same load. The results file is
 written after every replay, and a second call skips the replays it already holds (the study resumes).
@@ -21,10 +19,8 @@ written after every replay, and a second call skips the replays it already holds
 from __future__ import annotations
 
 import argparse
-import builtins
 import json
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -32,55 +28,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, write  # noqa: E402
+from paper_code import paper_code_replay  # noqa: E402
 
-from onlinegp import metrics  # noqa: E402
 from onlinegp.experiments.bench.poam import paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
 STREAMS = ("valley-ridges_seed0", "valley-ridges_seed1")
-
-
-def paper_code_replay(paper_code: Path, path: Path, seed: int) -> list[dict]:
-    """One replay of the stream at ``path`` through the paper's POAM model code, seeded with ``seed``."""
-    if "src.models" not in sys.modules:  # the checkout's package is called ``src``
-        package = types.ModuleType("src")
-        package.__path__ = [str(paper_code / "src")]
-        sys.modules["src"] = package
-    import gpytorch
-    import src.kernels
-    import src.models
-    import src.scalers
-
-    d = np.load(path)
-    x, y, ends = d["x"], d["y"][:, None], d["batch_end"]
-    eval_x, eval_y = d["eval_x"], d["eval_y"]
-    torch.manual_seed(seed)
-    x_scaler, y_scaler = src.scalers.MinMaxScaler(), src.scalers.StandardScaler()
-    x_scaler.fit(x[: ends[0]])
-    y_scaler.fit(y[: ends[0]])
-    kernel = gpytorch.kernels.ScaleKernel(src.kernels.AttentiveKernel(2, 10, 10, 0.05, 0.5))
-    model = src.models.POAMModel(
-        num_inducing=500, learn_inducing=False, x_train=x[: ends[0]], y_train=y[: ends[0]], x_scaler=x_scaler,
-        y_scaler=y_scaler, kernel=kernel, noise_variance=1.0, batch_size=256, jitter=1e-6,
-    )  # fmt: skip
-    rows, original_print = [], builtins.print
-    builtins.print = lambda *a, **k: None  # the model code prints its optimiser's progress
-    try:
-        model.optimize(num_steps=1)
-        for k, end in enumerate(ends):
-            if k > 0:
-                model.add_data(x[ends[k - 1] : end], y[ends[k - 1] : end])
-            model.update_inducing()
-            model.update_variational()
-            model.optimize(num_steps=10)
-            mean, std = model.predict(eval_x)
-            seen = y[:end, 0]
-            m = metrics.all_metrics(eval_y, mean[:, 0], std[:, 0] ** 2, float(seen.mean()), float(seen.std()))
-            rows.append({"smse": m["smse"], "msll": m["msll"], "update_time": 0.0})
-    finally:
-        builtins.print = original_print
-    return rows
 
 
 def save(name: str, result: dict) -> None:
