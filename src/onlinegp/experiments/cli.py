@@ -276,23 +276,41 @@ def mission_command(
     **settings: Any,
 ) -> None:
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
-    import warnings
-
-    from .simulator import fields
-    from .simulator import mission as rig_mission
-    from .simulator.mission_settings import check_run_directory, mission_config, pilot_only_warning
+    from .simulator.fields import ENVIRONMENTS
 
     if list_envs or list_models:
         _echo_choices(list_envs, list_models)
         return
     _check_resume(resume, force, out)
-    items = list(option or [])
+    config, state, mission, default_name = _open_mission(settings, list(option or []), out, resume, force)
+    if not quiet and config.env.lower() not in ENVIRONMENTS:
+        typer.echo(f"field {mission.field.name}: {mission.field.description}")
+    if resume and state == "finished":
+        typer.echo(f"the mission in {out} is already complete ({mission.num_samples} samples): nothing to resume")
+        return
+    _warn_pilot_only(mission)
+    if out is None:
+        out = str(fresh_directory("runs/mission", default_name))
+        typer.echo(f"run directory: {out}")
+    _claim(out, "mission", force=force, reuse=resume)
+    _run_mission(mission, out, quiet, stop_after_epochs)
+
+
+def _open_mission(settings: dict[str, Any], items: list[str], out: str | None, resume: bool, force: bool):
+    """The mission of ``mission``'s *settings* and ``--option`` *items* (its config, the state of ``--out``, the opened
+    mission, the default run directory's name); a setting or option refused is a usage error, a field warning is
+    shown on stderr."""
+    import warnings
+
+    from .simulator import fields
+    from .simulator import mission as rig_mission
+    from .simulator.mission_settings import check_run_directory, mission_config
+
     try:
         config = mission_config(model_options=parse_model_options(items), **settings)
         state = check_run_directory(out, resume, force)
-        default_name = f"{config.model.lower()}-{_slug(config.env)}-seed{config.seed}" + (
-            f"-k{config.robots}" if config.robots else ""
-        )
+        robots = f"-k{config.robots}" if config.robots else ""
+        default_name = f"{config.model.lower()}-{_slug(config.env)}-seed{config.seed}{robots}"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", fields.FieldWarning)
             mission = rig_mission.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)
@@ -302,21 +320,25 @@ def mission_command(
         raise typer.BadParameter(str(err)) from err
     for warning in caught:
         typer.echo(f"warning: {warning.message}", err=True)
-    if not quiet and config.env.lower() not in fields.ENVIRONMENTS:
-        typer.echo(f"field {mission.field.name}: {mission.field.description}")
-    if resume and state == "finished":
-        typer.echo(f"the mission in {out} is already complete ({mission.num_samples} samples): nothing to resume")
-        return
+    return config, state, mission, default_name
+
+
+def _warn_pilot_only(mission) -> None:
+    """Warn (stderr) when the budget ends within the pilot survey; an impossible budget is a usage error."""
+    from .simulator.mission_settings import pilot_only_warning
+
     try:
         pilot_only = pilot_only_warning(mission)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     if pilot_only:
         typer.echo(f"warning: {pilot_only}", err=True)
-    if out is None:
-        out = str(fresh_directory("runs/mission", default_name))
-        typer.echo(f"run directory: {out}")
-    _claim(out, "mission", force=force, reuse=resume)
+
+
+def _run_mission(mission, out: str, quiet: bool, stop_after_epochs: int | None) -> None:
+    """Run the opened *mission* into *out* and describe it; Ctrl-C says how to resume (exit 130)."""
+    from .simulator import mission as rig_mission
+
     try:
         result = rig_mission.run_mission(
             mission, out, quiet=quiet, stop_after_epochs=stop_after_epochs, echo=typer.echo
@@ -430,41 +452,17 @@ def replay_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
 ) -> None:
     """Feed a recorded survey through one or more models, batch by batch as recorded, and compare their maps."""
-    from .replay import load_survey, run_replay
+    from .replay import run_replay
 
-    def show(name: str, row: dict) -> None:
-        if not quiet:
-            typer.echo(
-                f"{name:10s} update {row['epoch']:4d}  samples {row['num_samples']:6d}  "
-                f"SMSE {row['smse']:.4f}  MSLL {row['msll']:+.3f}  {row['update_time']:.2f} s"
-            )
-
-    options = parse_model_options(option)
-    if x_bounds is not None:
-        options["x_bounds"] = _parse_bounds(x_bounds)
     columns = dict(target=target, inputs=_columns(inputs), batch=batch, time=time, dropna=dropna)
-    try:
-        survey = load_survey(log, truth, period, holdout, seed or 0, columns)
-        if (
-            x_bounds is not None
-            and options["x_bounds"] is not None
-            and len(options["x_bounds"][0]) != survey.x.shape[1]
-        ):
-            raise ValueError(f"--x-bounds gives {len(options['x_bounds'][0])} inputs, the log has {survey.x.shape[1]}")
-        if out is not None and run_kind(out) is not None and not force:
-            claim_run_directory(out, "replay")  # raises: names --force
-    except (ValueError, TypeError) as err:
-        raise typer.BadParameter(str(err)) from err
+    survey, options = _open_survey(log, option, x_bounds, (truth, period, holdout, seed or 0, columns))
+    _check_out(out, "replay", force)
     names = list(model or []) or ([survey.meta["model"]] if "model" in survey.meta else [])
-    for name in names:
-        check_model_options(name, survey.x.shape[1], option, options)
-    if "roles" in survey.meta:  # always: which column is which, before any result
-        typer.echo(f"{Path(log).name}: {survey.meta['roles']}")
-    if out is None:  # a mission's log is its survey.npz: name the replay after the mission's directory
-        name = Path(log).stem if Path(log).stem != "survey" else Path(log).resolve().parent.name
-        out = str(fresh_directory("runs/replay", name))
-        typer.echo(f"output directory: {out}")
-    _claim(out, "replay", force=force)
+    _check_models(names, survey.x.shape[1], option, options, log, survey.meta)
+    # a mission's log is its survey.npz: name the replay after the mission's directory
+    stem = Path(log).stem if Path(log).stem != "survey" else Path(log).resolve().parent.name
+    out = _output_directory(out, "replay", stem, force)
+    show = functools.partial(_show_replay_row, quiet)
     try:
         run_replay(log, list(model or []), out, options, seed, truth, period, holdout, show, survey=survey)
     except (ValueError, TypeError) as err:
@@ -472,6 +470,57 @@ def replay_command(
     if not quiet:
         typer.echo(open(f"{out}/comparison.md").read())
         typer.echo(f"per-model metrics.csv, comparison.md, summary.json and replay.png in {out}")
+
+
+def _open_survey(log: str, items: list[str] | None, x_bounds: str | None, how: tuple):
+    """``replay``'s survey (:func:`~onlinegp.experiments.replay.load_survey` of *log* and *how*) and the models'
+    options (``--option`` *items*, ``--x-bounds``); a log, bound or option refused is a usage error."""
+    from .replay import load_survey
+
+    options = parse_model_options(items)
+    if x_bounds is not None:
+        options["x_bounds"] = _parse_bounds(x_bounds)
+    try:
+        survey = load_survey(log, *how)
+        bounds = options.get("x_bounds")
+        if bounds is not None and len(bounds[0]) != survey.x.shape[1]:
+            raise ValueError(f"--x-bounds gives {len(bounds[0])} inputs, the log has {survey.x.shape[1]}")
+    except (ValueError, TypeError) as err:
+        raise typer.BadParameter(str(err)) from err
+    return survey, options
+
+
+def _show_replay_row(quiet: bool, name: str, row: dict) -> None:
+    """``replay``'s progress: one line per model update."""
+    if not quiet:
+        typer.echo(
+            f"{name:10s} update {row['epoch']:4d}  samples {row['num_samples']:6d}  "
+            f"SMSE {row['smse']:.4f}  MSLL {row['msll']:+.3f}  {row['update_time']:.2f} s"
+        )
+
+
+def _check_models(names: list[str], input_dim: int, items: list[str] | None, options: dict, source: str, meta: dict):
+    """Before a ``replay`` or ``stream`` runs: build each model of *names* once (:func:`check_model_options`), then say
+    which column of *source* is which (always, before any result) when its loader recorded the roles in *meta*."""
+    for name in names:
+        check_model_options(name, input_dim, items, options)
+    if "roles" in meta:
+        typer.echo(f"{Path(source).name}: {meta['roles']}")
+
+
+def _check_out(out: str | None, kind: str, force: bool) -> None:
+    """A usage error, naming ``--force``, when ``--out`` holds another run than a *kind* run and not *force*."""
+    if out is not None and run_kind(out) is not None and not force:
+        _claim(out, kind)  # raises: names --force
+
+
+def _output_directory(out: str | None, kind: str, name: str, force: bool) -> str:
+    """Claim ``--out`` for a *kind* run, or a new ``runs/KIND/NAME[-N]`` (echoed) when none is given."""
+    if out is None:
+        out = str(fresh_directory(f"runs/{kind}", name))
+        typer.echo(f"output directory: {out}")
+    _claim(out, kind, force=force)
+    return out
 
 
 def _columns(text: str | None) -> list[str] | None:
@@ -522,35 +571,82 @@ def check_model_options(name: str, input_dim: int, items: list[str] | None, opti
 
 
 # -------------------------------------------------------------------------------------------------------- bench
-def _bench_command(name: str, run: Callable[..., None], options: Options):
-    """``@bench_app.command(name)`` on a function that only declares the command's own options (its docstring is the
-    help): the command takes those, then *options* (name: (type, ``typer.Option``)), and calls ``run`` with them all."""
+#: every bench command: its name, the module of onlinegp.experiments.bench whose ``BENCHES`` holds it
+BENCH_MODULES: dict[str, str] = {}
+
+
+def bench_command(
+    name: str,
+    module: str,
+    quiet: str = "no progress bar or table",
+    options: Options | None = None,
+    workers: bool = False,
+    ray: bool = False,
+    sweep: bool = True,
+):
+    """Register ``onlinegp bench NAME``, the one way every bench is registered: the command runs the
+    :class:`~onlinegp.experiments.bench.protocol.Bench` ``BENCHES[NAME]`` of ``onlinegp.experiments.bench.<module>``
+    (imported when run; see :func:`_run_bench`). The decorated function declares the bench's own options (its
+    docstring is the help); *options* (name: (type, ``typer.Option``)) follow them, then the options every bench
+    shares (:func:`_common_options`: ``--quiet`` with help *quiet*, ``--workers`` where *workers*, ``--backend`` and
+    ``--address`` where *ray*, the results tree's options for a *sweep*)."""
+
+    BENCH_MODULES[name] = module
 
     def register(declaration: Callable[..., None]) -> Callable[..., None]:
         @functools.wraps(declaration)
-        def command(force: bool, **arguments) -> None:
-            _claim_bench(name, arguments["out"], force)
-            run(**arguments)
+        def command(**arguments: Any) -> None:
+            _run_bench(name, module, arguments)
 
-        command.__signature__ = _signature_with(declaration, {**options, "force": (bool, FORCE_BENCH())})
+        common = _common_options(name, quiet, workers, ray, sweep)
+        command.__signature__ = _signature_with(declaration, {**(options or {}), **common})
         return bench_app.command(name)(command)
 
     return register
 
 
-def FORCE_BENCH() -> typer.models.OptionInfo:  # noqa: N802 - a fresh Option per command, as typer needs
-    return typer.Option(False, "--force", help="replace an --out that holds another run (its own runs are resumed)")
+def _common_options(name: str, quiet: str, workers: bool, ray: bool, sweep: bool) -> Options:
+    """The options every bench takes (``--out``, ``--quiet``, ``--force``) and those a bench takes where it runs a
+    sweep (``--results``, ``--no-results``, ``--resume/--fresh``), in parallel (``--workers``) or on Ray
+    (``--backend``, ``--address``): :func:`_run_bench` takes them off before calling the bench."""
+    from .bench.protocol import default_out
+
+    out_help = "output directory (finished runs are skipped on rerun)" if sweep else "output directory"
+    return {
+        "out": (str, typer.Option(default_out(name), "--out", help=out_help)),
+        **({"workers": (int, WORKERS(ray))} if workers else {}),
+        **(_ray_options() if ray else {}),
+        "quiet": (bool, typer.Option(False, "--quiet", "-q", help=quiet)),
+        **(_results_options() if sweep else {}),
+        "force": (
+            bool,
+            typer.Option(False, "--force", help="replace an --out that holds another run (its own runs are resumed)"),
+        ),
+    }
 
 
-def _claim_bench(name: str, out: str, force: bool) -> None:
-    """Take ``out`` for ``bench NAME``: a usage error when it holds another run, unless ``force``; a rerun of the
-    same bench continues there."""
-    _claim(out, f"bench {name}", force=force, reuse=True)
+def WORKERS(ray: bool = False) -> typer.models.OptionInfo:  # noqa: N802 - a fresh Option per command, as typer needs
+    where = "local processes, or Ray slots with --backend ray; " if ray else ""
+    return typer.Option(1, "--workers", help=f"parallel runs ({where}timings are only comparable with 1)")
+
+
+def _ray_options() -> Options:
+    """``--backend`` and ``--address`` of a bench that runs on Ray too."""
+    return {
+        "backend": (str, typer.Option("local", "--backend", help="local (worker processes) or ray")),
+        "address": (
+            str,
+            typer.Option(
+                None,
+                "--address",
+                help="Ray cluster HOST:PORT or auto (--backend ray); without it a local Ray instance is started",
+            ),
+        ),
+    }
 
 
 def _results_options() -> Options:
-    """The committed-results options of a sweep command (onlinegp.experiments.bench.runner); :func:`_results_arguments` reads
-    them."""
+    """The committed-results options of a sweep (onlinegp.experiments.bench.runner)."""
     from .bench.runner import RESULTS_ENV
 
     return {
@@ -578,50 +674,36 @@ def _results_options() -> Options:
     }
 
 
-def _results_arguments(results: str | None, no_results: bool, resume: bool) -> dict:
-    """RunnerOptions' ``results`` and ``fresh`` from the options of :func:`_results_options`."""
-    from .bench.runner import resolve_results
-
-    return {"results": resolve_results(results, not no_results), "fresh": not resume}
+#: the options of :func:`_common_options` that become the sweep's RunnerOptions
+RUNNER_OPTIONS = ("workers", "backend", "address", "quiet", "results", "no_results", "resume")
 
 
-def _run_command(
-    name: str,
-    target: str,
-    out: str,
-    out_help: str = "output directory",
-    quiet: str = "no progress bar",
-    sweep: bool = False,
-):
-    """``_bench_command`` for an experiment that is one call of ``onlinegp.experiments.bench.<target>`` (``module.function``,
-    imported when run) with the options, ``--out`` (default *out*), ``--quiet`` (help *quiet*) and ``log=typer.echo``;
-    a ValueError it raises is a usage error. A ``sweep`` also takes :func:`_results_options`, passed on as
-    ``results`` and ``fresh``."""
+def _run_bench(name: str, module: str, arguments: dict[str, Any]) -> None:
+    """Run bench *name* of ``bench.<module>`` with the command's *arguments*: take ``--out`` (a usage error when it
+    holds another run, unless ``--force``; a rerun of the same bench continues there) and the runner's options off,
+    start the bench with the rest, show its result; a ValueError is a usage error, a failed run exit 1 where the bench
+    says so."""
+    from .bench.runner import RunnerOptions, resolve_results
 
-    def run(**arguments) -> None:
-        module, function = target.split(".")
-        if sweep:
-            arguments.update(_results_arguments(*(arguments.pop(k) for k in ("results", "no_results", "resume"))))
-        try:
-            getattr(importlib.import_module(f"{__package__}.bench.{module}"), function)(**arguments, log=typer.echo)
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from err
-
-    return _bench_command(
-        name,
-        run,
-        {
-            "out": (str, typer.Option(out, "--out", help=out_help)),
-            "quiet": (bool, typer.Option(False, "--quiet", "-q", help=quiet)),
-            **(_results_options() if sweep else {}),
-        },
-    )
+    out, force = arguments.pop("out"), arguments.pop("force")
+    runner = {k: arguments.pop(k) for k in RUNNER_OPTIONS if k in arguments}
+    _claim(out, f"bench {name}", force=force, reuse=True)
+    bench = importlib.import_module(f"{__package__}.bench.{module}").BENCHES[name]
+    try:
+        fresh = not runner.pop("resume", True)
+        results = resolve_results(runner.pop("results", None), not runner.pop("no_results", True))
+        options = RunnerOptions(**runner, results=results, fresh=fresh)
+        value = bench.start(out, options, typer.echo, arguments)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    code = bench.show(value, options.quiet, typer.echo)
+    if code:
+        raise typer.Exit(code)
 
 
 # -------------------------------------------------------------------------------------------------------- bench wgpr
-@bench_app.command("wgpr")
-def bench_wgpr_command(
-    out: str = typer.Option("runs/wgpr", "--out", help="output directory (finished runs are skipped on rerun)"),
+@bench_command("wgpr", "wgpr", quiet="no progress bar or tables", workers=True, ray=True)
+def bench_wgpr(
     datasets: str = typer.Option("toy,kin40k,pumadyn32nm,bathymetry", "--datasets", help="comma-separated"),
     methods: str = typer.Option("lgpr,wgpr,solar-gp,ovfe", "--methods", help="comma-separated"),
     sweep: str = typer.Option(
@@ -638,94 +720,15 @@ def bench_wgpr_command(
         help="move the sparse models' pseudo-inputs with θ, as the paper (default), or keep the pivoted-Cholesky Z",
     ),
     seeds: str = typer.Option("0-4", "--seeds", help="trials (split, subsample and model seed), e.g. 0-4 or 0,3"),
-    workers: int = typer.Option(1, "--workers", help="parallel runs (timings are only comparable with 1)"),
-    backend: str = typer.Option("local", "--backend", help="local or ray"),
-    address: str = typer.Option(None, "--address", help="Ray cluster address (with --backend ray)"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or tables"),
-    results: str = _results_options()["results"][1],
-    no_results: bool = _results_options()["no_results"][1],
-    resume: bool = _results_options()["resume"][1],
-    force: bool = FORCE_BENCH(),
 ) -> None:
     """Kepler et al. 2021 (WGPR): two-regime toy, Tables II-III (time, RMSE) and RMSE/rate vs number of models
     (Fig. 2)."""
-    from .bench import wgpr as bench_wgpr
-    from .bench.runner import RunnerOptions
-
-    _claim_bench("wgpr", out, force)
-    try:
-        options = RunnerOptions(
-            workers=workers,
-            backend=backend,
-            address=address,
-            quiet=quiet,
-            **_results_arguments(results, no_results, resume),
-        )
-        result = bench_wgpr.run(
-            out,
-            datasets,
-            methods,
-            sweep,
-            max_points=max_points,
-            max_test=max_test,
-            seeds=seeds,
-            member_steps=member_steps,
-            optimize_inducing=optimize_inducing,
-            options=options,
-        )
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
-    if not quiet:
-        for text in result["tables"].values():
-            typer.echo(text)
-        typer.echo(f"written to {result['out']}")
-        if result["results"] is not None:
-            typer.echo(f"run summaries kept in {result['results']} ({result['restored']} restored from there)")
-    if result["failed"]:
-        typer.echo(f"{len(result['failed'])} run(s) failed: " + ", ".join(r for r, _ in result["failed"]), err=True)
-        raise typer.Exit(1)
 
 
 # -------------------------------------------------------------------------------------------------------- bench poam
-def _poam_bench(
-    kind: str,
-    out: str,
-    workers: int,
-    backend: str,
-    address: str | None,
-    quiet: bool,
-    results: str | None,
-    no_results: bool,
-    resume: bool,
-    **arguments,
-) -> None:
-    """Run one of the experiments of Chen et al. 2024 (onlinegp.experiments.bench.poam) and report; exit 1 if any run failed."""
-    from .bench import poam as bench_poam
-    from .bench.runner import RunnerOptions
-
-    try:
-        options = RunnerOptions(
-            workers=workers,
-            backend=backend,
-            address=address,
-            quiet=quiet,
-            **_results_arguments(results, no_results, resume),
-        )
-        report = getattr(bench_poam, kind)(out=out, options=options, **arguments)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
-    if not quiet and "summary_md" in report.files:
-        typer.echo(report.files["summary_md"].read_text())
-    if report.sweep.failed or not quiet:
-        typer.echo(report.describe(), err=bool(report.sweep.failed))
-    if report.sweep.failed:
-        raise typer.Exit(1)
-
-
-def _poam_command(name: str, out: str):
-    """``_bench_command`` for the experiment ``name`` = poam-KIND of Chen et al. 2024 (``_poam_bench(KIND, ...)``): the
-    options every one of them shares follow the command's own (``--out`` defaulting to *out*)."""
-    shared = {
+def _poam_options() -> Options:
+    """The options the experiments of Chen et al. 2024 share (onlinegp.experiments.bench.poam), after their own."""
+    return {
         "seeds": (str, typer.Option("0-9", "--seeds", help="seeds, e.g. 0-9, 0,3,5 or 0-2,7")),
         "budget": (int, typer.Option(5000, "--budget", help="samples per mission")),
         "num_inducing": (int, typer.Option(500, "--num-inducing", help="inducing points M")),
@@ -739,33 +742,16 @@ def _poam_command(name: str, out: str):
                 "(its implementation, which made its numbers: 2.5 Hz, no turn limit, nearest cell, pilot scaling)",
             ),
         ),
-        "out": (str, typer.Option(out, "--out", help="sweep directory (finished runs are skipped on rerun)")),
-        "workers": (
-            int,
-            typer.Option(
-                1,
-                "--workers",
-                help="parallel missions (local processes or Ray slots); update times are only comparable with 1 per "
-                "core",
-            ),
-        ),
-        "backend": (str, typer.Option("local", "--backend", help="local (worker processes) or ray")),
-        "address": (
-            str,
-            typer.Option(
-                None,
-                "--address",
-                help="Ray cluster HOST:PORT or auto (--backend ray); without it a local Ray instance is started",
-            ),
-        ),
-        "quiet": (bool, typer.Option(False, "--quiet", "-q", help="no progress bar or table")),
-        **_results_options(),
     }
 
-    return _bench_command(name, functools.partial(_poam_bench, name.removeprefix("poam-")), shared)
+
+def _poam_command(name: str):
+    """:func:`bench_command` for the experiment *name* of Chen et al. 2024: its own options, then
+    :func:`_poam_options`, then the common ones (on Ray too)."""
+    return bench_command(name, "poam", options=_poam_options(), workers=True, ray=True)
 
 
-@_poam_command("poam-table1", out="runs/poam-table1")
+@_poam_command("poam-table1")
 def bench_poam_table1(
     envs: str = typer.Option(
         "paper-env2,paper-env3",
@@ -777,7 +763,7 @@ def bench_poam_table1(
     """Chen et al. 2024, Table I, Fig. 5 and Fig. 7: SSGP++, OVC, OVC++, POAM, FULL with the Attentive Kernel."""
 
 
-@_poam_command("poam-ablation", out="runs/poam-ablation")
+@_poam_command("poam-ablation")
 def bench_poam_ablation(
     envs: str = typer.Option(
         "valley-ridges", "--envs", help="comma-separated environments (Chen et al. 2024: Env1 only)"
@@ -789,7 +775,7 @@ def bench_poam_ablation(
     """Ablation study of Chen et al. 2024 (§V-C, Fig. 8): POAM against its variants."""
 
 
-@_poam_command("poam-robustness", out="runs/poam-robustness")
+@_poam_command("poam-robustness")
 def bench_poam_robustness(
     envs: str = typer.Option(
         "valley-ridges,dissected-ridges,plateau,coast,seafloor", "--envs", help="comma-separated environments"
@@ -802,14 +788,7 @@ def bench_poam_robustness(
     """Chen et al. 2024, appendix B (Fig. 9): random initialisation and random planner, with FULL."""
 
 
-@_run_command(
-    "fleet",
-    "fleet.run",
-    out="runs/fleet",
-    out_help="sweep directory (resumable)",
-    quiet="no progress bar or table",
-    sweep=True,
-)
+@bench_command("fleet", "fleet", workers=True)
 def bench_fleet(
     envs: str = list_option(
         "valley-ridges,dissected-ridges,plateau,coast,seafloor,paper-env2,paper-env3",
@@ -843,7 +822,6 @@ def bench_fleet(
         None, "--target-smse", help="SMSE whose mission time is reported (default: K = 1's final SMSE, same seed)"
     ),
     profile: str = typer.Option("paper", "--profile", help="simulator settings: paper or reference-code"),
-    workers: int = typer.Option(1, "--workers", help="parallel missions (timings are only comparable with 1)"),
 ) -> None:
     """Multi-robot active mapping (issue 34): K = 1, 2, 4 vehicles, one POAM model, equal total samples; final
     SMSE/MSLL and the mission time to reach K = 1's final SMSE, joint against independent goals."""
@@ -858,7 +836,7 @@ _WISKI_OPTIONS = {
 }
 
 
-@_run_command("wiski-bo", "wiski.run_bo", out="runs/wiski-bo")
+@bench_command("wiski-bo", "wiski", quiet="no progress bar", sweep=False)
 def bench_wiski_bo(
     functions: str = list_option(
         "levy,ackley,styblinski-tang,rastrigin,griewank,michalewicz",
@@ -893,7 +871,7 @@ def bench_wiski_bo(
     """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D test functions with WISKI and an exact GP."""
 
 
-@_run_command("wiski-uci", "wiski.run_uci", out="runs/wiski-uci")
+@bench_command("wiski-uci", "wiski", quiet="no progress bar", sweep=False)
 def bench_wiski_uci(
     datasets: str = list_option("skillcraft,elevators,protein,kin40k", "--datasets", "comma-separated UCI sets"),
     models: str = list_option(
@@ -919,14 +897,7 @@ def bench_wiski_uci(
     """Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
 
 
-@_run_command(
-    "wiski-rank",
-    "wiski.run_rank_ablation",
-    out="runs/wiski-rank",
-    out_help="output directory (resumable)",
-    quiet="no progress bar or table",
-    sweep=True,
-)
+@bench_command("wiski-rank", "wiski", workers=True)
 def bench_wiski_rank(
     dataset: str = typer.Option("skillcraft", "--dataset", help="UCI set (the paper's: skillcraft)"),
     grid_sizes: str = list_option(
@@ -939,19 +910,11 @@ def bench_wiski_rank(
     pretrain_steps: int = typer.Option(
         200, "--pretrain-steps", help="full-batch steps on the 5% pre-training batch (Table C.1: 200 epochs)"
     ),
-    workers: int = typer.Option(1, "--workers", help="parallel runs (timings are only comparable with 1)"),
 ) -> None:
     """Stanton et al. 2021, appendix: WISKI's test NLL against the rank r of its root of WᵀW (m = 256 and 1024)."""
 
 
-@_run_command(
-    "wiski-banana",
-    "wiski.run_banana",
-    out="runs/wiski-banana",
-    out_help="output directory (resumable)",
-    quiet="no progress bar",
-    sweep=True,
-)
+@bench_command("wiski-banana", "wiski", quiet="no progress bar")
 def bench_wiski_banana(
     pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
     eval_every: int = typer.Option(20, "--eval-every", help="evaluate every this many points"),
@@ -996,7 +959,6 @@ def stream_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
 ) -> None:
     """Stream a dataset through an online model in batches; per batch RMSE, NLPD, M and update time."""
-    from ..data import load_dataset
     from .stream import StreamConfig, run_stream
 
     columns = {k: v for k, v in dict(target=target, inputs=_columns(inputs), dropna=dropna or None).items() if v}
@@ -1012,44 +974,43 @@ def stream_command(
         scaling=scaling,
         dataset_options=columns,
     )
+    ds = _open_dataset(dataset, test_fraction, columns, out, force)
+    _check_models([model] if model.lower() != "exact" else [], ds.input_dim, option, config.options, dataset, ds.meta)
+    out = _output_directory(out, "stream", f"{model.lower()}-{_slug(dataset)}-seed{seed}", force)
+    try:
+        rows = run_stream(config, out=out, quiet=quiet)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    if not quiet:
+        _echo_stream_summary(model, dataset, rows, out)
+
+
+def _echo_stream_summary(model: str, dataset: str, rows: list[dict], out: str) -> None:
+    """``stream``'s last line: the last batch's numbers and where they went."""
+    last = rows[-1]
+    typer.echo(
+        f"{model} on {dataset}: {len(rows)} batches, N = {last['num_data']}, M = {last['num_inducing']}, "
+        f"RMSE = {last['rmse']:.4f}, NLPD = {last['nlpd']:.4f} (standardised units); wrote {out}"
+    )
+
+
+def _open_dataset(dataset: str, test_fraction: float, columns: dict, out: str | None, force: bool):
+    """``stream``'s dataset, its options checked first, and ``--out`` checked (:func:`_check_out`); usage errors."""
+    from ..data import load_dataset
+
     try:
         if not 0 < test_fraction < 1:
             raise ValueError(f"--test-fraction is the held-out fraction, 0 < f < 1; got {test_fraction}")
         if columns and Path(dataset).suffix not in (".csv", ".gz", ".txt"):
             raise ValueError("--target, --inputs and --dropna are for a CSV --dataset, not a bundled one")
         ds = load_dataset(dataset, **columns)
-        if out is not None and run_kind(out) is not None and not force:
-            claim_run_directory(out, "stream")  # raises: names --force
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
-    if model.lower() != "exact":
-        check_model_options(model, ds.input_dim, option, config.options)
-    if "roles" in ds.meta:  # always: which column is which, before any result
-        typer.echo(f"{Path(dataset).name}: {ds.meta['roles']}")
-    if out is None:
-        out = str(fresh_directory("runs/stream", f"{model.lower()}-{_slug(dataset)}-seed{seed}"))
-        typer.echo(f"output directory: {out}")
-    _claim(out, "stream", force=force)
-    try:
-        rows = run_stream(config, out=out, quiet=quiet)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
-    if not quiet:
-        last = rows[-1]
-        typer.echo(
-            f"{model} on {dataset}: {len(rows)} batches, N = {last['num_data']}, M = {last['num_inducing']}, "
-            f"RMSE = {last['rmse']:.4f}, NLPD = {last['nlpd']:.4f} (standardised units); wrote {out}"
-        )
+    _check_out(out, "stream", force)
+    return ds
 
 
-@_run_command(
-    "vips-table1",
-    "vips.run_table1",
-    out="runs/vips-table1",
-    out_help="output directory (resumable)",
-    quiet="no progress bar or table",
-    sweep=True,
-)
+@bench_command("vips-table1", "vips", workers=True)
 def bench_vips_table1(
     datasets: str = list_option(
         ",".join(("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm")),
@@ -1062,29 +1023,18 @@ def bench_vips_table1(
     batches: int = typer.Option(None, "--batches", help="override the 20 (<12000 points) / 50 batches"),
     exact_max: int = typer.Option(6000, "--exact-max", help="skip the exact GP above this many training points"),
     num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
-    ard: bool = typer.Option(
-        False, "--ard", help="one length-scale per input (Pescador-Barrios et al. 2024: shared)"
-    ),
+    ard: bool = typer.Option(False, "--ard", help="one length-scale per input (Pescador-Barrios et al. 2024: shared)"),
     lengthscale: float = typer.Option(
         1.0,
         "--lengthscale",
-        help="initial length-scale in standard deviations "
-        "(Pescador-Barrios et al. 2024: 1)",
+        help="initial length-scale in standard deviations (Pescador-Barrios et al. 2024: 1)",
     ),
-    workers: int = typer.Option(1, "--workers", help="parallel runs"),
 ) -> None:
     """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted
     UCI streams."""
 
 
-@_run_command(
-    "defaults",
-    "defaults.run_defaults",
-    out="runs/defaults",
-    out_help="output directory (resumable)",
-    quiet="no progress bar or table",
-    sweep=True,
-)
+@bench_command("defaults", "defaults", workers=True)
 def bench_defaults(
     datasets: str = list_option(",".join(UCI), "--datasets", "comma-separated bundled UCI sets"),
     methods: str = list_option(
@@ -1097,20 +1047,12 @@ def bench_defaults(
     test_size: int = typer.Option(1000, "--test-size", help="held-out points (at most 40% of a set)"),
     batch_size: int = typer.Option(100, "--batch-size", help="points per update"),
     exact_iterations: int = typer.Option(100, "--exact-iterations", help="L-BFGS iterations of the exact GP"),
-    workers: int = typer.Option(1, "--workers", help="parallel runs"),
 ) -> None:
     """Every streaming regression method with its defaults against the exact GP on the bundled UCI sets (RMSE ratio,
     NLPD difference, worst NLPD, update time): the regression check of the defaults."""
 
 
-@_run_command(
-    "vips-magnetic",
-    "vips.run_magnetic",
-    out="runs/vips-magnetic",
-    out_help="output directory (resumable)",
-    quiet="no progress bar or summary",
-    sweep=True,
-)
+@bench_command("vips-magnetic", "vips", quiet="no progress bar or summary")
 def bench_vips_magnetic(
     thin: int = typer.Option(10, "--thin", help="keep one reading in this many (the survey has ~9000 per path)"),
     batches: int = typer.Option(20, "--batches", help="batches for trajectory 3"),
@@ -1122,14 +1064,7 @@ def bench_vips_magnetic(
     (VIPS vs CV)."""
 
 
-@_run_command(
-    "vips-synthetic",
-    "vips.run_synthetic",
-    out="runs/vips-synthetic",
-    out_help="output directory (resumable)",
-    quiet="no progress bar or table",
-    sweep=True,
-)
+@bench_command("vips-synthetic", "vips", workers=True)
 def bench_vips_synthetic(
     seeds: str = list_option("0,1,2,3,4", "--seeds", "comma-separated seeds (data, test noise and model)", int),
     datasets: str = list_option(
@@ -1141,7 +1076,6 @@ def bench_vips_synthetic(
     fig2a_batches: int = typer.Option(4, "--fig2a-batches", help="equal batches of the Fig. 2a set (§5.2: 4)"),
     num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
     exact: bool = typer.Option(True, "--exact/--no-exact", help="the exact GP reference in Fig. 2a"),
-    workers: int = typer.Option(1, "--workers", help="parallel runs (timings are only comparable with 1)"),
 ) -> None:
     """Pescador-Barrios et al. 2024, Figs. 1 and 2a: M chosen by VIPS on synthetic sets 1-3, and fixed M = 10/20/30 vs
     VIPS vs the exact GP on a 1000-point set."""

@@ -37,6 +37,7 @@ from ...io import atomic_write, write_csv
 from ...metrics import nlpd, rmse
 from ...models.registry import make_model
 from .exact import lbfgs_exact_gp
+from .protocol import Bench
 from .runner import RunnerOptions, RunSpec, run_sweep
 
 #: every streaming regression method the table checks
@@ -306,3 +307,7 @@ def run_defaults(  # noqa: PLR0913 - one parameter per bench option (to go with 
             log((out / "table.md").read_text())
             log(f"wrote {out / 'table.md'}, {out / 'table.csv'}, {out / 'results.json'}")
     return table
+
+
+#: the ``onlinegp bench`` command of this module (:mod:`onlinegp.experiments.bench.protocol`)
+BENCHES = {"defaults": Bench("defaults", run_defaults)}

@@ -44,6 +44,7 @@ from .poam import (
     read_metrics_csv,
     sign_test,
 )
+from .protocol import Bench
 from .runner import RunnerOptions, RunSpec, is_finished, run_sweep
 
 TITLE = "fleet"
@@ -369,3 +370,7 @@ def run(
         if result.results is not None:
             log(f"run summaries kept in {result.results}")
     return files
+
+
+#: the ``onlinegp bench`` command of this module (:mod:`onlinegp.experiments.bench.protocol`)
+BENCHES = {TITLE: Bench(TITLE, run)}

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from ...models.registry import model_class
 from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
 from .parse import parse_names, parse_seeds
+from .protocol import Bench
 from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
 
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
@@ -687,3 +688,20 @@ def robustness(
         paper_options,
     )
     return run_experiment(exp, out, options, curve_keys=("smse", "msll"))
+
+
+def show(report: Report, quiet: bool, echo: Callable[..., Any]) -> int:
+    """What ``onlinegp bench poam-*`` prints of ``report`` (the summary table, then the runs and files; to stderr
+    when a run failed); exit 1 if any run failed."""
+    if not quiet and "summary_md" in report.files:
+        echo(report.files["summary_md"].read_text())
+    if report.sweep.failed or not quiet:
+        echo(report.describe(), err=bool(report.sweep.failed))
+    return 1 if report.sweep.failed else 0
+
+
+#: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
+BENCHES = {
+    name: Bench(name, run, takes="runner", show=show)
+    for name, run in (("poam-table1", table1), ("poam-ablation", ablation), ("poam-robustness", robustness))
+}

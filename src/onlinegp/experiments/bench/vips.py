@@ -37,6 +37,7 @@ from ...metrics import nlpd, rmse
 from ...models.registry import make_model
 from ..stream import StreamConfig, run_stream
 from .exact import lbfgs_exact_gp
+from .protocol import Bench
 from .runner import RunnerOptions, RunSpec, run_sweep
 
 #: label in tables -> registered model
@@ -704,3 +705,11 @@ def run_synthetic(  # noqa: PLR0913 - one parameter per bench option (to go with
             restored = sum(r.restored for r in result.runs)
             log(f"run summaries kept in {result.results} ({restored} of {len(result.runs)} restored from there)")
     return table
+
+
+#: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
+BENCHES = {
+    "vips-table1": Bench("vips-table1", run_table1),
+    "vips-magnetic": Bench("vips-magnetic", run_magnetic),
+    "vips-synthetic": Bench("vips-synthetic", run_synthetic),
+}

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from ...metrics import rmse
 from ...models.registry import make_model
 from ...wasserstein import psd_sqrt
 from .parse import parse_names, parse_seeds
+from .protocol import Bench
 from .runner import RunnerOptions, RunSpec, run_sweep
 
 DATASETS = ("toy", "kin40k", "pumadyn32nm", "bathymetry")
@@ -487,3 +488,22 @@ def run(
         "results": None if sweep_result.results is None else str(sweep_result.results),
         "restored": sum(r.restored for r in sweep_result.runs),
     }
+
+
+def show(result: dict[str, Any], quiet: bool, echo: Callable[..., Any]) -> int:
+    """What ``onlinegp bench wgpr`` prints of :func:`run`'s result (its tables, where they went; the failed runs, to
+    stderr); exit 1 if any run failed."""
+    if not quiet:
+        for text in result["tables"].values():
+            echo(text)
+        echo(f"written to {result['out']}")
+        if result["results"] is not None:
+            echo(f"run summaries kept in {result['results']} ({result['restored']} restored from there)")
+    if result["failed"]:
+        echo(f"{len(result['failed'])} run(s) failed: " + ", ".join(r for r, _ in result["failed"]), err=True)
+        return 1
+    return 0
+
+
+#: the ``onlinegp bench`` command of this module (:mod:`onlinegp.experiments.bench.protocol`)
+BENCHES = {"wgpr": Bench("wgpr", run, takes="runner", show=show)}

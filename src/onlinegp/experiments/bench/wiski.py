@@ -53,6 +53,7 @@ from ...models.registry import MODELS, make_model
 from ...models.wiski import WISKIClassifier
 from ..plots import plot_panel_curves
 from .exact import lbfgs_exact_gp
+from .protocol import Bench
 
 UCI_SETS = ("skillcraft", "elevators", "protein", "kin40k")
 UCI_MODELS = ("wiski", "osgpr", "osvgp", "exact")
@@ -827,3 +828,12 @@ def run_rank_ablation(  # noqa: PLR0913 - one parameter per bench option (to go 
     if not quiet:
         log(table)
     return table
+
+
+#: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
+BENCHES = {
+    "wiski-uci": Bench("wiski-uci", run_uci, takes="loop"),
+    "wiski-banana": Bench("wiski-banana", run_banana),
+    "wiski-bo": Bench("wiski-bo", run_bo, takes="loop"),
+    "wiski-rank": Bench("wiski-rank", run_rank_ablation),
+}
