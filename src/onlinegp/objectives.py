@@ -347,6 +347,100 @@ def online_bound(
 
 
 @dataclass
+class DataStatistics:
+    """All data seen so far as sufficient statistics at the inducing inputs Z, free of σ² (``old_noise='current'``).
+
+    In the whitened basis of the inducing outputs, u = f(Z) = L_u w with L_u = chol K_uu under the θ of the last batch,
+    the data are modelled as y = Φ w + ε, ε ~ N(0, σ²I) (Φ = K_fu K_uu⁻¹ L_u for a batch absorbed at Z; older data
+    carried over by the projection below), and kept as P = ΦᵀΦ, r = Φᵀy, yy = yᵀy, their number n and ``trace``:
+    the accumulated Σ tr(K_ff − Q_ff) and projection losses tr(P E), each under the θ of its batch. ``value`` is the
+    bound on all of them at that θ and σ² (see :func:`statistics_bound`).
+    """
+
+    Z: Tensor
+    Lu: Tensor
+    P: Tensor
+    r: Tensor
+    yy: Tensor
+    n: int
+    trace: Tensor
+    value: Tensor
+
+
+@dataclass
+class StatisticsBound:
+    """The bound of :func:`statistics_bound` (total over all data seen), the new statistics and the posterior."""
+
+    value: Tensor
+    data: DataStatistics
+    posterior: InducingPosterior
+
+
+def statistics_bound(
+    kernel: gpytorch.kernels.Kernel,
+    noise: Tensor,
+    Z: Tensor,
+    X: Tensor,
+    y: Tensor,
+    old: DataStatistics | None = None,
+    jitter_log: JitterLog | None = None,
+) -> StatisticsBound:
+    """Collapsed bound on the batch (X, y) and the old data's statistics at new inducing inputs Z (ours; OSGPR's
+    ``old_noise='current'``).
+
+    With L_v = chol K_vv, A = L_v⁻¹K_vf and, for the old statistics at Z_old, W = L_u⁻¹K_uv L_v⁻ᵀ (as in
+    :class:`~onlinegp.objectives.OnlineTerms`; u = K_uv K_vv⁻¹ v + e, e ~ N(0, E_uu) under the current θ):
+
+        P' = A Aᵀ + Wᵀ P W,   r' = A y + Wᵀ r,   yy' = yᵀy + yy,   n' = N + n
+        trace' = tr(K_ff − Q_ff) + trace + tr(P G),   G = L_u⁻¹ E_uu L_u⁻ᵀ = L_u⁻¹K_uu L_u⁻ᵀ − W Wᵀ
+        D = I + P'/σ² = L_D L_Dᵀ,   β = L_D⁻¹ r'/σ²
+        F = −n'/2 log 2πσ² − yy'/2σ² + ½‖β‖² − log|L_D| − trace'/2σ²
+
+    F is the SGPR bound (Titsias 2009) of y' = Φ'w + ε with the old data's rows of Φ' projected onto v, so the
+    expected misfit of that projection is charged (tr(P G)/2σ², Bui et al.'s −½ tr(C⁻¹E_uu) with C⁻¹ = P/σ²) and
+    every datum pays for σ². It equals Bui et al.'s (2017) online bound, plus the old data's batch bound at the
+    same σ², whenever the old summary was fitted at that σ² (then S⁻¹ − K_uu⁻¹ = L_u⁻ᵀ P L_u⁻¹/σ²); with θ and Z
+    fixed it is the batch SGPR bound on all data. The posterior at Z is q(v) with v = L_v L_D⁻ᵀ (β + ξ), ξ ~ N(0, I).
+    Cost O(N M² + M³); differentiable in θ, σ² and Z, not in ``old``.
+    """
+    Lv = cholesky(kuu(kernel, Z), jitter_log)
+    Kvf = dense(kernel, Z, X)
+    A = trisolve(Lv, Kvf)
+    P = A @ A.mT
+    r = A @ y
+    yy = y @ y
+    n = X.shape[0]
+    trace = diagonal(kernel, X).sum() - A.pow(2).sum()
+    if old is not None:
+        Lu = old.Lu
+        Auv = trisolve(Lu, kuv(kernel, old.Z, Z))  # L_u⁻¹ K_uv
+        W = trisolve(Lv, Auv.mT).mT  # L_u⁻¹ K_uv L_v⁻ᵀ
+        P = P + W.mT @ (old.P @ W)
+        r = r + W.mT @ old.r
+        yy, n = yy + old.yy, n + old.n
+        G = trisolve(Lu, trisolve(Lu, kuu(kernel, old.Z)).mT) - W @ W.mT  # L_u⁻¹ E_uu L_u⁻ᵀ
+        trace = trace + old.trace + (old.P * G).sum()
+    P = 0.5 * (P + P.mT)
+    eye = torch.eye(Z.shape[0], dtype=Z.dtype, device=Z.device)
+    LD = cholesky(eye + P / noise, jitter_log)
+    beta = trisolve(LD, r) / noise
+    value = (
+        -0.5 * n * (LOG2PI + noise.log()) - 0.5 * (yy + trace) / noise + 0.5 * (beta @ beta) - LD.diagonal().log().sum()
+    )
+    data = DataStatistics(
+        Z=Z.detach(),
+        Lu=Lv.detach(),
+        P=P.detach(),
+        r=r.detach(),
+        yy=yy.detach(),
+        n=n,
+        trace=trace.detach(),
+        value=value.detach(),
+    )
+    return StatisticsBound(value=value, data=data, posterior=InducingPosterior(Z=Z, Lu=Lv, LW=LD, beta=beta))
+
+
+@dataclass
 class _OldSummary:
     """What the online bound needs of the old summary, θ-independent: L_u, Γ = L_Dₒ L_Dₒᵀ − I,
     Λ = L_u⁻ᵀ Γ L_u⁻¹ (= S⁻¹ − K_uu^old⁻¹), L_Dₒβₒ, b = L_u⁻ᵀ L_Dₒ βₒ and the constant log|L_Dₒ| − ½‖βₒ‖²."""

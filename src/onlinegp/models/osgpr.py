@@ -10,7 +10,7 @@ Per batch (X_n, y_n), in scaled units (Bui et al. 2017, stable form):
    (SSGP) or T Adam steps (SSGP++); by default under L-BFGS the bound is taken at Z' and the inputs of Z it drops,
    so no old inducing input is lost while θ is fitted (``fit_inducing``; ours, see :class:`OSGPR`), and by default
    under L-BFGS the old data are charged at the σ² being fitted rather than at the σ² of their batches
-   (``old_noise='current'``: :func:`projected_terms` on σ²-free statistics of all data seen; ours, see :class:`OSGPR`);
+   (``old_noise='current'``: :func:`statistics_bound` on σ²-free statistics of all data seen; ours, see :class:`OSGPR`);
 3. D, c at the final θ give the new summary q(v) = N(L_v L_D⁻ᵀ β, R Rᵀ), R = L_v L_D⁻ᵀ (S is never factorised),
    and the prediction mean = (L_D⁻¹L_v⁻¹K_vs)ᵀβ, var = k_ss − ‖L_v⁻¹K_vs‖² + ‖L_D⁻¹L_v⁻¹K_vs‖².
 
@@ -22,20 +22,17 @@ Registered variants (Chen et al. 2024, appendix A4 and Table III):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-import gpytorch
 import torch
 from torch import Tensor
 
 from .. import health
 from ..base import KernelGP, PhaseTimer
 from ..inducing import Selector, make_selector
-from ..kernels import dense, diagonal
-from ..linalg import CholeskyError, JitterLog, cholesky, trisolve
-from ..objectives import LOG2PI, OnlineBound, log_prior, online_bound, online_terms
-from ..posterior import InducingPosterior, Predictor, kuu, kuv
+from ..linalg import CholeskyError
+from ..objectives import DataStatistics, OnlineBound, log_prior, online_bound, online_terms, statistics_bound
+from ..posterior import InducingPosterior, Predictor
 from ..training import gradient_steps, hyperparameter_optimizer, steps_for_width
 from .registry import register
 
@@ -45,99 +42,6 @@ LBFGS_MAX_ITER = 200
 MIN_FIT_POINTS = 40
 #: once θ was fitted, the smallest batch L-BFGS fits θ to on its own; smaller ones are held (see ``OSGPR``)
 MIN_FIT_BATCH = 10
-
-
-@dataclass
-class ProjectedData:
-    """All data seen so far as sufficient statistics at the inducing inputs Z, free of σ² (``old_noise='current'``).
-
-    In the whitened basis of the inducing outputs, u = f(Z) = L_u w with L_u = chol K_uu under the θ of the last batch,
-    the data are modelled as y = Φ w + ε, ε ~ N(0, σ²I) (Φ = K_fu K_uu⁻¹ L_u for a batch absorbed at Z; older data
-    carried over by the projection below), and kept as P = ΦᵀΦ, r = Φᵀy, yy = yᵀy, their number n and ``trace``:
-    the accumulated Σ tr(K_ff − Q_ff) and projection losses tr(P E), each under the θ of its batch. ``value`` is the
-    bound on all of them at that θ and σ² (see :func:`projected_terms`).
-    """
-
-    Z: Tensor
-    Lu: Tensor
-    P: Tensor
-    r: Tensor
-    yy: Tensor
-    n: int
-    trace: Tensor
-    value: Tensor
-
-
-@dataclass
-class ProjectedTerms:
-    """The bound of :func:`projected_terms` (total over all data seen), the new statistics and the posterior."""
-
-    value: Tensor
-    data: ProjectedData
-    posterior: InducingPosterior
-
-
-def projected_terms(
-    kernel: gpytorch.kernels.Kernel,
-    noise: Tensor,
-    Z: Tensor,
-    X: Tensor,
-    y: Tensor,
-    old: ProjectedData | None = None,
-    jitter_log: JitterLog | None = None,
-) -> ProjectedTerms:
-    """Collapsed bound on the batch (X, y) and the old data's statistics at new inducing inputs Z (ours).
-
-    With L_v = chol K_vv, A = L_v⁻¹K_vf and, for the old statistics at Z_old, W = L_u⁻¹K_uv L_v⁻ᵀ (as in
-    :class:`~onlinegp.objectives.OnlineTerms`; u = K_uv K_vv⁻¹ v + e, e ~ N(0, E_uu) under the current θ):
-
-        P' = A Aᵀ + Wᵀ P W,   r' = A y + Wᵀ r,   yy' = yᵀy + yy,   n' = N + n
-        trace' = tr(K_ff − Q_ff) + trace + tr(P G),   G = L_u⁻¹ E_uu L_u⁻ᵀ = L_u⁻¹K_uu L_u⁻ᵀ − W Wᵀ
-        D = I + P'/σ² = L_D L_Dᵀ,   β = L_D⁻¹ r'/σ²
-        F = −n'/2 log 2πσ² − yy'/2σ² + ½‖β‖² − log|L_D| − trace'/2σ²
-
-    F is the SGPR bound (Titsias 2009) of y' = Φ'w + ε with the old data's rows of Φ' projected onto v, so the
-    expected misfit of that projection is charged (tr(P G)/2σ², Bui et al.'s −½ tr(C⁻¹E_uu) with C⁻¹ = P/σ²) and
-    every datum pays for σ². It equals Bui et al.'s (2017) online bound, plus the old data's batch bound at the
-    same σ², whenever the old summary was fitted at that σ² (then S⁻¹ − K_uu⁻¹ = L_u⁻ᵀ P L_u⁻¹/σ²); with θ and Z
-    fixed it is the batch SGPR bound on all data. The posterior at Z is q(v) with v = L_v L_D⁻ᵀ (β + ξ), ξ ~ N(0, I).
-    Cost O(N M² + M³); differentiable in θ, σ² and Z, not in ``old``.
-    """
-    Lv = cholesky(kuu(kernel, Z), jitter_log)
-    Kvf = dense(kernel, Z, X)
-    A = trisolve(Lv, Kvf)
-    P = A @ A.mT
-    r = A @ y
-    yy = y @ y
-    n = X.shape[0]
-    trace = diagonal(kernel, X).sum() - A.pow(2).sum()
-    if old is not None:
-        Lu = old.Lu
-        Auv = trisolve(Lu, kuv(kernel, old.Z, Z))  # L_u⁻¹ K_uv
-        W = trisolve(Lv, Auv.mT).mT  # L_u⁻¹ K_uv L_v⁻ᵀ
-        P = P + W.mT @ (old.P @ W)
-        r = r + W.mT @ old.r
-        yy, n = yy + old.yy, n + old.n
-        G = trisolve(Lu, trisolve(Lu, kuu(kernel, old.Z)).mT) - W @ W.mT  # L_u⁻¹ E_uu L_u⁻ᵀ
-        trace = trace + old.trace + (old.P * G).sum()
-    P = 0.5 * (P + P.mT)
-    eye = torch.eye(Z.shape[0], dtype=Z.dtype, device=Z.device)
-    LD = cholesky(eye + P / noise, jitter_log)
-    beta = trisolve(LD, r) / noise
-    value = (
-        -0.5 * n * (LOG2PI + noise.log()) - 0.5 * (yy + trace) / noise + 0.5 * (beta @ beta) - LD.diagonal().log().sum()
-    )
-    data = ProjectedData(
-        Z=Z.detach(),
-        Lu=Lv.detach(),
-        P=P.detach(),
-        r=r.detach(),
-        yy=yy.detach(),
-        n=n,
-        trace=trace.detach(),
-        value=value.detach(),
-    )
-    return ProjectedTerms(value=value, data=data, posterior=InducingPosterior(Z=Z, Lu=Lv, LW=LD, beta=beta))
 
 
 @register("osgpr", "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (Stanton et al. 2021 baseline)")
@@ -199,9 +103,9 @@ class OSGPR(KernelGP):
     the new points by a larger σ² and output scale: at M = 200 σ² went 0.22, 1.2, 4.1, 8.7, 31 over batches 2-6 and
     the test RMSE 0.94 → 5.6 of the target's std, final 3.4 ('union'; 'selected' 2.8); at M = 500 the union's σ² crept
     0.04 → 0.39 (NLPD 0.55 → 0.90). With 'current' the model keeps the old data's σ²-free statistics at Z
-    (:class:`ProjectedData`: P = ΦᵀΦ, r = Φᵀy, yᵀy, their number and the accumulated trace terms, with Φ the old
+    (:class:`DataStatistics`: P = ΦᵀΦ, r = Φᵀy, yᵀy, their number and the accumulated trace terms, with Φ the old
     rows' design in the whitened inducing outputs; O(M²) memory as before) and fits θ, σ² on the collapsed bound of
-    all data seen (:func:`projected_terms`): the old rows are projected onto Z' under the current θ, their expected
+    all data seen (:func:`statistics_bound`): the old rows are projected onto Z' under the current θ, their expected
     misfit charged as Bui et al.'s −½ tr(C⁻¹E_uu), their precision is ΦᵀΦ/σ² at the σ² being fitted, and each old
     datum pays −½ log 2πσ² − (y² + its trace)/2σ². Where σ² has not moved since the old batches, this is Bui et al.'s
     online bound plus a constant (so the same fit and posterior); at fixed θ and Z it is the batch SGPR bound, and
@@ -257,8 +161,8 @@ class OSGPR(KernelGP):
         self.held_y: Tensor | None = None
         self.held_base: InducingPosterior | None = None  # the summary from before them
         # with old_noise='current': the data's statistics behind ``summary`` (and behind ``held_base``)
-        self.projected: ProjectedData | None = None
-        self.held_projected: ProjectedData | None = None
+        self.projected: DataStatistics | None = None
+        self.held_projected: DataStatistics | None = None
         # while a selector runs: the targets being absorbed and the summary they are absorbed into (``vips_context``)
         self._absorbing: tuple[Tensor, InducingPosterior | None] | None = None
 
@@ -291,7 +195,7 @@ class OSGPR(KernelGP):
         return list(self.kernel.parameters()) + list(self.likelihood.parameters())
 
     def _fit(
-        self, Z: Tensor, xs: Tensor, ys: Tensor, old: InducingPosterior | None, data: ProjectedData | None = None
+        self, Z: Tensor, xs: Tensor, ys: Tensor, old: InducingPosterior | None, data: DataStatistics | None = None
     ) -> tuple[Tensor, int]:
         """Maximise the online bound over θ (and Z if asked); returns the final inducing inputs and the number
         of bound evaluations (each O(M³ + N_batch M²), whatever the data seen so far)."""
@@ -312,7 +216,7 @@ class OSGPR(KernelGP):
             if fixed_z is not None:
                 return fixed_z(self.noise) + log_prior(self.kernel)
             if self.old_noise == "current":  # the bound on all data; the old data's part is constant in Z'
-                value = projected_terms(self.kernel, self.noise, fit_inputs(), xs, ys, data, self.jitter).value
+                value = statistics_bound(self.kernel, self.noise, fit_inputs(), xs, ys, data, self.jitter).value
                 return value - (0.0 if data is None else data.value) + log_prior(self.kernel)
             return online_bound(self.kernel, self.noise, fit_inputs(), xs, ys, old, self.jitter) + log_prior(
                 self.kernel
@@ -394,7 +298,7 @@ class OSGPR(KernelGP):
             self._absorbing = None
         with timer("posterior"), torch.no_grad():
             if self.old_noise == "current":
-                projected = projected_terms(self.kernel, self.noise, Z, xs, ys, data, self.jitter)
+                projected = statistics_bound(self.kernel, self.noise, Z, xs, ys, data, self.jitter)
                 self.projected, self.summary = projected.data, projected.posterior
                 objective = projected.value - (0.0 if data is None else data.value)
             else:

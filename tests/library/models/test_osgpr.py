@@ -290,7 +290,7 @@ def test_lbfgs_survives_trial_points_that_are_not_positive_definite(monkeypatch,
 
     X, y = toy(120, seed=8)
     calls = {"n": 0}
-    bound = "online_bound" if old_noise == "fixed" else "projected_terms"
+    bound = "online_bound" if old_noise == "fixed" else "statistics_bound"
     real = getattr(osgpr_module, bound)
 
     def flaky(*args, **kwargs):
@@ -376,12 +376,12 @@ def test_old_noise_is_resolved_and_checked():
 
 
 @torch.no_grad()
-def test_projected_terms_match_a_dense_computation_with_new_theta_noise_and_z():
+def test_statistics_bound_match_a_dense_computation_with_new_theta_noise_and_z():
     """``old_noise='current'``: after two batches under different θ, σ² and Z, the bound equals the SGPR bound of
     y = H v + ε, ε ~ N(0, σ²I), written with explicit matrices: the old rows H₁ = Φ₁ K_uv K_vv⁻¹ (Φ₁ = K_fu K_uu⁻¹
     under the old θ), the new rows K_fv K_vv⁻¹, less tr(K_ff − Q_ff)/2σ² of both batches (each under its θ) and the
     projection's expected misfit tr(Φ₁ E_uu Φ₁ᵀ)/2σ²; q(v) is that model's posterior."""
-    from onlinegp.models.osgpr import projected_terms
+    from onlinegp.objectives import statistics_bound
     from onlinegp.posterior import kuv
 
     X1, y1 = toy(30, seed=11)
@@ -393,8 +393,8 @@ def test_projected_terms_match_a_dense_computation_with_new_theta_noise_and_z():
     k1.base_kernel.lengthscale, k1.outputscale = 0.3, 1.2
     k2.base_kernel.lengthscale, k2.outputscale = 0.45, 0.8
     s1, s2 = torch.tensor(0.1, dtype=D), torch.tensor(0.3, dtype=D)
-    first = projected_terms(k1, s1, Z1, X1, y1)
-    second = projected_terms(k2, s2, Z2, X2, y2, first.data)
+    first = statistics_bound(k1, s1, Z1, X1, y1)
+    second = statistics_bound(k2, s2, Z2, X2, y2, first.data)
 
     Phi1 = torch.linalg.solve(kuu(k1, Z1), dense(k1, Z1, X1)).T
     trace1 = (diagonal(k1, X1) - (Phi1 * dense(k1, X1, Z1)).sum(1)).sum()
