@@ -35,7 +35,7 @@ from .io import atomic_write
 from .kernels import kernel_name, lengthscale_map, make_kernel
 from .linalg import JitterLog
 from .scaling import Scaler
-from .validation import as_targets, as_tensor_2d, floating_dtype
+from .validation import as_noise_variances, as_targets, as_tensor_2d, floating_dtype
 
 DEFAULT_DTYPE = torch.float64
 
@@ -311,13 +311,41 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             self.__dict__[k].update(v)
 
     # ----------------------------------------------------------------- the protocol
-    def update(self, x: Any, y: Any) -> UpdateReport:
+    @property
+    def takes_noise(self) -> bool:
+        """Whether ``update`` takes per-point noise variances (``update(x, y, noise=...)``), and then needs them.
+        False here: the model's noise variance is its own, learnt; a model with a fixed-noise likelihood (WISKI
+        with ``fixed_noise=True``) says True."""
+        return False
+
+    def _noise_argument(self, noise: Any, rows: int) -> Tensor | None:
+        """``update``'s ``noise`` validated (user units, one positive variance per row), or ValueError naming the
+        model when it takes none, or needs it and got none."""
+        name = type(self).__name__
+        if not self.takes_noise:
+            if noise is not None:
+                raise ValueError(
+                    f"{name} takes no per-point noise (its noise variance is learnt): call update(x, y) without "
+                    "noise=, or use a model with a fixed-noise likelihood, e.g. WISKI(fixed_noise=True)"
+                )
+            return None
+        if noise is None:
+            raise ValueError(
+                f"this {name} needs per-point noise: pass update(x, y, noise=...) with one variance per row"
+            )
+        return as_noise_variances(noise, rows, self.dtype)
+
+    def update(self, x: Any, y: Any, noise: Any = None) -> UpdateReport:
         """Absorb a batch ``(x, y)`` in user units; returns an :class:`UpdateReport`.
 
-        A batch that fails anywhere leaves the model exactly as it was (after a failed first batch the model has
-        no input width again)."""
+        ``noise``: the observation noise variance of each row (user units, positive), for models whose
+        ``takes_noise`` is True (which then need it); every other model refuses it with a ValueError.
+
+        A batch that fails anywhere, or is refused, leaves the model exactly as it was (after a failed first batch
+        the model has no input width again)."""
         x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
         y = as_targets(y, x.shape[0], self.dtype)
+        noise = self._noise_argument(noise, x.shape[0])
         # state_dict() copies the extra state already; parameters and buffers are live views, so clone those
         snapshot = {k: v.clone() if isinstance(v, Tensor) else v for k, v in self.state_dict().items()}
         unbuilt = self._structure() if self.input_dim is None else None
@@ -337,7 +365,10 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
                     found, calibration = health.calibration(before.mean, before.var_y, ys)
                     diverging, error = health.fit(before.mean, ys, absorbed=False)
                     warnings, checks = warnings + found + diverging, checks | calibration | error
-            info = self._update(xs, ys, timer) or {}
+            if noise is None:
+                info = self._update(xs, ys, timer) or {}
+            else:  # in scaled units, as the batch
+                info = self._update(xs, ys, timer, noise=noise / self.scaler.y_std**2) or {}
             with timer("health"), torch.no_grad():
                 warnings += health.objective(info.get("objective"), xs.shape[0]) + health.conditioning(self.jitter)
                 warnings += health.runaway(getattr(self, "kernel", None))
@@ -400,7 +431,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
     # ----------------------------------------------------------------- to implement
     @abstractmethod
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict | None:
-        """Absorb a validated batch in scaled units; return extra report fields (``objective`` among them)."""
+        """Absorb a validated batch in scaled units; return extra report fields (``objective`` among them). A model
+        whose ``takes_noise`` is True gets the batch's noise variances too, scaled, as ``noise=``."""
 
     @abstractmethod
     def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:

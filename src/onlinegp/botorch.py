@@ -164,7 +164,7 @@ class OnlineGPModel(Model, FantasizeMixin):
                     "changing its hyper-parameters"
                 )
             gp.num_steps = 0
-            kw = {"noise": Nf[i].detach()} if Nf is not None and getattr(gp, "fixed_noise", False) else {}
+            kw = {"noise": Nf[i].detach()} if Nf is not None and gp.takes_noise else {}
             gp.update(Xf[i].detach(), Yf[i].detach(), **kw)
             copies.append(gp)
         return OnlineGPModel(copies, self.chunk_size, out_batch)

@@ -1,16 +1,20 @@
 """Choosing inducing inputs, as interchangeable strategies.
 
-A selector is called as ``selector(kernel, Z_old, X_new, generator=..., model=...)`` and returns the new
+A selector is called as ``selector(kernel, Z_old, X_new, generator=..., context=...)`` and returns the new
 inducing inputs (scaled units). Every online model (POAM, OVC, OSGPR, ...) accepts any selector, so adaptive
-model size works for every method. ``model`` gives strategies that need it (VIPS's bounds) the current summary.
+model size works for every method. ``context`` (:class:`SelectionContext`) is what the model tells its selector
+about the batch it absorbs: the batch targets, σ², the summary of the past and the targets' moments for VIPS's
+bounds (Pescador-Barrios et al. 2024), and the model's counts for :class:`KeepAfterFirst`. Selectors that need none
+of it ignore it; none calls the model back.
 """
 
 from __future__ import annotations
 
 import numbers
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -20,7 +24,7 @@ from torch import Generator, Tensor
 from .kernels import dense, diagonal
 from .linalg import cholesky, pivoted_cholesky, pivoted_cholesky_dense, trisolve
 from .objectives import noise_log_lik, online_bounds
-from .posterior import kuu
+from .posterior import InducingPosterior, kuu
 
 #: largest candidate set for which the dense LAPACK path forms the full kernel matrix
 DENSE_LIMIT = 3000
@@ -28,9 +32,54 @@ DENSE_LIMIT = 3000
 MIN_FIRST_BATCH = 20
 
 
+def _no_summary() -> InducingPosterior | None:
+    return None
+
+
+def _no_moments() -> tuple[float, float] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class SelectionContext:
+    """What a model tells its selector about the batch it absorbs, in scaled units (the selector never reaches back
+    into the model).
+
+    Attributes:
+        targets: the targets of the rows of ``X`` the selector is given (None where the model passes none, e.g. when
+            merging another robot's inducing inputs).
+        noise: σ², the model's noise variance (detached).
+        past: the summary q(u) of the data before the batch, formed on demand (POAM's costs O(M³) from its
+            projected terms, so only a selector that needs it pays); None on the first batch and where the model
+            keeps no such summary (OSVGP's is its q(u), not a bound's).
+        target_moments: the mean and variance of all targets so far (this batch's included), formed on demand;
+            None where the model does not keep them.
+        num_data: points the model had absorbed before this batch (``model.num_data``).
+        num_updates: updates the model had completed before this one (``model.num_updates``).
+
+    ``past`` and ``target_moments`` are functions of the model as it is while it selects: call them inside the
+    selector's call, not after the update has moved on. The VIPS rule (Pescador-Barrios et al. 2024, §4) needs
+    ``targets``, ``noise``, ``past`` and ``target_moments``; :class:`KeepAfterFirst` the two counts; the other
+    selectors nothing.
+    """
+
+    targets: Tensor | None = None
+    noise: Tensor | None = None
+    past: Callable[[], InducingPosterior | None] = _no_summary
+    target_moments: Callable[[], tuple[float, float] | None] = _no_moments
+    num_data: int = 0
+    num_updates: int = 0
+
+
 class Selector(Protocol):
     def __call__(
-        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
+        self,
+        kernel: Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: Generator | None = None,
+        context: SelectionContext | None = None,
     ) -> Tensor: ...
 
 
@@ -69,10 +118,16 @@ def greedy_variance(
 
 class PoolSelector(ABC):
     """A selector that picks the new inducing inputs from the pool C = [Z; X] (:func:`candidates`): subclasses define
-    ``pick(kernel, C, generator)``; ``model`` is not used."""
+    ``pick(kernel, C, generator)``; ``context`` is not used."""
 
     def __call__(
-        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
+        self,
+        kernel: Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: Generator | None = None,
+        context: SelectionContext | None = None,
     ) -> Tensor:
         return self.pick(kernel, candidates(Z, X), generator)
 
@@ -140,7 +195,13 @@ class Fixed:
         self.Z = Z
 
     def __call__(
-        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
+        self,
+        kernel: Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: Generator | None = None,
+        context: SelectionContext | None = None,
     ) -> Tensor:
         return self.Z.to(X).clone()
 
@@ -156,7 +217,13 @@ class Resample:
         self.num_inducing, self.keep = int(num_inducing), float(keep)
 
     def __call__(
-        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
+        self,
+        kernel: Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: Generator | None = None,
+        context: SelectionContext | None = None,
     ) -> Tensor:
         M = self.num_inducing
         if Z is None or Z.shape[0] == 0:
@@ -217,7 +284,13 @@ class OIPS:
 
     @torch.no_grad()
     def __call__(
-        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
+        self,
+        kernel: Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: Generator | None = None,
+        context: SelectionContext | None = None,
     ) -> Tensor:
         dx = diagonal(kernel, X).clamp_min(1e-300).sqrt()
         corr_new = (dense(kernel, X) / dx[:, None] / dx[None, :]).cpu().numpy()
@@ -255,15 +328,22 @@ class VIPSStep:
         return self.upper - self.lower
 
 
-def _vips_context(model: Any, X: Tensor) -> tuple[Tensor, Any, Tensor, tuple[float, float]]:
+def _vips_inputs(
+    context: SelectionContext | None, X: Tensor
+) -> tuple[Tensor, InducingPosterior | None, Tensor, tuple[float, float]]:
     """(batch targets, summary q(u) of the past, σ², mean and variance of all targets so far) from the model's
-    ``vips_context(X)`` (OSGPR's family and POAM's both expose it), in scaled units."""
-    if model is None or not hasattr(model, "vips_context"):
+    ``context``, in scaled units; ValueError when it lacks any of them."""
+    targets = None if context is None else context.targets
+    moments = None if context is None or targets is None else context.target_moments()
+    if targets is None or context.noise is None or moments is None:
         raise ValueError(
-            "the VIPS selector needs the model that calls it (batch targets, noise, summary of the "
-            "past): use it inside an OSGPR- or POAM-family model, selector(kernel, Z, X, model=model)"
+            "the VIPS selector needs a SelectionContext with the batch targets, σ², the summary of the past and "
+            "the targets' moments: use it inside a model that passes them (VIPS, or a POAM-family model: "
+            "make_model('vips') or make_model('poam', inducing='vips')), or pass selector(kernel, Z, X, context=...)"
         )
-    return model.vips_context(X)
+    if targets.shape[0] != X.shape[0]:
+        raise ValueError(f"the context holds {targets.shape[0]} targets for {X.shape[0]} inputs; they must match")
+    return targets, context.past(), context.noise, moments
 
 
 class VIPSSelector:
@@ -275,9 +355,9 @@ class VIPSSelector:
     5000), L_noise = Σ log N(y_n; ȳ, s²) with ȳ, s² over all targets so far. One evaluation of
     :func:`~onlinegp.objectives.online_bounds` gives L̂ for every prefix, so the stopping point is exact.
 
-    The model supplies the batch targets, σ² and the summary of the past (see ``_vips_context``): OSGPR/VIPS pass
-    their q(u); POAM's projected terms (a, B) are turned into the q(u) they define, so POAM and OVC accept this
-    selector too. ``last`` holds the :class:`VIPSStep` of the latest call.
+    The model supplies the batch targets, σ², the summary of the past and the targets' moments in its
+    :class:`SelectionContext`: VIPS passes its q(u); POAM's projected terms (a, B) are turned into the q(u) they
+    define, so POAM and OVC accept this selector too. ``last`` holds the :class:`VIPSStep` of the latest call.
     """
 
     def __init__(self, delta: float = 0.05, max_new: int = 2000, rel_tol: float = 1e-8):
@@ -290,9 +370,15 @@ class VIPSSelector:
 
     @torch.no_grad()
     def __call__(
-        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
+        self,
+        kernel: Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: Generator | None = None,
+        context: SelectionContext | None = None,
     ) -> Tensor:
-        y, old, noise, (mean, var) = _vips_context(model, X)
+        y, old, noise, (mean, var) = _vips_inputs(context, X)
         Ma = 0 if Z is None else Z.shape[0]
         C = candidates(Z, X)
         scale = float(diagonal(kernel, C).max())
@@ -325,9 +411,9 @@ class KeepAfterFirst:
 
     A first batch of fewer than ``MIN_FIRST_BATCH`` points cannot stand for the domain (a first batch of one point left
     M = 1 for good: RMSE 0.89 of the target's std after 100 single points, issue 35). After such a batch, later
-    updates (``model.num_updates`` > 0: a first update may select again, as POAM's pre-training rounds do) add points
+    updates (the context's ``num_updates`` > 0: a first update may select again, as POAM's pre-training rounds do) add points
     chosen by the selector from their batches, the inputs already there kept, for as long as Z holds every point seen
-    (``model.num_data``) and fewer than the selector's ``num_inducing``. A first batch of at least ``MIN_FIRST_BATCH``
+    (the context's ``num_data``) and fewer than the selector's ``num_inducing``. A first batch of at least ``MIN_FIRST_BATCH``
     points fixes Z as it always did, with M its size if below ``num_inducing``."""
 
     def __init__(self, selector: Selector):
@@ -338,16 +424,22 @@ class KeepAfterFirst:
         return getattr(self.selector, "num_inducing", None)
 
     def __call__(
-        self, kernel: Kernel, Z: Tensor | None, X: Tensor, *, generator: Generator | None = None, model: Any = None
+        self,
+        kernel: Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: Generator | None = None,
+        context: SelectionContext | None = None,
     ) -> Tensor:
         if Z is None or Z.shape[0] == 0:
-            return self.selector(kernel, Z, X, generator=generator, model=model)
+            return self.selector(kernel, Z, X, generator=generator, context=context)
         missing = (self.num_inducing or 0) - Z.shape[0]
-        updates, seen = getattr(model, "num_updates", 0), getattr(model, "num_data", 0)
+        updates, seen = (0, 0) if context is None else (context.num_updates, context.num_data)
         topping_up = Z.shape[0] < MIN_FIRST_BATCH or (Z.shape[0] == seen and updates > 1)
         if missing <= 0 or updates == 0 or not topping_up:
             return Z.clone()
-        new = self.selector(kernel, None, X, generator=generator, model=model)[:missing]
+        new = self.selector(kernel, None, X, generator=generator, context=context)[:missing]
         return unique_rows(torch.cat([Z, new]))
 
 

@@ -54,8 +54,9 @@ def floating_dtype(x: Any) -> torch.dtype | None:
     return None
 
 
-def as_targets(y: Any, n: int, dtype: torch.dtype) -> Tensor:
-    """Convert user targets to an ``(N,)`` floating tensor matching ``n`` rows of inputs, or raise ValueError."""
+def as_targets(y: Any, n: int, dtype: torch.dtype, name: str = "y") -> Tensor:
+    """Convert user targets (or another per-row value, named ``name``) to an ``(N,)`` floating tensor matching ``n``
+    rows of inputs, or raise ValueError."""
     if isinstance(y, Tensor):
         t = y.detach()
     else:
@@ -63,16 +64,25 @@ def as_targets(y: Any, n: int, dtype: torch.dtype) -> Tensor:
             arr = np.asarray(y, dtype=np.float64)
             t = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
         except (TypeError, ValueError) as err:
-            raise ValueError(f"y must be numeric, got {type(y).__name__}") from err
+            raise ValueError(f"{name} must be numeric, got {type(y).__name__}") from err
     if t.dtype == torch.bool or t.is_complex():
-        raise ValueError(f"y must hold real numbers, got dtype {t.dtype}")
+        raise ValueError(f"{name} must hold real numbers, got dtype {t.dtype}")
     t = t.to(dtype)
     if t.dim() == 2 and t.shape[1] == 1:
         t = t[:, 0]
     if t.dim() != 1:
-        raise ValueError(f"y must be 1-D (N,) or (N, 1), got shape {tuple(t.shape)}")
+        raise ValueError(f"{name} must be 1-D (N,) or (N, 1), got shape {tuple(t.shape)}")
     if t.shape[0] != n:
-        raise ValueError(f"x has {n} rows but y has {t.shape[0]}; they must match")
+        raise ValueError(f"x has {n} rows but {name} has {t.shape[0]}; they must match")
     if not bool(torch.isfinite(t).all()):
-        raise ValueError(f"y contains {int((~torch.isfinite(t)).sum())} NaN or inf value(s)")
+        raise ValueError(f"{name} contains {int((~torch.isfinite(t)).sum())} NaN or inf value(s)")
+    return t
+
+
+def as_noise_variances(noise: Any, n: int, dtype: torch.dtype) -> Tensor:
+    """Convert per-point observation noise variances to an ``(N,)`` tensor matching ``n`` rows of inputs, or raise
+    ValueError (wrong shape, NaN or inf, or not positive)."""
+    t = as_targets(noise, n, dtype, "noise")
+    if not bool((t > 0).all()):
+        raise ValueError(f"noise variances must be positive; {int((t <= 0).sum())} of {n} are not")
     return t

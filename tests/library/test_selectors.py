@@ -1,4 +1,5 @@
-"""Adaptive-size selectors: Conditional Variance, OIPS and VIPSSelector follow their rules; names; POAM accepts VIPSSelector."""
+"""Adaptive-size selectors: Conditional Variance, OIPS and VIPSSelector follow their rules; names; POAM accepts
+VIPSSelector; every model hands its selector an explicit SelectionContext."""
 
 import numpy as np
 import pytest
@@ -9,12 +10,16 @@ from onlinegp.inducing import (
     OIPS,
     SELECTORS,
     ConditionalVariance,
+    KeepAfterFirst,
+    PivotedCholesky,
+    SelectionContext,
     VIPSSelector,
     make_selector,
     residual_traces,
     unique_rows,
 )
 from onlinegp.kernels import dense, diagonal, make_kernel
+from onlinegp.models import make_model
 from onlinegp.objectives import noise_log_lik, online_bounds
 from onlinegp.posterior import InducingPosterior, kuu
 
@@ -84,12 +89,11 @@ def test_vips_selector_keeps_old_points_and_stops_where_the_rule_says():
     old = InducingPosterior.from_terms(k, Zold, K @ yo / s2, K @ K.T / s2)
     X, y = data(150, seed=7)
 
-    class Model:  # the context a model provides
-        def vips_context(self, X_):
-            return y, old, s2, (float(yo.mean()), float(yo.var()))
-
+    context = SelectionContext(
+        targets=y, noise=s2, past=lambda: old, target_moments=lambda: (float(yo.mean()), float(yo.var()))
+    )
     sel = VIPSSelector(delta=0.05)
-    Z = sel(k, Zold, X, model=Model())
+    Z = sel(k, Zold, X, context=context)
     assert torch.equal(Z[:12], Zold) and Z.shape[0] > 12
     step = sel.last
     m = Z.shape[0]
@@ -101,7 +105,7 @@ def test_vips_selector_keeps_old_points_and_stops_where_the_rule_says():
     assert step.upper - float(b.lower[-1].detach()) <= step.alpha + 1e-9  # rule met at M_b
     if m > 13:
         assert step.upper - float(b.lower[-2].detach()) > step.alpha  # and not one point earlier
-    tighter = VIPSSelector(delta=0.005)(k, Zold, X, model=Model())
+    tighter = VIPSSelector(delta=0.005)(k, Zold, X, context=context)
     assert tighter.shape[0] >= m
 
 
@@ -111,8 +115,84 @@ def test_selector_names_and_errors():
     for bad in (lambda: VIPSSelector(delta=0), lambda: OIPS(rho=1.5), lambda: ConditionalVariance(eta=-1)):
         with pytest.raises(ValueError):
             bad()
-    with pytest.raises(ValueError, match="needs the model"):
-        VIPSSelector()(make_kernel("rbf", 1, D), None, torch.zeros(3, 1, dtype=D))
+    k1, X1 = make_kernel("rbf", 1, D), torch.zeros(3, 1, dtype=D)
+    with pytest.raises(ValueError, match="needs a SelectionContext"):
+        VIPSSelector()(k1, None, X1)
+    with pytest.raises(ValueError, match="needs a SelectionContext"):  # targets but no moments (OSGPR, OSVGP)
+        VIPSSelector()(k1, None, X1, context=SelectionContext(targets=torch.zeros(3, dtype=D), noise=torch.ones(())))
+    full = SelectionContext(targets=torch.zeros(2, dtype=D), noise=torch.ones(()), target_moments=lambda: (0.0, 1.0))
+    with pytest.raises(ValueError, match="2 targets for 3 inputs"):
+        VIPSSelector()(k1, None, X1, context=full)
+
+
+def test_osgpr_and_osvgp_refuse_the_vips_selector_they_give_no_moments_to():
+    X, y = data(40)
+    for name in ("osgpr", "osvgp"):
+        model = make_model(name, 2, inducing="vips", num_steps=1)
+        with pytest.raises(ValueError, match="needs a SelectionContext"):
+            model.update(X, y)
+        assert model.num_updates == 0
+
+
+class Recording:
+    """A custom selector that records the context each call receives, with the summary of the past and the targets'
+    moments it gives during the call, and picks as ``inner`` does (whose attributes, such as VIPSSelector's
+    ``last``, it shows)."""
+
+    def __init__(self, inner):
+        self.inner, self.contexts, self.seen = inner, [], []
+
+    def __call__(self, kernel, Z, X, *, generator=None, context=None):
+        self.contexts.append(context)
+        self.seen.append((context.past(), context.target_moments()))
+        return self.inner(kernel, Z, X, generator=generator, context=context)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["inner"], name)
+
+
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("osgpr", {}),
+        ("vips", {}),
+        ("osvgp", {}),
+        ("poam", {"pretrain_steps": 0}),
+        ("var-ssgp", {"pretrain_steps": 0}),
+    ],
+)
+def test_every_model_hands_its_selector_an_explicit_context(name, options):
+    """The selector gets a SelectionContext with the batch's (scaled) targets, σ² and the model's counts; it never
+    gets the model."""
+    X, y = data(70)
+    model = make_model(name, 2, num_steps=1, y_stats=(0.0, 1.0), **options)
+    selector = Recording(model.selector if name == "vips" else PivotedCholesky(20))
+    model.selector = selector  # VIPS fixes its selector at construction: wrap it
+    model.update(X[:40], y[:40])
+    Z1, noise1 = model.Z.clone(), model.noise.detach().clone()  # what the second update selects under
+    model.update(X[40:], y[40:])
+    assert [type(c) for c in selector.contexts] == [SelectionContext] * 2
+    first, second = selector.contexts
+    (past1, _), (past2, moments2) = selector.seen
+    assert torch.equal(second.targets, y[40:]) and second.targets.shape[0] == 30
+    assert (first.num_data, first.num_updates, second.num_data, second.num_updates) == (0, 0, 40, 1)
+    assert torch.equal(second.noise, noise1) and not second.noise.requires_grad
+    if name in ("osgpr", "vips", "poam"):
+        assert past1 is None and torch.equal(past2.Z, Z1)  # the summary the batch is absorbed into
+    if name in ("vips", "poam", "var-ssgp"):  # POAM's family keeps its targets; of OSGPR's, VIPS keeps their moments
+        assert moments2 == pytest.approx((float(y.mean()), float(y.var())))
+    else:
+        assert moments2 is None
+
+
+def test_keep_after_first_reads_the_counts_from_the_context():
+    k = make_kernel("rbf", 2, D, lengthscale=0.3)
+    X, _ = data(40)
+    keep = KeepAfterFirst(PivotedCholesky(30))
+    Z = X[:5].clone()
+    assert torch.equal(keep(k, Z, X), Z)  # no context: counts 0, Z kept
+    grown = keep(k, Z, X, context=SelectionContext(num_data=5, num_updates=1))
+    assert grown.shape[0] > 5 and torch.equal(grown[:5], Z)
 
 
 def test_poam_with_vips_grows_with_an_expanding_domain():

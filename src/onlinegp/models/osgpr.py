@@ -29,7 +29,7 @@ from torch import Tensor
 
 from .. import health
 from ..base import KernelGP, PhaseTimer
-from ..inducing import Selector, make_selector
+from ..inducing import SelectionContext, Selector, make_selector
 from ..linalg import CholeskyError
 from ..objectives import DataStatistics, OnlineBound, log_prior, online_bound, online_terms, statistics_bound
 from ..posterior import InducingPosterior, Predictor
@@ -163,8 +163,6 @@ class OSGPR(KernelGP):
         # with old_noise='current': the data's statistics behind ``summary`` (and behind ``held_base``)
         self.projected: DataStatistics | None = None
         self.held_projected: DataStatistics | None = None
-        # while a selector runs: the targets being absorbed and the summary they are absorbed into (``vips_context``)
-        self._absorbing: tuple[Tensor, InducingPosterior | None] | None = None
 
     def options(self) -> dict[str, Any]:
         return {
@@ -280,6 +278,18 @@ class OSGPR(KernelGP):
         return evaluations[0]
 
     # ------------------------------------------------------------------ protocol
+    def _selection_context(self, ys: Tensor, old: InducingPosterior | None) -> SelectionContext:
+        """What the selector is told: the targets being absorbed (a held batch's too, see above), σ², the summary
+        q(u) they are absorbed into and the model's counts (:class:`~onlinegp.models.vips.VIPS` adds the targets'
+        moments)."""
+        return SelectionContext(
+            targets=ys,
+            noise=self.noise.detach(),
+            past=lambda: old,
+            num_data=self.num_data,
+            num_updates=self.num_updates,
+        )
+
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         old, holding = self.summary, self.held_x is not None or self.summary is None or xs.shape[0] < MIN_FIT_BATCH
         data = self.projected
@@ -288,14 +298,13 @@ class OSGPR(KernelGP):
             data = self.held_projected
         lbfgs = self.optimizer_name == "lbfgs" and self.num_steps > 0
         hold = lbfgs and holding and xs.shape[0] < self.min_fit_points
-        self._absorbing = (ys, old)
-        try:
-            with timer("inducing"), torch.no_grad():
-                Z = self.selector(self.kernel, None if old is None else old.Z, xs, generator=self.generator, model=self)
-            with timer("hyperparameters"):
-                Z, evaluations = (Z, 0) if hold else self._fit(Z, xs, ys, old, data)
-        finally:
-            self._absorbing = None
+        with timer("inducing"), torch.no_grad():
+            context = self._selection_context(ys, old)
+            Z = self.selector(
+                self.kernel, None if old is None else old.Z, xs, generator=self.generator, context=context
+            )
+        with timer("hyperparameters"):
+            Z, evaluations = (Z, 0) if hold else self._fit(Z, xs, ys, old, data)
         with timer("posterior"), torch.no_grad():
             if self.old_noise == "current":
                 projected = statistics_bound(self.kernel, self.noise, Z, xs, ys, data, self.jitter)

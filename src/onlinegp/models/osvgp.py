@@ -49,7 +49,7 @@ import torch
 from torch import Tensor
 
 from ..base import KernelGP, PhaseTimer
-from ..inducing import Selector, make_selector
+from ..inducing import SelectionContext, Selector, make_selector
 from ..linalg import cholesky, trisolve
 from ..objectives import log_prior, online_svgp_elbo, online_terms
 from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu
@@ -176,7 +176,10 @@ class OSVGP(KernelGP):
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         with timer("inducing"), torch.no_grad():
-            Z0 = self.selector(self.kernel, self.Z, xs, generator=self.generator, model=self)
+            context = SelectionContext(
+                targets=ys, noise=self.noise.detach(), num_data=self.num_data, num_updates=self.num_updates
+            )
+            Z0 = self.selector(self.kernel, self.Z, xs, generator=self.generator, context=context)
         old, L_old = self.q, self.L_prior
         with timer("optimise"):
             mean0, root0 = self._initial_q(Z0, xs, ys)

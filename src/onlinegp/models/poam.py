@@ -26,7 +26,7 @@ from torch import Tensor
 
 from ..base import KernelGP, PhaseTimer, preset
 from ..buffer import GrowingBuffer
-from ..inducing import Selector, make_selector
+from ..inducing import SelectionContext, Selector, make_selector
 from ..kernels import CrossCovariance, diagonal
 from ..linalg import cholesky, trisolve
 from ..objectives import log_prior, svgp_elbo_cov
@@ -178,7 +178,8 @@ class POAM(KernelGP):
     def _e_step(self, xs: Tensor, ys: Tensor) -> None:
         X_all, y_all = self.data.data
         source_Z, source_X = (None, X_all) if self.inducing_from == "all" else (self.Z, xs)
-        Z_new = self.selector(self.kernel, source_Z, source_X, generator=self.generator, model=self)
+        context = self._selection_context(source_X.shape[0])
+        Z_new = self.selector(self.kernel, source_Z, source_X, generator=self.generator, context=context)
         self._set_terms(Z_new, *self._terms_at(Z_new, xs, ys))
         if self.variational == "gradient" and self.q is not None:
             self.q = self._carry_q()
@@ -219,16 +220,27 @@ class POAM(KernelGP):
         root = cholesky(0.5 * (cov + cov.mT), self.jitter)
         return VariationalQ(self.Z, mean, root, 2 * root.diagonal().abs().log().sum())
 
-    @torch.no_grad()
-    def vips_context(self, X: Tensor) -> tuple[Tensor, InducingPosterior | None, Tensor, tuple[float, float]]:
-        """What the VIPS selector needs while this model absorbs ``X`` (the last rows of its data buffer): the
-        batch targets, the q(u) of the terms so far, σ², and the mean and variance of all targets so far."""
-        X_all, y_all = self.data.data
-        if X_all.shape[0] < X.shape[0] or not torch.equal(X_all[-X.shape[0] :], X):
-            raise ValueError("vips_context is only available while the model absorbs the batch X")
-        old = None if self.projected is None else self.projected.posterior(self.kernel, self.noise.detach())
-        var = float(y_all.var()) if y_all.numel() > 1 else 1.0
-        return y_all[-X.shape[0] :], old, self.noise.detach(), (float(y_all.mean()), var if var > 0 else 1.0)
+    def _selection_context(self, n: int) -> SelectionContext:
+        """What the selector is told while this model absorbs the last ``n`` rows of its data buffer: their targets,
+        σ², the q(u) of the terms so far and the mean and variance of all targets so far (both formed only if the
+        selector asks: the VIPS selector does), and the model's counts."""
+        _, y_all = self.data.data
+
+        def past() -> InducingPosterior | None:
+            return None if self.projected is None else self.projected.posterior(self.kernel, self.noise.detach())
+
+        def moments() -> tuple[float, float]:
+            var = float(y_all.var()) if y_all.numel() > 1 else 1.0
+            return float(y_all.mean()), var if var > 0 else 1.0
+
+        return SelectionContext(
+            targets=y_all[-n:],
+            noise=self.noise.detach(),
+            past=past,
+            target_moments=moments,
+            num_data=self.num_data,
+            num_updates=self.num_updates,
+        )
 
     # ------------------------------------------------------------------ M-step
     def _m_step(self, optimizer: torch.optim.Optimizer, num_steps: int, schedules: tuple = ()) -> float | None:

@@ -42,7 +42,8 @@ class VarSSGP(_SummaryAblation):
 
     @torch.no_grad()
     def _e_step(self, xs: Tensor, ys: Tensor) -> None:
-        Z_new = self.selector(self.kernel, self.Z, xs, generator=self.generator, model=self)
+        context = self._selection_context(xs.shape[0])
+        Z_new = self.selector(self.kernel, self.Z, xs, generator=self.generator, context=context)
         self.summary = online_terms(self.kernel, self.noise, Z_new, xs, ys, self.summary, self.jitter).posterior()
         self.Z, self.q = Z_new, self.summary.q()
 

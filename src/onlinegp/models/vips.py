@@ -9,13 +9,14 @@ locations fixed. The baselines in their Table 1 differ only in the selector: Con
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..base import PhaseTimer
-from ..inducing import OIPS, ConditionalVariance, VIPSSelector
+from ..inducing import OIPS, ConditionalVariance, SelectionContext, VIPSSelector
 from ..posterior import InducingPosterior
 from .osgpr import OSGPR
 from .registry import register
@@ -70,16 +71,17 @@ class VIPS(OSGPR):
         options = {k: v for k, v in super().options().items() if k not in ("inducing", "num_inducing")}
         return {**options, "delta": self.selector.delta, "max_new": self.selector.max_new}
 
-    def vips_context(self, X: Tensor) -> tuple[Tensor, InducingPosterior | None, Tensor, tuple[float, float]]:
-        """What the VIPS selector needs: the targets being absorbed (a held batch's too, see :class:`OSGPR`), the summary
-        q(u) they are absorbed into, σ², and ȳ, s² over all targets so far."""
-        if self._absorbing is None or self._absorbing[0].shape[0] != X.shape[0]:
-            raise ValueError("vips_context is only available while VIPS.update absorbs a batch")
+    def _selection_context(self, ys: Tensor, old: InducingPosterior | None) -> SelectionContext:
+        """OSGPR's context (the targets being absorbed, a held batch's too, the summary q(u) they are absorbed into,
+        σ²) with ȳ, s² over all targets so far, which the VIPS selector needs for L_noise."""
+        return dataclasses.replace(super()._selection_context(ys, old), target_moments=self._mean_and_variance)
+
+    def _mean_and_variance(self) -> tuple[float, float]:
+        """ȳ, s² over all targets so far (scaled; s² = 1 when undefined)."""
         n, s, ss = (float(v) for v in self.target_moments)
         mean = s / n
         var = (ss - n * mean**2) / (n - 1) if n > 1 else 1.0
-        targets, old = self._absorbing
-        return targets, old, self.noise.detach(), (mean, var if var > 0 else 1.0)
+        return mean, var if var > 0 else 1.0
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         self.target_moments = self.target_moments + torch.stack(

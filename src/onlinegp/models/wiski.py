@@ -375,7 +375,8 @@ class WISKI(KernelGP):
             r = m is exact to the jitter) or 'truncate' (ours: append w as a column and keep the
             leading r eigen-directions, :func:`leading_root`, and Wᵀy projected onto them, so that the stored
             terms stay those of a dataset and log p(y) a likelihood; exact while rank(WᵀW) ≤ r).
-        fixed_noise: heteroscedastic fixed-noise likelihood (appendix A.5): ``update(x, y, noise=...)``.
+        fixed_noise: heteroscedastic fixed-noise likelihood (appendix A.5): ``update(x, y, noise=...)`` with each
+            row's noise variance in user units (``takes_noise`` is then True; without it ``noise=`` is refused).
         projection_dim: grid dimensions of the learnt projection when D > 3 (default 2).
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
     """
@@ -441,7 +442,6 @@ class WISKI(KernelGP):
         self.fixed_noise = bool(fixed_noise)
         self.num_steps = None if num_steps is None else int(num_steps)
         self._cache: tuple[Tensor, SKIPosterior] | None = None  # (parameters it was built under, the caches)
-        self._batch_noise: Tensor | None = None  # the fixed noise of the batch being absorbed
         # the points of a first batch too small to pre-train on, absorbed but not yet pre-trained on (scaled units;
         # the noise only with fixed_noise): see the class docstring
         self.held_x: Tensor | None = None
@@ -520,26 +520,11 @@ class WISKI(KernelGP):
         return torch.optim.Adam(groups, fused=True)  # one kernel for all parameters: half the time of the loop
 
     # ------------------------------------------------------------------ the public extras
-    def update(self, x: Any, y: Any, noise: Any = None):
-        """Absorb ``(x, y)``; with ``fixed_noise=True`` pass the per-point noise variances (user units) as ``noise``."""
-        if self.fixed_noise:
-            if noise is None:
-                raise ValueError(
-                    "this WISKI has fixed_noise=True: pass update(x, y, noise=...) with one variance per row"
-                )
-            noise = as_tensor_2d(torch.as_tensor(noise, dtype=self.dtype).reshape(-1, 1), "noise", self.dtype, 1)[:, 0]
-            if not bool((noise > 0).all()):
-                raise ValueError("noise variances must be positive")
-            rows = as_tensor_2d(x, "x", self.dtype, self.input_dim).shape[0]
-            if noise.shape[0] != rows:
-                raise ValueError(f"x has {rows} rows but noise has {noise.shape[0]} entries; they must match")
-        elif noise is not None:
-            raise ValueError("noise= is only accepted with fixed_noise=True (the noise is learnt otherwise)")
-        self._batch_noise = noise
-        try:
-            return super().update(x, y)
-        finally:
-            self._batch_noise = None
+    @property
+    def takes_noise(self) -> bool:
+        """With ``fixed_noise=True``, ``update(x, y, noise=...)`` takes (and needs) the per-point noise variances in
+        user units (Stanton et al. 2021, appendix A.5); otherwise the noise is learnt and ``noise=`` is refused."""
+        return self.fixed_noise
 
     @torch.no_grad()
     def log_marginal_likelihood(self) -> float:
@@ -690,8 +675,8 @@ class WISKI(KernelGP):
         grow = (S * S + 1).sqrt()
         return L + (L @ U) * (grow - 1) @ U.mT, J + (J @ U) * (1 / grow - 1) @ U.mT, Wty
 
-    def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
-        noise = None if not self.fixed_noise else self._batch_noise / self.scaler.y_std**2
+    def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer, noise: Tensor | None = None) -> dict:
+        """Absorb a batch (scaled units); ``noise``: its per-point noise variances, scaled (``fixed_noise`` only)."""
         if self.held_x is not None:  # the held first points and this batch, absorbed again as one first batch
             xs, ys = torch.cat([self.held_x, xs]), torch.cat([self.held_y, ys])
             noise = None if noise is None else torch.cat([self.held_noise, noise])

@@ -26,7 +26,7 @@ GRID = torch.stack(torch.meshgrid(*[torch.linspace(-0.8, 0.8, 5, dtype=torch.flo
 class FixedZ:
     """A selector that always returns the same inducing inputs: Z agrees across models."""
 
-    def __call__(self, kernel, Z, X, *, generator=None, model=None):
+    def __call__(self, kernel, Z, X, *, generator=None, context=None):
         return GRID.reshape(-1, 2).clone()
 
 

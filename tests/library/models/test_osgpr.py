@@ -29,7 +29,7 @@ class Sequence:
     def __init__(self, *Zs):
         self.Zs = list(Zs)
 
-    def __call__(self, kernel, Z, X, *, generator=None, model=None):
+    def __call__(self, kernel, Z, X, *, generator=None, context=None):
         return self.Zs.pop(0).clone()
 
 

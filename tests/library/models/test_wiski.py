@@ -196,6 +196,62 @@ def test_bad_input_rejected_and_model_unchanged(snapshot):
     assert state_equal(before, model.state_dict())
 
 
+def test_per_point_noise_is_an_update_argument_in_data_units():
+    """``update(x, y, noise=...)`` takes each row's noise variance in the data's units: scaling y and the noise
+    together (by a power of two, so every division is exact) gives the same model bit for bit."""
+    X, y = toy(40)
+    noise = 0.05 + torch.rand(40, dtype=D, generator=torch.Generator().manual_seed(3))
+    opts = dict(grid_size=8, num_steps=1, pretrain_steps=3, fixed_noise=True, x_bounds=BOUNDS2)
+    data_units = WISKI(2, y_stats=(0.0, 2.0), **opts)
+    scaled = WISKI(2, y_stats=(0.0, 1.0), **opts)
+    assert data_units.takes_noise and not WISKI(2).takes_noise
+    for i, j in ((0, 25), (25, 26), (26, 40)):
+        data_units.update(X[i:j], 2 * y[i:j], noise=4 * noise[i:j])
+        scaled.update(X[i:j], y[i:j], noise=noise[i:j])
+    assert torch.equal(data_units.logdet_noise, scaled.logdet_noise) and torch.equal(data_units.WtW, scaled.WtW)
+    a, b = data_units.predict(X), scaled.predict(X)
+    assert torch.equal(a.mean, 2 * b.mean) and torch.equal(a.var_f, 4 * b.var_f)
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (torch.ones(4), "x has 3 rows but noise has 4"),
+        (torch.ones(3, 2), "noise must be 1-D"),
+        (torch.tensor([0.1, -0.2, 0.1]), "must be positive"),
+        (torch.tensor([0.1, 0.0, 0.1]), "must be positive"),
+        (torch.tensor([0.1, float("nan"), 0.1]), "NaN or inf"),
+        (torch.tensor([0.1, float("inf"), 0.1]), "NaN or inf"),
+        ("loud", "noise must be numeric"),
+        (None, "needs per-point noise"),
+    ],
+)
+def test_bad_noise_is_refused_before_the_model_changes(bad, match, snapshot):
+    X, y = toy(30)
+    model = WISKI(2, grid_size=8, num_steps=1, pretrain_steps=0, fixed_noise=True)
+    model.update(X[:20], y[:20], noise=torch.full((20,), 0.1))
+    before = snapshot(model)
+    with pytest.raises(ValueError, match=match):
+        model.update(X[20:23], y[20:23], noise=bad)
+    assert state_equal(before, model.state_dict()) and model.num_updates == 1
+    fresh = WISKI(grid_size=8, fixed_noise=True)  # the width comes from the first batch
+    with pytest.raises(ValueError, match=match):  # a refused first batch leaves no input width behind
+        fresh.update(X[20:23], y[20:23], noise=bad)
+    assert fresh.input_dim is None and fresh.num_updates == 0 and fresh.num_data == 0
+
+
+@pytest.mark.parametrize("name", ["wiski", "osgpr", "poam", "exact"])
+def test_models_without_a_fixed_noise_likelihood_refuse_noise_by_name(name, snapshot):
+    X, y = toy(30)
+    model = make_model(name, 2, num_steps=1)
+    assert not model.takes_noise
+    model.update(X[:20], y[:20])
+    before = snapshot(model)
+    with pytest.raises(ValueError, match=f"{type(model).__name__} takes no per-point noise"):
+        model.update(X[20:23], y[20:23], noise=torch.ones(3))
+    assert state_equal(before, model.state_dict()) and model.num_updates == 1
+
+
 def test_constructor_validation_and_registry():
     with pytest.raises(ValueError):
         WISKI(2, root="svd")

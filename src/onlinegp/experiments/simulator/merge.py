@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ...inducing import SelectionContext
 from ...models.poam import POAM
 from ...posterior import Predictor
 from ...projected import ProjectedTerms
@@ -130,7 +131,9 @@ class VehicleMap:
                 p.copy_((ours * p + theirs * q) / (ours + theirs))
             elif theirs > ours:
                 p.copy_(q)
-        Z = model.selector(model.kernel, mine.Z, message.Z, generator=model.generator, model=model)
+        # no batch is being absorbed: the selector is told only the model's counts and σ²
+        context = SelectionContext(noise=model.noise.detach(), num_data=model.num_data, num_updates=model.num_updates)
+        Z = model.selector(model.kernel, mine.Z, message.Z, generator=model.generator, context=context)
         sources = {s: mine.parts[s] for s in mine.parts if s not in newer} | {s: message.parts[s] for s in newer}
         projected = {s: t.project(model.kernel, Z) for s, t in sources.items()}
         a, B = (sum(ab[i] for ab in projected.values()) for i in (0, 1))
