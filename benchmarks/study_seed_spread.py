@@ -117,6 +117,7 @@ def main() -> None:
         return
     torch.set_num_threads(1)
     result = run(args.streams.split(","), args.seeds, args.paper_code, args.reference, args.name)
+    save(args.name, result)  # also when every replay was already saved: the table as this code writes it
     print(result["table"])
 
 
