@@ -32,7 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write  # noqa: E402
-from paper_code import paper_code_replay  # noqa: E402
+from paper_code import paper_code_replay, recorded_seed  # noqa: E402
 
 from onlinegp.experiments.bench.poam import label, paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
@@ -44,7 +44,8 @@ PAPER = "paper settings"
 SKETCHED = "default (sketched M-step)"
 #: OVC only: Z stepped by the hyper-parameters' Adam, as the paper's code does (:class:`onlinegp.models.ovc.OVC`)
 SHARED_Z = "paper settings, the paper code's Z steps (z_steps='shared')"
-#: with ``--paper-code``: the paper's implementation run again on the POAM streams in this process (same load)
+#: with ``--paper-code``: the paper's implementation run again on the POAM streams in this process (same load), with
+#: the seed each stream was recorded with
 PAPER_CODE = "the paper's implementation, this run"
 
 
@@ -109,7 +110,7 @@ def run(
             )
             print(f"{path.stem} {name}: {stream[name]}", flush=True)
         if paper_code is not None and model == "poam":  # the same updates through the paper's code, same process
-            rows = paper_code_replay(paper_code, path, 0, updates)
+            rows = paper_code_replay(paper_code, path, recorded_seed(path.stem), updates)
             same = {**summary(rows), "final_smse_vs_recorded": rows[-1]["smse"] / rec["smse"][-1] - 1.0}
             same["final_msll_minus_recorded"] = rows[-1]["msll"] - rec["msll"][-1]
             same["speedup_vs_recorded"] = stream["recorded"]["median_update_s"] / same["median_update_s"]

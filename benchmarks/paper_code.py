@@ -65,3 +65,8 @@ def paper_code_replay(paper_code: Path, path: Path, seed: int, updates: int | No
     finally:
         builtins.print = original_print
     return rows
+
+
+def recorded_seed(stem: str) -> int:
+    """The seed a reference stream ``<env>_seed<S>`` was recorded with (the paper code reproduces it with that seed)."""
+    return int(stem.rsplit("seed", 1)[1])

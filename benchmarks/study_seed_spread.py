@@ -28,18 +28,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, write  # noqa: E402
-from paper_code import paper_code_replay  # noqa: E402
+from paper_code import paper_code_replay, recorded_seed  # noqa: E402
 
 from onlinegp.experiments.bench.poam import paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
 STREAMS = ("valley-ridges_seed0", "valley-ridges_seed1")
-
-
-def recorded_seed(stem: str) -> int:
-    """The seed a reference stream ``<env>_seed<S>`` was recorded with."""
-    return int(stem.rsplit("seed", 1)[1])
 
 
 def save(name: str, result: dict) -> None:
