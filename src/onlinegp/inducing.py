@@ -162,7 +162,7 @@ class RandomSubset(PoolSelector):
 
     def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
         U = unique_rows(C)
-        idx = torch.randperm(U.shape[0], generator=generator)[: self.num_inducing]
+        idx = torch.randperm(U.shape[0], generator=generator, device="cpu")[: self.num_inducing]
         return U[idx].clone()
 
 
@@ -178,7 +178,7 @@ class KMeans(PoolSelector):
     def pick(self, kernel: Kernel, C: Tensor, generator: Generator | None) -> Tensor:
         U = unique_rows(C)
         k = min(self.num_inducing, U.shape[0])
-        centers = U[torch.randperm(U.shape[0], generator=generator)[:k]].clone()
+        centers = U[torch.randperm(U.shape[0], generator=generator, device="cpu")[:k]].clone()
         for _ in range(self.iters):
             assign = torch.cdist(C, centers).argmin(1)
             counts = torch.bincount(assign, minlength=k).to(C.dtype)
@@ -227,11 +227,11 @@ class Resample:
     ) -> Tensor:
         M = self.num_inducing
         if Z is None or Z.shape[0] == 0:
-            return X[torch.randperm(X.shape[0], generator=generator)[:M]].clone()
+            return X[torch.randperm(X.shape[0], generator=generator, device="cpu")[:M]].clone()
         n_new = min(X.shape[0], M - min(Z.shape[0], int(self.keep * M)))
         n_old = min(Z.shape[0], M - n_new)
-        old = Z[torch.randperm(Z.shape[0], generator=generator)[:n_old]]
-        new = X[torch.randperm(X.shape[0], generator=generator)[:n_new]]
+        old = Z[torch.randperm(Z.shape[0], generator=generator, device="cpu")[:n_old]]
+        new = X[torch.randperm(X.shape[0], generator=generator, device="cpu")[:n_new]]
         return torch.cat([old, new]).clone()
 
 

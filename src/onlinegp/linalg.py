@@ -185,14 +185,14 @@ def lanczos_basis(
     rank = min(int(rank), int(dim))
     Q = torch.zeros(dim, rank, dtype=dtype)
     with torch.no_grad():
-        v = torch.randn(dim, dtype=dtype, generator=generator)
+        v = torch.randn(dim, dtype=dtype, generator=generator, device="cpu").to(Q.device)
         for j in range(rank):
             scale = v.norm()
             for _ in range(2):
                 v = v - Q[:, :j] @ (Q[:, :j].mT @ v)
             norm = v.norm()
             if not bool(norm > 1e-12 * scale):  # breakdown: restart orthogonally to the basis so far
-                v = torch.randn(dim, dtype=dtype, generator=generator)
+                v = torch.randn(dim, dtype=dtype, generator=generator, device="cpu").to(Q.device)
                 for _ in range(2):
                     v = v - Q[:, :j] @ (Q[:, :j].mT @ v)
                 norm = v.norm()

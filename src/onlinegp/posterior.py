@@ -121,8 +121,8 @@ def sketch_root(root: Tensor, num_probes: int, generator: torch.Generator | None
     sketch costs O(M r) (no product), and in the M-step its error is a few times smaller than a Gaussian sketch's.
     """
     r = root.shape[-1]
-    bucket = torch.randint(num_probes, (r,), generator=generator, device=root.device)
-    sign = torch.randint(2, (r,), generator=generator, device=root.device).to(root.dtype).mul_(2).sub_(1)
+    bucket = torch.randint(num_probes, (r,), generator=generator, device="cpu").to(root.device)
+    sign = torch.randint(2, (r,), generator=generator, device="cpu").to(root).mul_(2).sub_(1)
     out = torch.zeros(*root.shape[:-1], num_probes, dtype=root.dtype, device=root.device)
     return out.index_add_(-1, bucket, root * sign)
 
@@ -208,7 +208,7 @@ class Predictor:
         """Joint posterior samples of f at ``xs`` (num_samples × N)."""
         mean, _, cov = self.predict(kernel, xs, full_cov=True)
         L = cholesky(cov)
-        eps = torch.randn(L.shape[0], num_samples, dtype=L.dtype, generator=generator)
+        eps = torch.randn(L.shape[0], num_samples, dtype=L.dtype, generator=generator, device="cpu").to(L.device)
         return (mean.unsqueeze(-1) + L @ eps).mT
 
 

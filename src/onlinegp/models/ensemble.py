@@ -76,8 +76,8 @@ class LocalEnsemble(OnlineGP):
             **self.member_options,
         )
         if callable(self.member):
-            return self.member(self.input_dim, **options)
-        return make_model(self.member, self.input_dim, **options)
+            return self.member(self.input_dim, **options).to(self.device)
+        return make_model(self.member, self.input_dim, **options).to(self.device)
 
     def _fresh_member(self, xs: Tensor, ys: Tensor) -> tuple[OnlineGP, int]:
         """A new member fitted on the batch alone (seed ``seed + num_updates``)."""

@@ -149,8 +149,8 @@ class WGPR(LocalEnsemble):
     def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
         who = self.assign(xs)
         n = xs.shape[0]
-        mean, var_f, var_y = (torch.zeros(n, dtype=xs.dtype) for _ in range(3))
-        cov = torch.zeros(n, n, dtype=xs.dtype) if full_cov else None
+        mean, var_f, var_y = (torch.zeros(n, dtype=xs.dtype, device=xs.device) for _ in range(3))
+        cov = torch.zeros(n, n, dtype=xs.dtype, device=xs.device) if full_cov else None
         for j in who.unique().tolist():
             rows = (who == j).nonzero(as_tuple=True)[0]
             p = self.members[j].posterior_scaled(xs[rows], full_cov)
