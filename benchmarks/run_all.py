@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-OPT_IN = {"bench_mission", "bench_threads"}  # long: run with --mission, or by name with --only
+OPT_IN = {"bench_mission", "bench_threads", "bench_device"}  # long, or for a GPU: --mission, or by name (--only)
 
 
 def load(name: str) -> dict | None:
@@ -204,7 +204,37 @@ def summary_markdown() -> str:
     others = sorted(p.stem for p in RESULTS.glob("bench_*.json") if p.stem not in known)
     if others:
         lines += ["## Other benchmarks", ""] + [f"- `{name}`: see `results/{name}.json`" for name in others] + [""]
+    lines += device_markdown(load("bench_device_h100"))
     return "\n".join(lines)
+
+
+def device_markdown(device: dict | None) -> list[str]:
+    """The CPU/CUDA table of ``bench_device.py`` (run on a GPU machine, saved as ``bench_device_<gpu>.json``)."""
+    if not device:
+        return []
+    m, c = device["machine"], device["settings"]
+    lines = [
+        f"## CPU and CUDA, one run on one machine ({device['gpu']}, {m['cpus']} CPU cores)",
+        "",
+        f"{c['batches']} batches of {c['batch']} points of the 2-D field, float64, each method's defaults; median "
+        f"update after {c['warmup']}; prediction at {c['test']} points; torch {m['torch']}, "
+        f"{m['torch_threads']} CPU threads; code {m['code']}.",
+        "",
+        "| method | M | CPU update, ms | CUDA update, ms | ratio | CPU predict, ms | CUDA predict, ms | "
+        "largest mean difference / std |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in device["rows"]:
+        cpu, gpu = r.get("cpu", {}), r.get("cuda", {})
+        if "update_s" not in cpu or "update_s" not in gpu:
+            lines.append(f"| {r['method']} | {r['M'] or '–'} | {cpu.get('error', '')} | {gpu.get('error', '')} |")
+            continue
+        lines.append(
+            f"| {r['method']} | {r['M'] or '–'} | {fmt(cpu['update_s'] * 1e3)} | {fmt(gpu['update_s'] * 1e3)} | "
+            f"{fmt(r['speedup'])} | {fmt(cpu['predict_s'] * 1e3)} | {fmt(gpu['predict_s'] * 1e3)} | "
+            f"{fmt(r['max_mean_difference_over_std'], 2)} |"
+        )
+    return [*lines, ""]
 
 
 def main(argv: list[str] | None = None) -> int:
