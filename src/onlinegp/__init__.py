@@ -16,5 +16,16 @@ from .base import KernelGP, OnlineGP, Prediction, UpdateReport
 from .kernels import AttentiveKernel
 from .models import *  # noqa: F403 - every model class, MODELS, make_model, register
 from .models import __all__ as _models_all
+from .training import Pretraining, Training
 
-__all__ = ["OnlineGP", "KernelGP", "Prediction", "UpdateReport", "AttentiveKernel", "settings", *_models_all]
+__all__ = [
+    "OnlineGP",
+    "KernelGP",
+    "Prediction",
+    "UpdateReport",
+    "AttentiveKernel",
+    "Training",
+    "Pretraining",
+    "settings",
+    *_models_all,
+]

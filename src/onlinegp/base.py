@@ -149,9 +149,12 @@ def preset(model: str, options: dict[str, Any], **fixed: Any) -> dict[str, Any]:
 
 
 def jsonable_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``model.options()`` for a JSON record: dtypes by name, tensors as lists, other objects by ``repr``."""
+    """``model.options()`` for a JSON record: dtypes by name, tensors as lists, a training spec as the dict of its set
+    fields (which ``make_model`` takes back), other objects by ``repr``."""
 
     def plain(value: Any) -> Any:
+        if callable(getattr(value, "as_dict", None)):  # a Training spec
+            return plain(value.as_dict())
         if isinstance(value, torch.dtype):
             return str(value).removeprefix("torch.")
         if isinstance(value, Tensor):
@@ -169,8 +172,8 @@ def jsonable_options(options: dict[str, Any]) -> dict[str, Any]:
 
 def model_record(model: "OnlineGP") -> dict[str, Any]:
     """What a run's model actually is, asked of the instance (for config.json and every other record): its class,
-    current inducing-set size, kernel class, hyper-parameter steps and :meth:`OnlineGP.options` as JSON
-    (``make_model(name, **options)`` rebuilds it)."""
+    current inducing-set size, kernel class, hyper-parameter steps per update (its training's ``steps``) and
+    :meth:`OnlineGP.options` as JSON (``make_model(name, **options)`` rebuilds it)."""
     options = jsonable_options(model.options())
     kernel = getattr(model, "kernel", None)
     size = model.num_inducing if model.num_inducing is not None else options.get("num_inducing")
@@ -178,7 +181,7 @@ def model_record(model: "OnlineGP") -> dict[str, Any]:
         "class": type(model).__name__,
         "num_inducing": None if size is None else int(size),
         "kernel": None if kernel is None else type(getattr(kernel, "base_kernel", kernel)).__name__,
-        "num_steps": options.get("num_steps"),
+        "num_steps": options.get("training", {}).get("steps"),
         "options": options,
     }
 
@@ -593,8 +596,10 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
     def __repr__(self) -> str:
         """The class, the options that differ from those of ``type(self)()`` (choices resolved for the data, such as
         the kernel ``'auto'`` stands for, show too), and the data seen (N) and inducing inputs (M)."""
-        defaults = {k: repr(v) for k, v in type(self)().options().items()}
-        shown = [f"{k}={_short.repr(v)}" for k, v in self.options().items() if repr(v) != defaults.get(k)]
+        defaults = type(self)().options()
+        shown = [
+            _option_repr(k, v, defaults.get(k)) for k, v in self.options().items() if repr(v) != repr(defaults.get(k))
+        ]
         size = f"N={self.num_data}" + ("" if self.num_inducing is None else f", M={self.num_inducing}")
         return f"{type(self).__name__}({', '.join(shown)}) [{size}]"
 
@@ -626,6 +631,15 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
                 f"{type(self).__name__} computes in {self.dtype} and cannot be converted to {dtype}: build it with "
                 f"dtype={dtype} instead (predictions come back in the dtype of the inputs either way)"
             )
+
+
+def _option_repr(key: str, value: Any, default: Any) -> str:
+    """``key=value`` for a model's repr; of a training spec only the fields that differ from the default spec's."""
+    if callable(getattr(value, "as_dict", None)) and callable(getattr(default, "as_dict", None)):
+        theirs = default.as_dict()
+        changed = {k: v for k, v in value.as_dict().items() if theirs.get(k) != v}
+        return f"{key}={type(value).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+    return f"{key}={_short.repr(value)}"
 
 
 class KernelGP(OnlineGP):

@@ -1,8 +1,14 @@
-"""Gradient steps on hyper-parameters: the optimiser every model builds and the loop every model runs."""
+"""How models fit their hyper-parameters: the :class:`Training` spec every model takes, the optimiser every model
+builds and the loops every model runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -100,3 +106,236 @@ def lbfgs_fit(
     opt.step(closure)
     with torch.no_grad():
         return float(objective())
+
+
+# ---------------------------------------------------------------------------------------------- the training spec
+#: the optimisers a :class:`Training` may name
+OPTIMIZERS = ("adam", "lbfgs")
+
+
+def _check_count(spec: Any, owner: str, name: str, least: int) -> None:
+    """``spec.name`` must be None or an integer >= ``least`` (stored as a Python int)."""
+    value = getattr(spec, name)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise ValueError(f"{owner}.{name} must be an integer >= {least} (None: the model's default), got {value!r}")
+    object.__setattr__(spec, name, int(value))
+
+
+def _check_rate(spec: Any, owner: str, name: str) -> None:
+    """``spec.name`` must be None or a finite learning rate >= 0."""
+    value = getattr(spec, name)
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < math.inf
+    ):
+        raise ValueError(
+            f"{owner}.{name} must be a finite learning rate >= 0 (None: the model's default), got {value!r}"
+        )
+
+
+def _fields_of(cls: type, owner: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ValueError(f"unknown {owner} field {unknown[0]!r}; the fields are {', '.join(names)}")
+    return dict(values)
+
+
+@dataclass(frozen=True, repr=False)
+class Pretraining:
+    """Adam steps on the first batch before it is absorbed, at rates cosine-annealed to zero, with a fresh Adam (the
+    pre-training of Stanton et al. 2021, Table C.1). A field left None takes the model's default.
+
+    Args:
+        steps: how many (0: no pre-training).
+        lr: the hyper-parameters' rate.
+        lr_network: the rate of a learnt input network (the Attentive Kernel's, WISKI's projection); None in a
+            resolved spec: ``Training.lr_network`` scaled by ``lr / Training.lr``.
+    """
+
+    steps: int | None = None
+    lr: float | None = None
+    lr_network: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_count(self, "training.pretrain", "steps", 0)
+        _check_rate(self, "training.pretrain", "lr")
+        _check_rate(self, "training.pretrain", "lr_network")
+
+    def __repr__(self) -> str:
+        return f"Pretraining({_set_repr(self)})"
+
+
+@dataclass(frozen=True, repr=False)
+class Training:
+    """How a model fits its hyper-parameters, the same names meaning the same thing in every model: one spec in place
+    of per-model ``lr*``/``num_steps``/``pretrain_*`` keywords (issue 32). A field left None takes the model's default
+    (each model's ``TRAINING`` and docstring); ``model.training`` is the spec it resolved and runs with, and
+    ``model.options()['training']`` reports it. A field the model does not use is refused with a ValueError.
+
+    Args:
+        optimizer: 'adam' (a few steps per update) or 'lbfgs' (fitted to convergence, at most ``steps`` iterations).
+        steps: Adam steps, or L-BFGS iterations at most, per update (0 keeps θ fixed); None where a model's default
+            is a rule (of the input width, or of the batch's size).
+        lr: Adam's rate for the hyper-parameters θ: the kernel's and the noise's.
+        lr_network: the rate of a learnt input network: the Attentive Kernel's attention network, WISKI's projection
+            (None: at ``lr``).
+        lr_variational: the rate of variational parameters moved by gradient: q(u), and Z where it is moved (None:
+            at ``lr``).
+        batch_size: the mini-batch an objective is estimated on at each step.
+        pretrain: :class:`Pretraining` on the first batch (a dict of its fields is taken too).
+
+    A dict of the fields is taken wherever a spec is (``make_model('poam', training={'steps': 5})``, ``--option
+    training="{'steps': 5}"``); an unknown field, a negative rate or step count, or an optimiser not in
+    :data:`OPTIMIZERS` is a ValueError naming the field.
+    """
+
+    optimizer: str | None = None
+    steps: int | None = None
+    lr: float | None = None
+    lr_network: float | None = None
+    lr_variational: float | None = None
+    batch_size: int | None = None
+    pretrain: Pretraining | None = None
+
+    def __post_init__(self) -> None:
+        if self.optimizer is not None and self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"training.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        _check_count(self, "training", "steps", 0)
+        _check_count(self, "training", "batch_size", 1)
+        for name in ("lr", "lr_network", "lr_variational"):
+            _check_rate(self, "training", name)
+        if isinstance(self.pretrain, Mapping):
+            object.__setattr__(
+                self, "pretrain", Pretraining(**_fields_of(Pretraining, "training.pretrain", self.pretrain))
+            )
+        elif self.pretrain is not None and not isinstance(self.pretrain, Pretraining):
+            raise ValueError(f"training.pretrain must be a Pretraining or a dict of its fields, got {self.pretrain!r}")
+
+    def __repr__(self) -> str:
+        return f"Training({_set_repr(self)})"
+
+    @classmethod
+    def of(cls, value: "Training | Mapping[str, Any] | None") -> "Training":
+        """``value`` as a spec: a Training itself, a dict of its fields (as ``as_dict`` writes them), None: no field
+        set."""
+        if value is None:
+            return cls()
+        if isinstance(value, Training):
+            return value
+        if isinstance(value, Mapping):
+            return cls(**_fields_of(cls, "training", value))
+        raise ValueError(f"training must be a Training or a dict of its fields, got {value!r}")
+
+    def updated(self, other: "Training") -> "Training":
+        """This spec with the fields ``other`` sets (``pretrain`` field by field)."""
+        changes = {f: getattr(other, f) for f in other.set_fields()}
+        if self.pretrain is not None and other.pretrain is not None:
+            mine = {f.name: getattr(self.pretrain, f.name) for f in dataclasses.fields(Pretraining)}
+            theirs = {f.name: getattr(other.pretrain, f.name) for f in dataclasses.fields(Pretraining)}
+            changes["pretrain"] = Pretraining(**{k: mine[k] if theirs[k] is None else theirs[k] for k in mine})
+        return dataclasses.replace(self, **changes)
+
+    def set_fields(self) -> set[str]:
+        """The names of the fields that are set (not None)."""
+        return {f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields that are set, ``pretrain`` as a dict of its own: ``Training.of(spec.as_dict()) == spec``."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+        if self.pretrain is not None:
+            out["pretrain"] = {k: v for k, v in dataclasses.asdict(self.pretrain).items() if v is not None}
+        return out
+
+    def rate(self, group: str) -> float | None:
+        """The learning rate of the ``'network'`` or ``'variational'`` parameters: their own field, else ``lr``."""
+        own = {"network": self.lr_network, "variational": self.lr_variational}[group]
+        return self.lr if own is None else own
+
+
+def _set_repr(spec: Any) -> str:
+    return ", ".join(
+        f"{f.name}={getattr(spec, f.name)!r}" for f in dataclasses.fields(spec) if getattr(spec, f.name) is not None
+    )
+
+
+def resolve_training(
+    given: Training | Mapping[str, Any] | None,
+    defaults: Training,
+    model: str,
+    uses: Sequence[str],
+    optimizers: Sequence[str] = ("adam",),
+) -> Training:
+    """A model's spec: ``given`` (a :class:`Training`, a dict of its fields, or None) over its ``defaults``;
+    ValueError naming the field where ``given`` sets one the model does not use, or an optimiser it does not offer."""
+    given = Training.of(given)
+    unused = sorted(given.set_fields() - set(uses))
+    if unused:
+        raise ValueError(f"{model} does not use training.{unused[0]} (its training fields: {', '.join(uses)})")
+    resolved = defaults.updated(given)
+    if resolved.optimizer not in optimizers:
+        raise ValueError(
+            f"{model} trains with {' or '.join(repr(o) for o in optimizers)}, got training.optimizer="
+            f"{resolved.optimizer!r}"
+        )
+    return resolved
+
+
+class Trained:
+    """A model fitted by a :class:`Training` spec (``self.training``, resolved in its constructor); ``num_steps`` is
+    its ``training.steps``, settable (0 freezes θ: what :mod:`onlinegp.botorch` does to condition a copy)."""
+
+    training: Training
+
+    @property
+    def num_steps(self) -> int | None:
+        """``training.steps``: the steps each update takes now (None: the model's rule for the batch)."""
+        return self.training.steps
+
+    @num_steps.setter
+    def num_steps(self, value: int | None) -> None:
+        self.training = dataclasses.replace(self.training, steps=value)
+
+
+#: the keywords the models took one by one before the training spec (issue 32) and the :class:`Training` field each
+#: sets ('pretrain.' for a :class:`Pretraining` field). A class may rename some (O-SVGP: ``FLAT_TRAINING``).
+FLAT_TRAINING = {
+    "optimizer": "optimizer",
+    "fit": "optimizer",
+    "num_steps": "steps",
+    "fit_steps": "steps",
+    "batch_size": "batch_size",
+    "lr": "lr",
+    "lr_attention": "lr_network",
+    "lr_projection": "lr_network",
+    "pretrain_steps": "pretrain.steps",
+    "pretrain_lr": "pretrain.lr",
+    "pretrain_lr_projection": "pretrain.lr_network",
+}
+
+
+def training_options(options: Mapping[str, Any], flat: Mapping[str, str] = FLAT_TRAINING) -> dict[str, Any]:
+    """Model options with the flat keywords of :data:`FLAT_TRAINING` (``num_steps=5``, ``lr=0.01``, as earlier
+    configs, checkpoints' option lists and ``--option`` give them) folded into one ``training`` spec: the one place old
+    option names are read. Options apply in their order, a later one winning, as on a command line: a ``training``
+    spec (or dict) sets the fields it sets, a flat keyword its one field (None: left to the model). ``fit='lbfgs'``
+    (the exact GP's and WISKI's) fitted to convergence whatever ``num_steps`` said, so ``num_steps`` is dropped with
+    it. Options without any of these keys come back unchanged."""
+    if not any(key in flat for key in options):
+        return dict(options)
+    spec, rest = Training(), {}
+    for key, value in options.items():
+        if key == "training":
+            spec = spec.updated(Training.of(value))
+        elif key not in flat:
+            rest[key] = value
+        elif not (key == "num_steps" and options.get("fit") == "lbfgs"):
+            field = flat[key]
+            part = (
+                {"pretrain": {field.removeprefix("pretrain."): value}}
+                if field.startswith("pretrain.")
+                else {field: value}
+            )
+            spec = spec.updated(Training.of(part))
+    return {**rest, "training": spec}
