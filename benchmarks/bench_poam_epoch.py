@@ -140,7 +140,7 @@ def run(
         "batch": batch,
         "seed": seed,
         "num_steps": model.num_steps,
-        "batch_size": model.batch_size,
+        "batch_size": model.training.batch_size,
         "dtype": "float64",
         "sketch": sketch,
     }

@@ -54,6 +54,7 @@ from onlinegp.experiments.bench.exact import lbfgs_exact_gp
 from onlinegp.experiments.bench.runner import code_version
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import WISKI
+from onlinegp.training import Pretraining, Training
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -95,8 +96,7 @@ class LocalRun:
             algebra=algebra,
             wtw_rank=wtw_rank,
             wtw_update=wtw_update,
-            num_steps=0,
-            pretrain_steps=0,
+            training=Training(steps=0, pretrain=Pretraining(steps=0)),
             x_bounds=[[-1.0] * dim, [1.0] * dim],
             seed=seed,
         )

@@ -123,7 +123,7 @@ class StockPOAM:
             poam.generator.get_state(),
             num_inducing=poam.selector.num_inducing,
             num_steps=poam.num_steps,
-            batch_size=poam.batch_size,
+            batch_size=poam.training.batch_size,
             L_terms=getattr(poam, "Lu_terms", None),
         )
 

@@ -320,8 +320,8 @@ def test_a_vehicle_too_fast_to_turn_onto_its_waypoints_is_a_clear_error(tmp_path
 def test_missions_run_poam_without_pretraining_unless_asked():
     """The pilot survey is not a batch to pre-train on (benchmarks/results/poam_pretrain_study.json): POAM's family
     runs the paper's Algorithm 1 in a mission, other models keep their defaults, and an explicit option wins."""
-    assert build_model(MissionConfig(budget=100)).options()["pretrain_steps"] == 0
-    assert build_model(MissionConfig(budget=100, model="ovc++")).options()["pretrain_steps"] == 0
+    assert build_model(MissionConfig(budget=100)).options()["training"].pretrain.steps == 0
+    assert build_model(MissionConfig(budget=100, model="ovc++")).options()["training"].pretrain.steps == 0
     assert "pretrain_steps" not in MissionConfig(budget=100, model="ssgp++").model_kwargs()
     asked = MissionConfig(budget=100, model_options={"pretrain_steps": 20})
-    assert build_model(asked).options()["pretrain_steps"] == 20
+    assert build_model(asked).options()["training"].pretrain.steps == 20

@@ -185,7 +185,7 @@ def test_config_records_the_resolved_model(finished):
     assert model["class"] == "POAM" and model["num_inducing"] == 20 and model["num_steps"] == 1
     assert model["kernel"] == "AttentiveKernel"
     options = model["options"]
-    assert options["num_inducing"] == 20 and options["num_steps"] == 1 and options["kernel"] == "ak"
+    assert options["num_inducing"] == 20 and options["training"]["steps"] == 1 and options["kernel"] == "ak"
     assert options["noise"] == 1.0 and options["sketch"] == 64 and options["seed"] == 3
     assert info["config"]["num_inducing"] == 20 and info["config"]["kernel"] == "ak"  # the model's default, used
     assert info["model_defaults"] == ["kernel"]

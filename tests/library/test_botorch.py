@@ -14,6 +14,7 @@ from botorch.sampling import SobolQMCNormalSampler  # noqa: E402
 from onlinegp.botorch import OnlineGPModel  # noqa: E402
 from onlinegp.models.exact import ExactGP  # noqa: E402
 from onlinegp.models.wiski import WISKI  # noqa: E402
+from onlinegp.training import Training  # noqa: E402
 
 D = torch.float64
 BOUNDS = torch.tensor([[0.0, 0.0], [2.0, 1.0]], dtype=D)
@@ -28,9 +29,9 @@ def fitted(kind):
     X = BOUNDS[0] + (BOUNDS[1] - BOUNDS[0]) * torch.rand(30, 2, dtype=D, generator=g)
     y = objective(X) + 0.01 * torch.randn(30, dtype=D, generator=g)
     gp = (
-        WISKI(2, grid_size=12, num_steps=3, x_bounds=BOUNDS)
+        WISKI(2, grid_size=12, training=Training(steps=3), x_bounds=BOUNDS)
         if kind == "wiski"
-        else ExactGP(2, num_steps=5, x_bounds=BOUNDS)
+        else ExactGP(2, training=Training(steps=5), x_bounds=BOUNDS)
     )
     gp.update(X[:20], y[:20])
     for i in range(20, 30):

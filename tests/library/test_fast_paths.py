@@ -27,6 +27,7 @@ from onlinegp.objectives import (
     svgp_elbo_terms,
 )
 from onlinegp.posterior import kuu, project_terms, projection, with_jitter
+from onlinegp.training import Training
 from tests.reference import gaussian_log_density_autograd, toy
 
 D = torch.float64
@@ -233,7 +234,7 @@ def test_float32_poam_close_to_float64():
     scores = {}
     for dtype in (torch.float64, torch.float32):
         torch.manual_seed(0)
-        model = POAM(2, num_inducing=60, num_steps=5, x_bounds=[[-2, -2], [2, 2]], dtype=dtype)
+        model = POAM(2, num_inducing=60, training=Training(steps=5), x_bounds=[[-2, -2], [2, 2]], dtype=dtype)
         for lo in range(0, 600, 100):
             model.update(X[lo : lo + 100].to(dtype), y[lo : lo + 100].to(dtype))
         pred = model.predict(Xt.to(dtype))

@@ -223,7 +223,7 @@ def test_every_registered_class_is_exported_at_the_root():
 
 
 def test_failed_first_update_leaves_the_model_without_an_input_width():
-    model = onlinegp.POAM(num_inducing=10, kernel="rbf", num_steps=1)
+    model = onlinegp.POAM(num_inducing=10, kernel="rbf", training=onlinegp.Training(steps=1))
     before = model.state_dict()
 
     def boom(*args):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from onlinegp import POAM
+from onlinegp import POAM, Training
 from onlinegp.inducing import (
     OIPS,
     SELECTORS,
@@ -204,7 +204,7 @@ def test_poam_with_vips_grows_with_an_expanding_domain():
         1,
         kernel="rbf",
         inducing=VIPSSelector(),
-        num_steps=0,
+        training=Training(steps=0),
         x_bounds=[[0.0], [10.0]],
         kernel_options={"lengthscale": 0.1},
         noise=0.09,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -12,56 +13,66 @@ from ..buffer import GrowingBuffer
 from ..kernels import dense, diagonal
 from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll, log_prior
-from ..training import gradient_steps, hyperparameter_optimizer, lbfgs_fit
+from ..training import (
+    LBFGS_ITERATIONS,
+    OPTIMIZERS,
+    Trained,
+    Training,
+    gradient_steps,
+    hyperparameter_optimizer,
+    lbfgs_fit,
+    resolve_training,
+)
 from .registry import register
 
 
 @register("exact", "exact GP refit on all data (O(N³) baseline)")
-class ExactGP(KernelGP):
-    """Exact GP regression; after each batch, ``num_steps`` Adam steps on the exact log marginal likelihood.
+class ExactGP(Trained, KernelGP):
+    """Exact GP regression; after each batch, ``training.steps`` Adam steps on the exact log marginal likelihood.
 
     Args:
         input_dim: D. kernel: 'rbf' (default), 'ak', ... or a gpytorch Kernel.
-        num_steps: Adam steps per update (default 10; 0 keeps the hyper-parameters fixed). lr: 1e-2.
-        fit: 'adam' (default: the ``num_steps`` steps) or 'lbfgs': θ and σ² fitted to convergence by L-BFGS on all
-            data after each update (at most ``LBFGS_ITERATIONS`` iterations).
+        training: a :class:`~onlinegp.training.Training` (or a dict of its fields) over :attr:`TRAINING`:
+            ``optimizer`` 'adam' (default) or 'lbfgs' (θ and σ² fitted to convergence on all data after each update);
+            ``steps``, Adam steps (None: 10; 0 keeps the hyper-parameters fixed) or L-BFGS iterations at most (None:
+            ``LBFGS_ITERATIONS``) per update; ``lr``, Adam's rate (1e-2); ``lr_network``, an Attentive Kernel's
+            network (None: at ``lr``).
         max_data: refuse to grow past this many points (default 20 000) rather than exhaust memory.
     """
 
     _dynamic = ("L", "alpha")
+    #: the defaults of ``training`` (``steps`` None: 10 Adam steps, or L-BFGS to convergence)
+    TRAINING = Training(optimizer="adam", lr=1e-2)
+    TRAINING_FIELDS = ("optimizer", "steps", "lr", "lr_network")
 
     def __init__(
         self,
         input_dim: int | None = None,
         *,
         kernel: Any = "rbf",
-        num_steps: int = 10,
-        fit: str = "adam",
-        lr: float = 1e-2,
+        training: Training | dict | None = None,
         max_data: int = 20_000,
         **options: Any,
     ):
         super().__init__(input_dim, kernel=kernel, **options)
-        if fit not in ("adam", "lbfgs"):
-            raise ValueError(f"fit must be 'adam' or 'lbfgs', got {fit!r}")
-        self.fit = fit
-        self.lr = lr
-        self.num_steps, self.max_data = int(num_steps), int(max_data)
+        training = resolve_training(training, self.TRAINING, type(self).__name__, self.TRAINING_FIELDS, OPTIMIZERS)
+        if training.steps is None:
+            training = dataclasses.replace(training, steps=10 if training.optimizer == "adam" else LBFGS_ITERATIONS)
+        self.training, self.max_data = training, int(max_data)
         self.L: Tensor | None = None
         self.alpha: Tensor | None = None
 
     def options(self) -> dict[str, Any]:
         return {
             **super().options(),
-            "num_steps": self.num_steps,
-            "fit": self.fit,
-            "lr": self.lr,
+            "training": self.training,
             "max_data": self.max_data,
         }
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr)
+        rates = self.training.lr, self.training.rate("network")
+        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, *rates)
         self.data = GrowingBuffer(input_dim, self.dtype)
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
@@ -77,9 +88,9 @@ class ExactGP(KernelGP):
             return exact_mll(self.kernel, self.noise, X, y, self.jitter) + log_prior(self.kernel)
 
         with timer("hyperparameters"):
-            if self.fit == "lbfgs":
+            if self.training.optimizer == "lbfgs" and self.num_steps > 0:
                 params = list(self.kernel.parameters()) + list(self.likelihood.parameters())
-                value = lbfgs_fit(params, objective, self.kernel, scale=X.shape[0])
+                value = lbfgs_fit(params, objective, self.kernel, self.num_steps, scale=X.shape[0])
             else:
                 value = gradient_steps([self.optimizer], objective, self.num_steps, scale=X.shape[0])
         with timer("factorise"), torch.no_grad():

@@ -22,6 +22,7 @@ Registered variants (Chen et al. 2024, appendix A4 and Table III):
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -33,10 +34,18 @@ from ..inducing import SelectionContext, Selector, make_selector
 from ..linalg import CholeskyError
 from ..objectives import DataStatistics, OnlineBound, log_prior, online_bound, online_terms, statistics_bound
 from ..posterior import InducingPosterior, Predictor
-from ..training import gradient_steps, hyperparameter_optimizer, steps_for_width
+from ..training import (
+    OPTIMIZERS,
+    Trained,
+    Training,
+    gradient_steps,
+    hyperparameter_optimizer,
+    resolve_training,
+    steps_for_width,
+)
 from .registry import register
 
-#: L-BFGS iterations per batch when ``num_steps`` is not given ("to convergence" with the tolerances below)
+#: L-BFGS iterations per batch when ``training.steps`` is not given ("to convergence" with the tolerances below)
 LBFGS_MAX_ITER = 200
 #: fewest points θ is first fitted to by L-BFGS, and the size a held window grows to (see ``OSGPR``)
 MIN_FIT_POINTS = 40
@@ -45,7 +54,7 @@ MIN_FIT_BATCH = 10
 
 
 @register("osgpr", "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (Stanton et al. 2021 baseline)")
-class OSGPR(KernelGP):
+class OSGPR(Trained, KernelGP):
     """Streaming sparse GP (Bui et al. 2017) on the online collapsed bound, in its numerically stable root form.
 
     Args:
@@ -53,10 +62,12 @@ class OSGPR(KernelGP):
         num_inducing: M for the named selectors (default 500, as in the experiments of Chen et al. 2024).
         kernel: 'rbf' (default), 'ak', 'matern32', ... or any gpytorch Kernel.
         inducing: a selector name ('pivoted', 'resample', 'random', 'kmeans') or instance (e.g. VIPS, Fixed).
-        optimizer: 'lbfgs' (SSGP: L-BFGS with strong-Wolfe line search on the unconstrained parameters) or
-            'adam' (SSGP++).
-        num_steps: L-BFGS iterations or Adam steps per batch (default 200 resp. 10, 50 above 3 inputs:
-            :func:`~onlinegp.training.steps_for_width`); 0 freezes θ (and Z).
+        training: a :class:`~onlinegp.training.Training` (or a dict of its fields) over :attr:`TRAINING`:
+            ``optimizer`` 'lbfgs' (SSGP, the default: L-BFGS with strong-Wolfe line search on the unconstrained
+            parameters, Bui et al. 2017) or 'adam' (SSGP++, Chen et al. 2024); ``steps``, L-BFGS iterations or Adam
+            steps per batch (None: 200 resp. 10, 50 above 3 inputs: :func:`~onlinegp.training.steps_for_width`; 0
+            freezes θ and Z); ``lr``, Adam's rate for kernel and noise (1e-2); ``lr_network``, the AK's network
+            (1e-3); ``lr_variational``, Z's where moved by Adam (None: at ``lr``).
         optimize_inducing: also move Z by gradient on the online bound (SSGP).
         fit_inducing: where θ (and Z' if optimised) is fitted: 'selected' (Bui et al. 2017: the online bound at the
             selected Z'), 'union' (at Z' and the old inducing inputs it drops; ours, see below), or 'auto' (default):
@@ -65,7 +76,6 @@ class OSGPR(KernelGP):
             them at the σ² of their batches), 'current' (at the σ² being fitted, from σ²-free statistics of all data
             seen; ours, see below), or 'auto' (default): 'current' under L-BFGS, 'fixed' under Adam. SSGP and the
             VIPS models keep 'fixed'.
-        lr: Adam learning rate for kernel and noise (1e-2); ``lr_attention`` for the AK's network (1e-3).
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
 
     ``UpdateReport.objective`` is the online bound of the batch at the final θ (total, not per datum): with θ and Z
@@ -74,8 +84,8 @@ class OSGPR(KernelGP):
     Small batches under L-BFGS. Fitted to convergence on a batch of a few points, the online bound's maximum is
     degenerate (one point: the noise collapses to its floor and the length-scales run off; issue 35 measured a stream
     of 100 single points ending at RMSE 1.0 of the target's std, 0.074 for the same points in one batch). So with
-    ``optimizer='lbfgs'`` a first batch of fewer than ``min_fit_points`` points (``MIN_FIT_POINTS``), or a later one of
-    fewer than ``MIN_FIT_BATCH``, is absorbed under the current θ (exact for that θ) and held, with the summary from
+    ``training.optimizer='lbfgs'`` a first batch of fewer than ``min_fit_points`` points (``MIN_FIT_POINTS``), or a
+    later one of fewer than ``MIN_FIT_BATCH``, is absorbed under the current θ (exact for that θ) and held, with the summary from
     before it (``held_x``, ``held_y``, ``held_base``; at most ``min_fit_points`` − 1 points); once the held points and
     new batches reach ``min_fit_points``, they are absorbed again from ``held_base`` as one batch, θ fitted. A stream
     of single points thus ends as the same points in batches of ``min_fit_points`` (RMSE 0.076 on the stream above),
@@ -115,6 +125,10 @@ class OSGPR(KernelGP):
     """
 
     _dynamic = ("summary", "predictor", "held_x", "held_y", "held_base", "projected", "held_projected")
+    #: the defaults of ``training`` (``steps`` None: ``LBFGS_MAX_ITER`` under L-BFGS, 10 Adam steps, more above 3
+    #: inputs)
+    TRAINING = Training(optimizer="lbfgs", lr=1e-2, lr_network=1e-3)
+    TRAINING_FIELDS = ("optimizer", "steps", "lr", "lr_network", "lr_variational")
     #: fewest points θ is fitted to by L-BFGS (see above)
     min_fit_points = MIN_FIT_POINTS
 
@@ -125,26 +139,21 @@ class OSGPR(KernelGP):
         num_inducing: int = 500,
         kernel: Any = "rbf",
         inducing: str | Selector = "pivoted",
-        optimizer: str = "lbfgs",
-        num_steps: int | None = None,
+        training: Training | dict | None = None,
         optimize_inducing: bool = False,
         fit_inducing: str = "auto",
         old_noise: str = "auto",
-        lr: float = 1e-2,
-        lr_attention: float = 1e-3,
         **options: Any,
     ):
         super().__init__(input_dim, kernel=kernel, **options)
-        if optimizer not in ("lbfgs", "adam"):
-            raise ValueError(f"optimizer must be 'lbfgs' (SSGP) or 'adam' (SSGP++), got {optimizer!r}")
-        if num_steps is not None and num_steps < 0:
-            raise ValueError(f"num_steps must be >= 0, got {num_steps}")
+        training = resolve_training(training, self.TRAINING, type(self).__name__, self.TRAINING_FIELDS, OPTIMIZERS)
+        optimizer = training.optimizer
+        if training.steps is None and optimizer == "lbfgs":
+            training = dataclasses.replace(training, steps=LBFGS_MAX_ITER)
+        self.training = training
         self.selector = make_selector(inducing, num_inducing)
         self._inducing_spec = inducing
-        self.optimizer_name = optimizer
-        self.auto_steps = num_steps is None and optimizer == "adam"
-        self.num_steps = int(num_steps if num_steps is not None else (LBFGS_MAX_ITER if optimizer == "lbfgs" else 10))
-        self.optimize_inducing, self.lr, self.lr_attention = optimize_inducing, lr, lr_attention
+        self.optimize_inducing = optimize_inducing
         if fit_inducing not in ("auto", "union", "selected"):
             raise ValueError(f"fit_inducing must be 'auto', 'union' or 'selected', got {fit_inducing!r}")
         if fit_inducing == "auto":
@@ -169,20 +178,19 @@ class OSGPR(KernelGP):
             **super().options(),
             "num_inducing": getattr(self.selector, "num_inducing", None),
             "inducing": self._inducing_spec,
-            "optimizer": self.optimizer_name,
-            "num_steps": None if self.auto_steps and self.input_dim is None else self.num_steps,
+            "training": self.training,
             "optimize_inducing": self.optimize_inducing,
             "fit_inducing": self.fit_inducing,
             "old_noise": self.old_noise,
-            "lr": self.lr,
-            "lr_attention": self.lr_attention,
         }
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        if self.auto_steps:
+        if self.num_steps is None:
             self.num_steps = steps_for_width(10, input_dim)
-        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr_attention)
+        self.optimizer = hyperparameter_optimizer(
+            self.kernel, self.likelihood, self.training.lr, self.training.lr_network
+        )
 
     @property
     def Z(self) -> Tensor | None:
@@ -207,7 +215,7 @@ class OSGPR(KernelGP):
             return Zp if dropped is None else torch.cat([Zp, dropped])
 
         # SSGP++ (Adam, Z fixed): kernel work shared across the steps and a closed-form gradient (same values)
-        adam_fixed_z = self.optimizer_name == "adam" and not self.optimize_inducing and self.old_noise == "fixed"
+        adam_fixed_z = self.training.optimizer == "adam" and not self.optimize_inducing and self.old_noise == "fixed"
         fixed_z = OnlineBound(self.kernel, fit_inputs(), xs, ys, old, self.jitter) if adam_fixed_z else None
 
         def bound() -> Tensor:
@@ -220,8 +228,8 @@ class OSGPR(KernelGP):
                 self.kernel
             )
 
-        if self.optimizer_name == "adam":
-            extra = [torch.optim.Adam([Zp], lr=self.lr)] if self.optimize_inducing else []
+        if self.training.optimizer == "adam":
+            extra = [torch.optim.Adam([Zp], lr=self.training.rate("variational"))] if self.optimize_inducing else []
             gradient_steps([self.optimizer, *extra], bound, self.num_steps, scale=n)
             evaluations = self.num_steps
         else:
@@ -296,7 +304,7 @@ class OSGPR(KernelGP):
         if self.held_x is not None:  # absorb the held points again, with this batch, from the summary before them
             old, xs, ys = self.held_base, torch.cat([self.held_x, xs]), torch.cat([self.held_y, ys])
             data = self.held_projected
-        lbfgs = self.optimizer_name == "lbfgs" and self.num_steps > 0
+        lbfgs = self.training.optimizer == "lbfgs" and self.num_steps > 0
         hold = lbfgs and holding and xs.shape[0] < self.min_fit_points
         with timer("inducing"), torch.no_grad():
             context = self._selection_context(ys, old)
@@ -358,5 +366,7 @@ class SSGP(OSGPR):
 class SSGPpp(OSGPR):
     """SSGP++ (Chen et al. 2024, appendix A4): pivoted-Cholesky Z without gradient steps, T Adam steps on θ."""
 
+    TRAINING = dataclasses.replace(OSGPR.TRAINING, optimizer="adam")
+
     def __init__(self, input_dim: int | None = None, **options: Any):
-        super().__init__(input_dim, **{"kernel": "auto", "optimizer": "adam", **options})
+        super().__init__(input_dim, **{"kernel": "auto", **options})

@@ -5,13 +5,13 @@ Generalised variational inference as in Stanton et al. 2021 (appendix B, eq. A.8
     (N/B) Σ_b E_q[log p(y_b|f_b)] − β KL(q(b)‖p(b|θ)) − β KL(q(a)‖q_old(a)) + β KL(q(a)‖p(a|θ_old))
 
 (:func:`~onlinegp.objectives.online_svgp_elbo`) over q(b) = N(m, L Lᵀ) (free mean, lower-triangular root),
-the hyper-parameters θ and, optionally, the new inducing inputs Z, by ``num_steps`` Adam steps on mini-batches of
+the hyper-parameters θ and, optionally, the new inducing inputs Z, by ``training.steps`` Adam steps on mini-batches of
 the new batch. β = 1 is Bui et al.'s streaming VI; β ≪ 1 down-weights the prior and the memory of old batches.
 Only q(u), Z and the prior root of the last batch are kept: memory does not grow with the data.
 
 q(b)'s parameters are its mean and root in the coordinates of the prior at the batch's start: b = P v with
 P = chol K_bb(θ₀, Z), θ₀ the hyper-parameters before the batch's steps and Z the current inducing inputs, so Adam's
-steps (about lr per coordinate, whatever the gradient's size) are steps within the prior and q(b) moves with Z. In
+steps (about the rate per coordinate, whatever the gradient's size) are steps within the prior and q(b) moves with Z. In
 raw function values at Z they were not: on 10 batches of 100 of a smooth 2-D function (issue 35) the pivoted-Cholesky
 selector placed inducing inputs as close as ℓ·1e-4, steps of 5e-3 in b and in Z sent KL(q(b)‖p(b)) from 40 to 3e3
 in one step, the objective to −3e8 by the second batch and the predictions' RMSE over the target's std from 0.44 to
@@ -53,7 +53,14 @@ from ..inducing import SelectionContext, Selector, make_selector
 from ..linalg import cholesky, trisolve
 from ..objectives import log_prior, online_svgp_elbo, online_terms
 from ..posterior import InducingPosterior, Predictor, VariationalQ, kuu
-from ..training import gradient_steps, hyperparameter_optimizer
+from ..training import (
+    FLAT_TRAINING,
+    Trained,
+    Training,
+    gradient_steps,
+    hyperparameter_optimizer,
+    resolve_training,
+)
 from .registry import register
 
 #: default steps per batch: one per this many points of the batch (10 steps for batches of 100)
@@ -70,7 +77,7 @@ def frozen(kernel: torch.nn.Module) -> torch.nn.Module:
 @register(
     "osvgp", "O-SVGP: uncollapsed streaming SVGP, β-tempered KL terms, mini-batch Adam (Stanton et al. 2021, app. B)"
 )
-class OSVGP(KernelGP):
+class OSVGP(Trained, KernelGP):
     """Streaming SVGP on the β-tempered online ELBO, mini-batch Adam (the O-SVGP baseline of Stanton et al. 2021).
 
     Args:
@@ -79,13 +86,14 @@ class OSVGP(KernelGP):
         kernel: 'rbf' (default), 'ak', 'matern32', ... or any gpytorch Kernel.
         inducing: selector name or instance choosing the new Z from [Z; X_new] (default 'pivoted').
         beta: KL tempering β (default 1, plain streaming VI; Stanton et al. 2021 use 1e-3).
-        num_steps: Adam steps per batch (default: one per ``POINTS_PER_STEP`` = 10 points of the batch, rounded up;
-            Stanton et al. 2021 take 1). Not scaled with the input width as the other Adam-stepped methods'
-            (:func:`~onlinegp.training.steps_for_width`): five times the steps took pumadyn32nm from 1.43x to 1.17x
-            the exact GP's RMSE but sent concrete from 1.06x to 2.28x (diverging at the third batch).
-        batch_size: mini-batch size drawn from the new batch (default 256).
-        lr: Adam learning rate for q(u) and Z (5e-3); ``lr_hyper`` for θ and the noise (default 0.05; the paper's
-            5e-3).
+        training: a :class:`~onlinegp.training.Training` (or a dict of its fields) over :attr:`TRAINING`: ``steps``,
+            Adam steps per batch (None, the default: one per ``POINTS_PER_STEP`` = 10 points of the batch, rounded
+            up; Stanton et al. 2021 take 1; not scaled with the input width as the other Adam-stepped methods',
+            :func:`~onlinegp.training.steps_for_width`: five times the steps took pumadyn32nm from 1.43x to 1.17x the
+            exact GP's RMSE but sent concrete from 1.06x to 2.28x, diverging at the third batch); ``batch_size``, the
+            mini-batch drawn from the new batch (256); ``lr``, θ and the noise (0.05; Stanton et al. 2021: 5e-3);
+            ``lr_network``, an Attentive Kernel's network (None: at ``lr``); ``lr_variational``, q(u) and Z (5e-3,
+            Stanton et al. 2021).
         learn_hyperparameters: train θ and σ² (default True); optimize_inducing: move Z by gradient (True).
         init: start of q(b) on each batch: 'collapsed' (default), the β = 1 optimum given θ (Bui et al.
             2017), or 'predictive', the old posterior's predictive at Z (Stanton et al. 2021).
@@ -96,7 +104,12 @@ class OSVGP(KernelGP):
 
     _dynamic = ("q", "L_prior", "predictor")
     #: the settings of Stanton et al. (2021), appendix B: ``make_model("osvgp", **OSVGP.PAPER)``
-    PAPER = {"init": "predictive", "beta": 1e-3, "num_steps": 1, "lr_hyper": 5e-3}
+    PAPER = {"init": "predictive", "beta": 1e-3, "training": {"steps": 1, "lr": 5e-3}}
+    #: the defaults of ``training`` (``steps`` None: one per ``POINTS_PER_STEP`` points of the batch)
+    TRAINING = Training(optimizer="adam", lr=0.05, lr_variational=5e-3, batch_size=256)
+    TRAINING_FIELDS = ("optimizer", "steps", "lr", "lr_network", "lr_variational", "batch_size")
+    #: O-SVGP's former keywords: its ``lr`` was the variational rate and ``lr_hyper`` θ's
+    FLAT_TRAINING = {**FLAT_TRAINING, "lr": "lr_variational", "lr_hyper": "lr"}
 
     def __init__(
         self,
@@ -106,10 +119,7 @@ class OSVGP(KernelGP):
         kernel: Any = "rbf",
         inducing: str | Selector = "pivoted",
         beta: float = 1.0,
-        num_steps: int | None = None,
-        batch_size: int = 256,
-        lr: float = 5e-3,
-        lr_hyper: float = 0.05,
+        training: Training | dict | None = None,
         learn_hyperparameters: bool = True,
         optimize_inducing: bool = True,
         init: str = "collapsed",
@@ -119,14 +129,13 @@ class OSVGP(KernelGP):
         super().__init__(input_dim, kernel=kernel, **options)
         if init not in ("collapsed", "predictive"):
             raise ValueError(f"init must be 'collapsed' or 'predictive', got {init!r}")
-        if not beta > 0 or (num_steps is not None and num_steps < 0) or batch_size < 1:
-            raise ValueError(
-                f"need beta > 0, num_steps >= 0 and batch_size >= 1, got {beta}, {num_steps}, {batch_size}"
-            )
-        self.lr_hyper, self.init, self.whiten = lr_hyper, init, bool(whiten)
+        if not beta > 0:
+            raise ValueError(f"need beta > 0, got {beta}")
+        self.training = resolve_training(training, self.TRAINING, type(self).__name__, self.TRAINING_FIELDS)
+        self.init, self.whiten = init, bool(whiten)
         self.selector = make_selector(inducing, num_inducing)
         self._inducing_spec = inducing
-        self.beta, self.num_steps, self.batch_size, self.lr = float(beta), num_steps, int(batch_size), lr
+        self.beta = float(beta)
         self.learn_hyperparameters, self.optimize_inducing = learn_hyperparameters, optimize_inducing
         self.q: VariationalQ | None = None
         self.L_prior: Tensor | None = None
@@ -138,10 +147,7 @@ class OSVGP(KernelGP):
             "num_inducing": getattr(self.selector, "num_inducing", None),
             "inducing": self._inducing_spec,
             "beta": self.beta,
-            "num_steps": self.num_steps,
-            "batch_size": self.batch_size,
-            "lr": self.lr,
-            "lr_hyper": self.lr_hyper,
+            "training": self.training,
             "learn_hyperparameters": self.learn_hyperparameters,
             "optimize_inducing": self.optimize_inducing,
             "init": self.init,
@@ -150,7 +156,8 @@ class OSVGP(KernelGP):
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr_hyper, self.lr_hyper)
+        rates = self.training.lr, self.training.rate("network")
+        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, *rates)
 
     @property
     def Z(self) -> Tensor | None:
@@ -189,15 +196,13 @@ class OSVGP(KernelGP):
             frame = self.kernel if self.whiten else frozen(self.kernel)
             mean, root = torch.nn.Parameter(mean0.clone()), torch.nn.Parameter(root0.clone())
             Z = torch.nn.Parameter(Z0.clone()) if self.optimize_inducing else Z0
-            variational = torch.optim.Adam([mean, root] + ([Z] if self.optimize_inducing else []), lr=self.lr)
-            n = xs.shape[0]
+            variational = torch.optim.Adam(
+                [mean, root] + ([Z] if self.optimize_inducing else []), lr=self.training.lr_variational
+            )
+            n, batch_size = xs.shape[0], self.training.batch_size
 
             def elbo() -> Tensor:
-                idx = (
-                    torch.randperm(n, generator=self.generator)[: self.batch_size]
-                    if n > self.batch_size
-                    else torch.arange(n)
-                )
+                idx = torch.randperm(n, generator=self.generator)[:batch_size] if n > batch_size else torch.arange(n)
                 return online_svgp_elbo(
                     self.kernel,
                     self.noise,

@@ -30,10 +30,11 @@ class OVC(POAM):
     - ``'separate'`` (default, our reading of the text): each update's T steps move Z with an Adam of its own,
       started afresh; the stored terms are then projected onto the moved Z (Eqs. 35-36) and q(u) recomputed there.
     - ``'shared'`` (what the paper's public implementation does): Z is one more parameter of the persistent
-      hyper-parameter Adam (lr ``lr``), whose moments stay with Z's rows across updates; the terms stay at the Z of
-      the E-step (the next E-step projects them from there) and q(u) keeps its mean and covariance, read at the
-      moved Z. The moments damp Z's steps once its early gradients have passed, so Z settles; a fresh Adam's first
-      steps are ``lr`` per coordinate whatever the gradient, and every re-projection loses information.
+      hyper-parameter Adam (at ``training.lr_variational``, None: at ``training.lr``), whose moments stay with Z's
+      rows across updates; the terms stay at the Z of the E-step (the next E-step projects them from there) and q(u)
+      keeps its mean and covariance, read at the moved Z. The moments damp Z's steps once its early gradients have
+      passed, so Z settles; a fresh Adam's first steps are the rate per coordinate whatever the gradient, and every
+      re-projection loses information.
       Pre-training steps (not in the paper's code) leave Z in place. On the paper's Env2 (five missions) it takes
       the averaged SMSE / MSLL from 0.118 / -0.905 to 0.106 / -1.056; the paper's code gives 0.103 / -1.085
       (``benchmarks/results/ovc_reference.md``).
@@ -63,7 +64,7 @@ class OVC(POAM):
         super()._build(input_dim)
         if self.z_steps == "shared":  # Z's slot in the hyper-parameter Adam, resized to M at each M-step
             slot = torch.zeros(0, input_dim, dtype=self.dtype, requires_grad=True)
-            self.optimizer.add_param_group({"params": [slot], "lr": self.lr})
+            self.optimizer.add_param_group({"params": [slot], "lr": self.training.rate("variational")})
 
     def _shared_z(self) -> Tensor:
         """Z's slot in ``self.optimizer``, holding the current Z. When M changed, the Adam moments of the first

@@ -32,7 +32,15 @@ from ..linalg import cholesky, trisolve
 from ..objectives import log_prior, svgp_elbo_cov
 from ..posterior import KUU_JITTER, InducingPosterior, Predictor, VariationalQ, kuu, sketch_root
 from ..projected import ProjectedTerms, batch_terms, kernel_theta
-from ..training import gradient_steps, hyperparameter_optimizer, steps_for_width
+from ..training import (
+    Pretraining,
+    Trained,
+    Training,
+    gradient_steps,
+    hyperparameter_optimizer,
+    resolve_training,
+    steps_for_width,
+)
 from .registry import register
 
 
@@ -46,7 +54,7 @@ from .registry import register
     optimize_inducing=True,
 )
 @register("var-opt", "POAM ablation: q(u) by gradient", variational="gradient")
-class POAM(KernelGP):
+class POAM(Trained, KernelGP):
     """Online sparse GP with analytic variational E-step and stochastic M-step (POAM, Chen et al. 2024).
 
     Args:
@@ -55,10 +63,19 @@ class POAM(KernelGP):
         kernel: 'auto' (default: the Attentive Kernel up to 3 inputs, ARD RBF above), 'ak', 'rbf', 'matern32', ...
             or any gpytorch Kernel.
         inducing: a selector name ('pivoted', 'random', 'kmeans') or instance (e.g. a VIPS selector).
-        num_steps: T, Adam steps per update (default 10, 50 above 3 inputs: :func:`~onlinegp.training.steps_for_width`);
-            0 freezes the hyper-parameters (no pre-training either).
-        batch_size: mini-batch size for the M-step (default 256).
-        lr: learning rate for kernel and noise (default 1e-2); ``lr_attention`` for the AK's network (1e-3).
+        training: a :class:`~onlinegp.training.Training` (or a dict of its fields) over :attr:`TRAINING`: ``steps``
+            T, Adam steps per update (None, the default: 10, as Chen et al. 2024, §V-A, 50 above 3 inputs:
+            :func:`~onlinegp.training.steps_for_width`; 0 freezes the hyper-parameters, and skips pre-training);
+            ``batch_size``, the M-step's mini-batch (256); ``lr``, kernel and noise (1e-2); ``lr_network``, the AK's
+            attention network (1e-3, Chen et al. 2024, §V-A); ``lr_variational``, Z and q(u) where moved by gradient
+            (None: at ``lr``); ``pretrain``, :class:`~onlinegp.training.Pretraining` on the first batch: ``steps``
+            M-step steps before it is absorbed (200; 0: none, the paper's Algorithm 1, whose hyper-parameters move
+            only T steps per decision epoch by design, Chen et al. 2024 §IV-D), at ``lr`` (5e-2; the attention
+            network's ``lr_network``, None: its online rate scaled by the same ratio) cosine-annealed to zero, with an
+            E-step before every T of them so q(u) follows θ: few or large batches then start from fitted
+            hyper-parameters instead of the initial ones (as WISKI's pre-training, Stanton et al. 2021, Table C.1).
+            The mission simulator runs none: pre-training on a pilot survey hurt its missions
+            (:data:`onlinegp.experiments.simulator.mission.MISSION_MODEL_OPTIONS`).
         terms: 'online' (POAM) or 'all' (FULL: terms recomputed from all data).
         inducing_from: 'online' (from [Z; X_new]) or 'all' (PAM).
         optimize_inducing: also move Z by gradient in the M-step (Z-OPT ablation, OVC).
@@ -68,13 +85,6 @@ class POAM(KernelGP):
             of q's covariance root at every M-step Adam step; the ELBO is linear in S = R Rᵀ, so each step's gradient
             stays unbiased while its dense algebra shrinks from O(M³) to O(M²(p + batch)). None: the exact M-step
             of the paper. Not used with ``variational='gradient'`` (q is then a parameter of the M-step).
-        pretrain_steps: M-step Adam steps on the first batch before it is absorbed (default 200; 0: none, the
-            paper's Algorithm 1, whose hyper-parameters move only ``num_steps`` steps per decision epoch by design,
-            Chen et al. 2024 §IV-D), at ``pretrain_lr`` (default 5e-2; the attention network's rate scaled by
-            ``lr_attention / lr``) cosine-annealed to zero, with an E-step before every ``num_steps`` of them so q(u)
-            follows θ: few or large batches then start from fitted hyper-parameters instead of the initial ones
-            (as WISKI's pre-training, Stanton et al. 2021, Table C.1). The mission simulator runs 0: pre-training
-            on a pilot survey hurt its missions (:data:`onlinegp.experiments.simulator.mission.MISSION_MODEL_OPTIONS`).
         noise: initial noise variance in scaled target units (default 1.0, as the paper's implementation starts;
             chosen by ``benchmarks/study_poam_defaults.py``: the same final SMSE/MSLL as 0.1 over 15 missions and a
             lower mission-averaged SMSE, 12 of 15 paired by seed).
@@ -84,6 +94,11 @@ class POAM(KernelGP):
     """
 
     _dynamic = ("Z", "projected", "q", "predictor")
+    #: the defaults of ``training`` (``steps`` None: 10 per update, more above 3 inputs)
+    TRAINING = Training(
+        optimizer="adam", lr=1e-2, lr_network=1e-3, batch_size=256, pretrain=Pretraining(steps=200, lr=5e-2)
+    )
+    TRAINING_FIELDS = ("optimizer", "steps", "lr", "lr_network", "lr_variational", "batch_size", "pretrain")
 
     def __init__(
         self,
@@ -92,18 +107,13 @@ class POAM(KernelGP):
         num_inducing: int = 500,
         kernel: Any = "auto",
         inducing: str | Selector = "pivoted",
-        num_steps: int | None = None,
-        batch_size: int = 256,
-        lr: float = 1e-2,
-        lr_attention: float = 1e-3,
+        training: Training | dict | None = None,
         terms: str = "online",
         inducing_from: str = "online",
         optimize_inducing: bool = False,
         variational: str = "analytic",
         noise_weighted: bool = False,
         sketch: int | None = 64,
-        pretrain_steps: int = 200,
-        pretrain_lr: float = 5e-2,
         noise: float = 1.0,
         **options: Any,
     ):
@@ -115,20 +125,12 @@ class POAM(KernelGP):
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-        if (num_steps is not None and num_steps < 0) or batch_size < 1 or pretrain_steps < 0:
-            raise ValueError(
-                f"need num_steps >= 0, batch_size >= 1 and pretrain_steps >= 0, got {num_steps}, {batch_size}, "
-                f"{pretrain_steps}"
-            )
+        self.training = resolve_training(training, self.TRAINING, type(self).__name__, self.TRAINING_FIELDS)
         if sketch is not None and (isinstance(sketch, bool) or int(sketch) < 1):
             raise ValueError(f"sketch must be a positive number of columns or None (exact), got {sketch!r}")
         self.sketch = None if sketch is None or variational == "gradient" else int(sketch)
-        self.lr, self.lr_attention = lr, lr_attention
-        self.pretrain_steps, self.pretrain_lr = int(pretrain_steps), pretrain_lr
         self.selector = make_selector(inducing, num_inducing)
         self._inducing_spec = inducing
-        self.auto_steps = num_steps is None
-        self.num_steps, self.batch_size = 10 if num_steps is None else int(num_steps), int(batch_size)
         self.terms, self.inducing_from = terms, inducing_from
         self.optimize_inducing, self.variational, self.noise_weighted = optimize_inducing, variational, noise_weighted
         self.Z: Tensor | None = None
@@ -142,26 +144,23 @@ class POAM(KernelGP):
             **super().options(),
             "num_inducing": getattr(self.selector, "num_inducing", None),
             "inducing": self._inducing_spec,
-            "num_steps": None if self.auto_steps and self.input_dim is None else self.num_steps,
-            "batch_size": self.batch_size,
-            "lr": self.lr,
-            "lr_attention": self.lr_attention,
+            "training": self.training,
             "terms": self.terms,
             "inducing_from": self.inducing_from,
             "optimize_inducing": self.optimize_inducing,
             "variational": self.variational,
             "noise_weighted": self.noise_weighted,
             "sketch": self.sketch,
-            "pretrain_steps": self.pretrain_steps,
-            "pretrain_lr": self.pretrain_lr,
         }
 
     def _build(self, input_dim: int) -> None:
         super()._build(input_dim)
-        if self.auto_steps:
+        if self.num_steps is None:
             self.num_steps = steps_for_width(10, input_dim)
         self.data = GrowingBuffer(input_dim, self.dtype)
-        self.optimizer = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr, self.lr_attention)
+        self.optimizer = hyperparameter_optimizer(
+            self.kernel, self.likelihood, self.training.lr, self.training.lr_network
+        )
 
     @property
     def a(self) -> Tensor | None:
@@ -258,15 +257,14 @@ class POAM(KernelGP):
             white_mean, white_root = self._whitened(self.q)
             mean, root = torch.nn.Parameter(white_mean), torch.nn.Parameter(white_root)
             extra += [mean, root]
-        optimizers = [optimizer] + ([torch.optim.Adam(extra, lr=self.lr)] if extra else [])
+        optimizers = [optimizer] + ([torch.optim.Adam(extra, lr=self.training.rate("variational"))] if extra else [])
+        batch_size = self.training.batch_size
         # Z-only kernel work done once for the T steps; K_uu carries kuu's ε
         cross = CrossCovariance(self.kernel, Z, jitter=KUU_JITTER.get(self.dtype, 1e-6))
 
         def elbo() -> Tensor:
             idx = (
-                torch.randint(n, (min(self.batch_size, n),), generator=self.generator)
-                if n > self.batch_size
-                else torch.arange(n)
+                torch.randint(n, (min(batch_size, n),), generator=self.generator) if n > batch_size else torch.arange(n)
             )
             xb = X_all[idx]
             Kuu, Kub = cross(xb)
@@ -312,23 +310,25 @@ class POAM(KernelGP):
 
     # ------------------------------------------------------------------ protocol
     def _pretrain(self, xs: Tensor, ys: Tensor) -> None:
-        """The first batch: ``pretrain_steps`` M-step steps at ``pretrain_lr`` cosine-annealed to zero, in rounds of
-        ``num_steps`` each after an E-step; the batch's terms are then dropped (Z is kept), to be absorbed under the
+        """The first batch: ``training.pretrain.steps`` M-step steps at its ``lr`` cosine-annealed to zero, in rounds
+        of ``num_steps`` each after an E-step; the batch's terms are then dropped (Z is kept), to be absorbed under the
         new θ."""
-        scale = self.pretrain_lr / self.lr if self.lr else 0.0  # lr 0 keeps θ where it is
-        adam = hyperparameter_optimizer(self.kernel, self.likelihood, self.lr * scale, self.lr_attention * scale)
-        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(adam, T_max=self.pretrain_steps)
+        online, pre = self.training, self.training.pretrain
+        scale = pre.lr / online.lr if online.lr else 0.0  # lr 0 keeps θ where it is
+        network = online.lr_network * scale if pre.lr_network is None else pre.lr_network
+        adam = hyperparameter_optimizer(self.kernel, self.likelihood, online.lr * scale, network)
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(adam, T_max=pre.steps)
         rounds = max(self.num_steps, 1)
-        for done in range(0, self.pretrain_steps, rounds):
+        for done in range(0, pre.steps, rounds):
             self._e_step(xs, ys)
-            self._m_step(adam, min(rounds, self.pretrain_steps - done), (schedule,))
+            self._m_step(adam, min(rounds, pre.steps - done), (schedule,))
             for name in self._dynamic:
                 if name != "Z":  # the next E-step chooses from Z and the batch, as every later update
                     setattr(self, name, None)
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         self.data.append(xs, ys)
-        if self.num_updates == 0 and self.pretrain_steps > 0 and self.num_steps > 0:  # num_steps 0 freezes θ
+        if self.num_updates == 0 and self.training.pretrain.steps > 0 and self.num_steps > 0:  # 0 steps freeze θ
             with timer("pretraining"):
                 self._pretrain(xs, ys)
         with timer("inducing+variational"):

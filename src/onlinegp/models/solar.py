@@ -29,6 +29,7 @@ from ..base import KernelGP, PhaseTimer, Prediction
 from ..kernels import dense, diagonal
 from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll, log_prior
+from ..training import Training, resolve_training
 from ..validation import as_targets, as_tensor_2d
 from .ensemble import NUMERICAL_FAILURES, LocalEnsemble
 from .osgpr import MIN_FIT_POINTS
@@ -196,11 +197,16 @@ class LGPR(_Dominant, KernelGP):
         max_local: largest local model; past it a local model keeps its newest points (default 300).
         num_predict: local models in each weighted prediction (default 3).
         kernel: 'rbf' (default, ARD), 'matern32', ... any kernel with a ``lengthscale``.
-        fit_steps: L-BFGS iterations of the offline fit (default 100); ``max_fit_points`` caps its subset (1000).
+        training: a :class:`~onlinegp.training.Training` (or a dict of its fields) over :attr:`TRAINING`: the offline
+            fit, L-BFGS (``optimizer``) of at most ``steps`` iterations (100; 0: θ keeps its initial value).
+        max_fit_points: the largest subset the offline fit takes (1000).
         **options: kernel_options, noise, x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.KernelGP`.
     """
 
     _dynamic = ("centroids", "counts", "local_X", "local_y", "local_L", "local_alpha", "held_x", "held_y")
+    #: the defaults of ``training``: the offline fit
+    TRAINING = Training(optimizer="lbfgs", steps=100)
+    TRAINING_FIELDS = ("optimizer", "steps")
 
     def __init__(
         self,
@@ -210,7 +216,7 @@ class LGPR(_Dominant, KernelGP):
         max_local: int = 300,
         num_predict: int = 3,
         kernel: Any = "rbf",
-        fit_steps: int = 100,
+        training: Training | dict | None = None,
         max_fit_points: int = 1000,
         **options: Any,
     ):
@@ -220,7 +226,8 @@ class LGPR(_Dominant, KernelGP):
         if not (isinstance(max_local, int) and max_local >= 1 and isinstance(num_predict, int) and num_predict >= 1):
             raise ValueError(f"max_local and num_predict must be positive integers, got {max_local!r}, {num_predict!r}")
         self.w_gen, self.max_local, self.num_predict = float(w_gen), max_local, num_predict
-        self.fit_steps, self.max_fit_points = int(fit_steps), int(max_fit_points)
+        self.training = resolve_training(training, self.TRAINING, type(self).__name__, self.TRAINING_FIELDS, ("lbfgs",))
+        self.max_fit_points = int(max_fit_points)
         self.hyper_fitted = False
         self.held_x: Tensor | None = None  # the first points, while too few to fit θ to (scaled units)
         self.held_y: Tensor | None = None
@@ -240,7 +247,7 @@ class LGPR(_Dominant, KernelGP):
             "w_gen": self.w_gen,
             "max_local": self.max_local,
             "num_predict": self.num_predict,
-            "fit_steps": self.fit_steps,
+            "training": self.training,
             "max_fit_points": self.max_fit_points,
         }
 
@@ -272,7 +279,7 @@ class LGPR(_Dominant, KernelGP):
             keep = torch.randperm(xs.shape[0], generator=self.generator)[: self.max_fit_points]
             xs, ys = xs[keep], ys[keep]
         params = list(self.kernel.parameters()) + list(self.likelihood.parameters())
-        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=self.fit_steps, line_search_fn="strong_wolfe")
+        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=self.training.steps, line_search_fn="strong_wolfe")
 
         def closure():
             opt.zero_grad(set_to_none=True)
@@ -280,7 +287,7 @@ class LGPR(_Dominant, KernelGP):
             loss.backward()
             return loss
 
-        if self.fit_steps > 0:
+        if self.training.steps > 0:
             opt.step(closure)
         self.hyper_fitted = True
         with torch.no_grad():
@@ -323,7 +330,7 @@ class LGPR(_Dominant, KernelGP):
         if self.held_x is not None:  # the held first points and this batch, as one first batch
             xs, ys = torch.cat([self.held_x, xs]), torch.cat([self.held_y, ys])
             self._no_local_models()
-        hold = not self.hyper_fitted and self.fit_steps > 0 and xs.shape[0] < MIN_FIT_POINTS
+        hold = not self.hyper_fitted and self.training.steps > 0 and xs.shape[0] < MIN_FIT_POINTS
         self.held_x, self.held_y = (xs, ys) if hold else (None, None)
         if not self.hyper_fitted and not hold:
             with torch.enable_grad(), timer("hyperparameters"):

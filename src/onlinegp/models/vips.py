@@ -36,7 +36,8 @@ class VIPS(OSGPR):
             uncaptured (default 0.05).
         max_new: at most this many greedy picks of each batch enter Û(M) (all of the batch when smaller).
         kernel: 'rbf' (default, squared exponential with ARD), or any name/kernel OSGPR accepts.
-        **kwargs: optimizer, num_steps, noise, x_bounds, y_stats, seed, dtype, kernel_options, as :class:`OSGPR`.
+        **kwargs: training (L-BFGS by default, as Pescador-Barrios et al. 2024), noise, x_bounds, y_stats, seed,
+            dtype, kernel_options, as :class:`OSGPR`.
 
     ``update`` reports the selection in ``extra``: points added, Û, L̂ at the chosen size, L_noise and α.
     """
@@ -50,21 +51,12 @@ class VIPS(OSGPR):
         delta: float = 0.05,
         max_new: int = 2000,
         kernel: Any = "rbf",
-        optimizer: str = "lbfgs",
-        num_steps: int | None = None,
         **kwargs: Any,
     ):
         if "inducing" in kwargs:
             raise ValueError("VIPS chooses its own inducing inputs; use OSGPR(inducing=...) for another selector")
         kwargs.setdefault("old_noise", "fixed")  # Pescador-Barrios et al.'s bounds are Bui et al.'s
-        super().__init__(
-            input_dim,
-            kernel=kernel,
-            inducing=VIPSSelector(delta, max_new),
-            optimizer=optimizer,
-            num_steps=num_steps,
-            **kwargs,
-        )
+        super().__init__(input_dim, kernel=kernel, inducing=VIPSSelector(delta, max_new), **kwargs)
         self.target_moments = torch.zeros(3, dtype=self.dtype)  # count, sum, sum of squares (scaled targets)
 
     def options(self) -> dict[str, Any]:

@@ -63,6 +63,7 @@ fixed-noise WISKI regression per class on transformed one-hot targets, class pro
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -77,7 +78,16 @@ from ..kronecker import GridFactors, grid_marginal, kron_dense, kron_matmul
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
 from ..objectives import log_prior
 from ..posterior import KUU_JITTER, kuu
-from ..training import gradient_steps, lbfgs_fit
+from ..training import (
+    LBFGS_ITERATIONS,
+    OPTIMIZERS,
+    Pretraining,
+    Trained,
+    Training,
+    gradient_steps,
+    lbfgs_fit,
+    resolve_training,
+)
 from ..validation import as_tensor_2d
 from .osgpr import MIN_FIT_POINTS
 from .registry import register
@@ -340,7 +350,7 @@ def grid_kind(kernel: Any) -> str | None:
 @register(
     "wiski", "WISKI: SKI grid + Woodbury caches, constant-time updates, one Adam step per point (Stanton et al. 2021)"
 )
-class WISKI(KernelGP):
+class WISKI(Trained, KernelGP):
     """WISKI regression (Stanton et al. 2021): constant-time exact SKI updates and one Adam step per observation
     (⌈√B⌉ per batch of B).
 
@@ -354,16 +364,16 @@ class WISKI(KernelGP):
         algebra: 'kronecker' (per-dimension factors; needs a product kernel: 'rbf', the default, or
             'matern52-product'), 'dense' (the reference: dense K_UU, autograd through its factorisations) or 'auto'
             (default: kronecker where it applies, i.e. a product kernel and the Cholesky root).
-        num_steps: Adam steps per update after the first (default: ⌈√B⌉ for a batch of B points, :func:`batch_steps`,
-            our choice: one for a single point, Algorithm 1's one step per observation, and far fewer than B for a
-            batch); 0 freezes the hyper-parameters.
-        fit: 'adam' (default: the ``num_steps`` steps above) or 'lbfgs': after each update θ (and the projection) fitted
-            to convergence by L-BFGS on the marginal likelihood of all data so far (at most ``LBFGS_ITERATIONS``
-            iterations; the Bayesian-optimisation set-up of Stanton et al. 2021, appendix C.2).
-        lr: Adam learning rate of kernel and noise online (default 5e-3); ``lr_projection`` of the projection (5e-4).
-        pretrain_steps: full-batch Adam steps on the first batch (default 200, Table C.1's T_batch), at
-            ``pretrain_lr`` (5e-2) and ``pretrain_lr_projection`` (5e-3), cosine-annealed to zero; 0 makes the first
-            update an ordinary one (``num_steps`` steps at ``lr``).
+        training: a :class:`~onlinegp.training.Training` (or a dict of its fields) over :attr:`TRAINING`:
+            ``optimizer`` 'adam' (default) or 'lbfgs' (after each update θ and the projection fitted to convergence
+            on the marginal likelihood of all data so far: the Bayesian-optimisation set-up of Stanton et al. 2021,
+            appendix C.2); ``steps``, Adam steps per update after the first (None: ⌈√B⌉ for a batch of B points,
+            :func:`batch_steps`, our choice: one for a single point, Algorithm 1's one step per observation, and far
+            fewer than B for a batch) or L-BFGS iterations at most (None: ``LBFGS_ITERATIONS``); 0 freezes the
+            hyper-parameters; ``lr``, kernel and noise online (5e-3) and ``lr_network``, the projection (5e-4);
+            ``pretrain``, :class:`~onlinegp.training.Pretraining`: full-batch Adam steps on the first batch (200,
+            Table C.1's T_batch) at ``lr`` (5e-2) and ``lr_network`` (5e-3), cosine-annealed to zero; 0 steps make the
+            first update an ordinary one. The rates are Table C.1's (skillcraft and powerplant rows).
         root: 'cholesky' (r = m) or 'lanczos' (rank ``rank`` root of K_UU, dense algebra; basis held fixed in the
             gradient).
         wtw_rank: keep a rank-r root of WᵀW (m x r) instead of WᵀW itself (m x m; None, the default, exact at every
@@ -382,6 +392,12 @@ class WISKI(KernelGP):
     """
 
     _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "wtw_root", "wtw_inv_root", "held_x", "held_y", "held_noise")
+    #: the defaults of ``training`` (Stanton et al. 2021, Table C.1; ``steps`` None: ⌈√B⌉ Adam steps for B points,
+    #: or L-BFGS to convergence)
+    TRAINING = Training(
+        optimizer="adam", lr=5e-3, lr_network=5e-4, pretrain=Pretraining(steps=200, lr=5e-2, lr_network=5e-3)
+    )
+    TRAINING_FIELDS = ("optimizer", "steps", "lr", "lr_network", "pretrain")
 
     def __init__(
         self,
@@ -391,22 +407,16 @@ class WISKI(KernelGP):
         margin: float = 0.1,
         kernel: Any = "rbf",
         algebra: str = "auto",
-        num_steps: int | None = None,
-        fit: str = "adam",
-        lr: float = 5e-3,
-        lr_projection: float = 5e-4,
-        pretrain_steps: int = 200,
-        pretrain_lr: float = 5e-2,
-        pretrain_lr_projection: float = 5e-3,
+        training: Training | dict | None = None,
         root: str = "cholesky",
         rank: int | None = None,
         wtw_rank: int | None = None,
         wtw_update: str = "gill",
         fixed_noise: bool = False,
         projection_dim: int = 2,
-        kernel_options: dict | None = None,
         **options: Any,
     ):
+        kernel_options = options.pop("kernel_options", None)
         if isinstance(kernel, str):
             kernel_options = {"lengthscale": DEFAULT_LENGTHSCALE, **(kernel_options or {})}
         super().__init__(input_dim, kernel=kernel, kernel_options=kernel_options, **options)
@@ -416,31 +426,25 @@ class WISKI(KernelGP):
             raise ValueError(f"algebra must be 'auto', 'kronecker' or 'dense', got {algebra!r}")
         if algebra == "kronecker" and root != "cholesky":
             raise ValueError("the Lanczos root is only available with algebra='dense'")
-        if (num_steps is not None and num_steps < 0) or pretrain_steps < 0:
-            raise ValueError(f"num_steps and pretrain_steps must be >= 0, got {num_steps} and {pretrain_steps}")
+        training = resolve_training(training, self.TRAINING, type(self).__name__, self.TRAINING_FIELDS, OPTIMIZERS)
+        if training.steps is None and training.optimizer == "lbfgs":
+            training = dataclasses.replace(training, steps=LBFGS_ITERATIONS)
+        self.training = training
         if not 1 <= projection_dim <= 3:
             raise ValueError(f"projection_dim must be 1, 2 or 3 (the grid is exponential in it), got {projection_dim}")
-        if fit not in ("adam", "lbfgs"):
-            raise ValueError(f"fit must be 'adam' or 'lbfgs', got {fit!r}")
         if wtw_update not in ("gill", "truncate"):
             raise ValueError(f"wtw_update must be 'gill' or 'truncate', got {wtw_update!r}")
         if wtw_rank is not None and root != "cholesky":
             raise ValueError("wtw_rank needs root='cholesky' (a square root of K_UU)")
-        self.fit, self.wtw_rank, self.wtw_update = fit, None if wtw_rank is None else int(wtw_rank), wtw_update
+        self.wtw_rank, self.wtw_update = None if wtw_rank is None else int(wtw_rank), wtw_update
         self._grid_size, self.margin, self.projection_dim, self._rank = (
             grid_size,
             float(margin),
             int(projection_dim),
             rank,
         )
-        self.lr, self.lr_projection, self.root, self._algebra = lr, lr_projection, root, algebra
-        self.pretrain_steps, self.pretrain_lr, self.pretrain_lr_projection = (
-            int(pretrain_steps),
-            pretrain_lr,
-            pretrain_lr_projection,
-        )
+        self.root, self._algebra = root, algebra
         self.fixed_noise = bool(fixed_noise)
-        self.num_steps = None if num_steps is None else int(num_steps)
         self._cache: tuple[Tensor, SKIPosterior] | None = None  # (parameters it was built under, the caches)
         # the points of a first batch too small to pre-train on, absorbed but not yet pre-trained on (scaled units;
         # the noise only with fixed_noise): see the class docstring
@@ -454,13 +458,7 @@ class WISKI(KernelGP):
             "grid_size": self._grid_size,
             "margin": self.margin,
             "algebra": self._algebra,
-            "num_steps": self.num_steps,
-            "fit": self.fit,
-            "lr": self.lr,
-            "lr_projection": self.lr_projection,
-            "pretrain_steps": self.pretrain_steps,
-            "pretrain_lr": self.pretrain_lr,
-            "pretrain_lr_projection": self.pretrain_lr_projection,
+            "training": self.training,
             "root": self.root,
             "rank": self._rank,
             "wtw_rank": self.wtw_rank,
@@ -495,7 +493,7 @@ class WISKI(KernelGP):
             )
         self.algebra = "kronecker" if self._algebra != "dense" and kind and self.root == "cholesky" else "dense"
         self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
-        self.optimizer = self._adam(self.lr, self.lr_projection)
+        self.optimizer = self._adam(self.training.lr, self.training.lr_network)
         self.register_buffer("U", self.grid.points())
         self.grid_factors = GridFactors(self.grid.axes(), KUU_JITTER.get(self.dtype, 1e-6), kind or "rbf")
         self._empty_terms()
@@ -682,7 +680,7 @@ class WISKI(KernelGP):
             noise = None if noise is None else torch.cat([self.held_noise, noise])
             self._empty_terms()
         first = self.num_data == 0 or self.held_x is not None
-        pretrain = first and self.pretrain_steps > 0
+        pretrain = first and self.training.pretrain.steps > 0
         hold = pretrain and xs.shape[0] < MIN_FIT_POINTS
         n = (0 if first else self.num_data) + xs.shape[0]
         prec, logdet = None, self.logdet_noise
@@ -709,9 +707,9 @@ class WISKI(KernelGP):
                     value = float(mll())
             elif pretrain:
                 value = self._pretrain(mll, n)
-            elif self.fit == "lbfgs":
+            elif self.training.optimizer == "lbfgs" and self.num_steps > 0:
                 params = [p for group in self.optimizer.param_groups for p in group["params"]]
-                value = lbfgs_fit(params, mll, self.kernel, scale=n)
+                value = lbfgs_fit(params, mll, self.kernel, self.num_steps, scale=n)
             else:
                 steps = batch_steps(xs.shape[0]) if self.num_steps is None else self.num_steps
                 value = gradient_steps([self.optimizer], mll, steps, scale=n)
@@ -729,11 +727,14 @@ class WISKI(KernelGP):
         return {"objective": value, "clamped": clamped, "noise": float(self.noise.detach())}
 
     def _pretrain(self, mll, n: int) -> float:
-        """``pretrain_steps`` full-batch Adam steps at the pre-training rates, cosine-annealed to zero (Stanton et al.
-        2021, Table C.1); a fresh Adam, so the online optimiser starts from zero moments as after batch training."""
-        adam = self._adam(self.pretrain_lr, self.pretrain_lr_projection)
-        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(adam, T_max=self.pretrain_steps)
-        return gradient_steps([adam], mll, self.pretrain_steps, scale=n, schedules=[schedule])
+        """``training.pretrain.steps`` full-batch Adam steps at the pre-training rates, cosine-annealed to zero (Stanton
+        et al. 2021, Table C.1); a fresh Adam, so the online optimiser starts from zero moments as after batch
+        training."""
+        online, pre = self.training, self.training.pretrain
+        network = online.lr_network * pre.lr / online.lr if pre.lr_network is None else pre.lr_network
+        adam = self._adam(pre.lr, network)
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(adam, T_max=pre.steps)
+        return gradient_steps([adam], mll, pre.steps, scale=n, schedules=[schedule])
 
     def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         post = self._caches()

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import onlinegp
-from onlinegp import MODELS, OnlineGP, Prediction, UpdateReport, make_model
+from onlinegp import MODELS, OnlineGP, Prediction, Training, UpdateReport, make_model
 from tests.conftest import state_equal, update_failing_after_mutation
 from tests.reference import toy
 
@@ -296,8 +296,8 @@ def test_recorded_options_cover_every_constructor_option(name):
 @pytest.mark.parametrize(
     "name, key, value",
     [
-        ("ssgp++", "optimizer", "adam"),  # the committed configs said 'lbfgs': a signature's default, not the model's
-        ("ssgp", "optimizer", "lbfgs"),
+        ("ssgp++", "training", Training(optimizer="adam", lr=1e-2, lr_network=1e-3)),  # committed configs said 'lbfgs'
+        ("ssgp", "training", Training(optimizer="lbfgs", steps=200, lr=1e-2, lr_network=1e-3)),
         ("ovc++", "optimize_inducing", False),  # the committed configs said True
         ("ovc", "optimize_inducing", True),
         ("ovc", "noise_weighted", True),
@@ -314,9 +314,9 @@ def test_recorded_options_are_the_ones_the_model_runs(name, key, value):
 def test_options_resolve_at_the_first_batch():
     """'auto' kernels and width-scaled steps are recorded as what they became, once the width is known."""
     model = make_model("ssgp++")
-    assert model.options()["num_steps"] is None
+    assert model.options()["training"].steps is None
     model.update(*BATCHES[0])
-    assert model.options()["kernel"] == "ak" and model.options()["num_steps"] == model.num_steps == 10
+    assert model.options()["kernel"] == "ak" and model.options()["training"].steps == model.num_steps == 10
 
 
 def test_a_class_that_fixes_an_option_refuses_another_value():

@@ -7,10 +7,11 @@ import pytest
 import torch
 
 import onlinegp
+from onlinegp.training import Training
 from tests.reference import toy
 
 X, Y = toy(60, seed=3)
-SMALL = {"num_inducing": 12, "num_steps": 2}
+SMALL = {"num_inducing": 12, "training": Training(steps=2)}
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +71,7 @@ def test_load_on_the_class_and_on_an_instance(model, tmp_path):
 
 def test_repr_shows_method_options_and_sizes(model):
     text = repr(model)
-    assert text.startswith("OSGPR(") and "num_inducing=12" in text and "num_steps=2" in text
+    assert text.startswith("OSGPR(") and "num_inducing=12" in text and "training=Training(steps=2)" in text
     assert "N=60" in text and f"M={model.num_inducing}" in text
     assert "seed=" not in text and "Likelihood" not in text  # defaults and the module tree are left out
     assert repr(onlinegp.make_model("z-rand")) == "POAM(inducing='random') [N=0]"

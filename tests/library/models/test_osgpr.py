@@ -14,13 +14,17 @@ from onlinegp.models.poam_ablations import OnlineELBO, VarSSGP
 from onlinegp.models.registry import make_model
 from onlinegp.objectives import online_terms, sgpr_bound
 from onlinegp.posterior import kuu
+from onlinegp.training import Training
 from tests.reference import D, dense_sgpr, toy
 
 BOUNDS = [[-2, -2], [2, 2]]  # scaled inputs are X / 2
 
 
 def fixed(cls, Z, kernel="rbf", **kw):
-    return cls(2, inducing=Fixed(Z), num_steps=0, kernel=kernel, noise=0.05, x_bounds=BOUNDS, y_stats=(0.0, 1.0), **kw)
+    frozen = Training(steps=0)
+    return cls(
+        2, inducing=Fixed(Z), training=frozen, kernel=kernel, noise=0.05, x_bounds=BOUNDS, y_stats=(0.0, 1.0), **kw
+    )
 
 
 class Sequence:
@@ -110,7 +114,7 @@ def test_second_batch_matches_dense_bui_formulas_with_new_theta_and_new_z():
     model = OSGPR(
         2,
         inducing=Sequence(Z1, Z2),
-        num_steps=0,
+        training=Training(steps=0),
         kernel="rbf",
         noise=0.05,
         x_bounds=BOUNDS,
@@ -135,11 +139,17 @@ def test_lbfgs_and_adam_increase_the_online_bound_and_predict_well():
     X, y = toy(300, seed=3)
     Xt, yt = toy(200, seed=4)
     for optimizer, kw in (
-        ("lbfgs", {"optimize_inducing": True, "inducing": "resample", "num_steps": 60}),
-        ("adam", {"num_steps": 30}),
+        (
+            "lbfgs",
+            {"optimize_inducing": True, "inducing": "resample", "training": Training(optimizer="lbfgs", steps=60)},
+        ),
+        ("adam", {"training": Training(optimizer="adam", steps=30)}),
     ):
-        frozen = OSGPR(2, num_inducing=30, num_steps=0, noise=0.1, **{k: v for k, v in kw.items() if k == "inducing"})
-        model = OSGPR(2, num_inducing=30, optimizer=optimizer, noise=0.1, **kw)
+        fixed_theta = Training(steps=0)
+        frozen = OSGPR(
+            2, num_inducing=30, training=fixed_theta, noise=0.1, **{k: v for k, v in kw.items() if k == "inducing"}
+        )
+        model = OSGPR(2, num_inducing=30, noise=0.1, **kw)
         for lo in range(0, 300, 100):
             r0, r1 = frozen.update(X[lo : lo + 100], y[lo : lo + 100]), model.update(X[lo : lo + 100], y[lo : lo + 100])
             if lo == 0:
@@ -196,7 +206,13 @@ def test_thousand_small_batches_on_the_magnetic_field_stream(shared_data, capsys
     bounds = torch.stack([X.min(0).values, X.max(0).values])
     stats = (float(y[:2000].mean()), float(y[:2000].std()))  # a pilot survey's scale, not the first 12 points
     model = OSGPR(
-        2, num_inducing=25, kernel="rbf", optimizer="adam", num_steps=1, noise=0.1, x_bounds=bounds, y_stats=stats
+        2,
+        num_inducing=25,
+        kernel="rbf",
+        training=Training(optimizer="adam", steps=1),
+        noise=0.1,
+        x_bounds=bounds,
+        y_stats=stats,
     )
     jitter, batch = 0.0, 12
     for i in range(1000):
@@ -221,7 +237,9 @@ def test_var_ssgp_uses_the_ssgp_variational_update():
     which then differs from POAM's (at a fixed θ the two updates coincide; paper 000 app. A2-A3)."""
     X, y = toy(240, seed=5)
     Xs = X[:30]
-    opts = dict(num_inducing=25, num_steps=0, kernel="rbf", noise=0.05, x_bounds=BOUNDS, y_stats=(0.0, 1.0))
+    opts = dict(
+        num_inducing=25, training=Training(steps=0), kernel="rbf", noise=0.05, x_bounds=BOUNDS, y_stats=(0.0, 1.0)
+    )
     models = OSGPR(2, old_noise="fixed", **opts), VarSSGP(2, **opts), POAM(2, **opts)
     for i, lo in enumerate(range(0, 240, 60)):
         for m in models:
@@ -243,9 +261,7 @@ def test_online_elbo_objective_is_the_online_bound_and_training_raises_it():
     probe = OnlineELBO(
         2,
         inducing=Fixed(Z),
-        num_steps=1,
-        lr=0.0,
-        lr_attention=0.0,
+        training=Training(steps=1, lr=0.0, lr_network=0.0),
         kernel="rbf",
         noise=0.05,
         x_bounds=BOUNDS,
@@ -256,7 +272,7 @@ def test_online_elbo_objective_is_the_online_bound_and_training_raises_it():
         assert r.objective == pytest.approx(r_ref.objective, rel=1e-9)  # fixed θ, Z: POAM's q = OSGPR's q
     a, b = ref.predict(X[:20]), probe.predict(X[:20])
     assert torch.allclose(a.mean, b.mean, rtol=1e-8, atol=1e-9)
-    trained = OnlineELBO(2, num_inducing=25, num_steps=40, lr=0.05, kernel="rbf")
+    trained = OnlineELBO(2, num_inducing=25, training=Training(steps=40, lr=0.05), kernel="rbf")
     trained.update(X[:100], y[:100])
     first = trained.update(X[100:150], y[100:150]).objective
     with torch.no_grad():
@@ -275,7 +291,7 @@ def test_online_elbo_objective_is_the_online_bound_and_training_raises_it():
 
 def test_options_are_validated():
     with pytest.raises(ValueError, match="optimizer"):
-        OSGPR(2, optimizer="sgd")
+        OSGPR(2, training=Training(optimizer="sgd"))
     with pytest.raises(ValueError, match="VarSSGP fixes variational='analytic'"):
         VarSSGP(2, variational="gradient")
     with pytest.raises(ValueError, match="unknown inducing selector"):
@@ -299,8 +315,8 @@ def test_lbfgs_survives_trial_points_that_are_not_positive_definite(monkeypatch,
             raise CholeskyError("simulated: not positive definite")
         return real(*args, **kwargs)
 
-    model = OSGPR(2, num_inducing=15, num_steps=30, old_noise=old_noise)
-    baseline = OSGPR(2, num_inducing=15, num_steps=0, old_noise=old_noise)
+    model = OSGPR(2, num_inducing=15, training=Training(steps=30), old_noise=old_noise)
+    baseline = OSGPR(2, num_inducing=15, training=Training(steps=0), old_noise=old_noise)
     monkeypatch.setattr(osgpr_module, bound, flaky)
     report = model.update(X, y)
     assert calls["n"] >= 3 and math.isfinite(report.objective)
@@ -359,7 +375,7 @@ def test_fit_inducing_adds_the_dropped_inputs_only_when_some_are_dropped():
 def test_fit_inducing_is_resolved_and_checked():
     assert OSGPR(2).options()["fit_inducing"] == "union"
     assert OSGPR(2, optimize_inducing=True).options()["fit_inducing"] == "union"
-    assert OSGPR(2, optimizer="adam").options()["fit_inducing"] == "selected"
+    assert OSGPR(2, training=Training(optimizer="adam")).options()["fit_inducing"] == "selected"
     assert make_model("ssgp", 2).options()["fit_inducing"] == "selected"
     assert make_model("ssgp++", 2).options()["fit_inducing"] == "selected"
     with pytest.raises(ValueError, match="fit_inducing must be"):
@@ -368,7 +384,7 @@ def test_fit_inducing_is_resolved_and_checked():
 
 def test_old_noise_is_resolved_and_checked():
     assert OSGPR(2).options()["old_noise"] == "current"
-    assert OSGPR(2, optimizer="adam").options()["old_noise"] == "fixed"
+    assert OSGPR(2, training=Training(optimizer="adam")).options()["old_noise"] == "fixed"
     for name in ("ssgp", "ssgp++", "vips", "conditional-variance", "oips"):  # the published models as published
         assert make_model(name, 2).options()["old_noise"] == "fixed", name
     with pytest.raises(ValueError, match="old_noise must be"):

@@ -12,6 +12,7 @@ from onlinegp.models.osvgp import OSVGP
 from onlinegp.models.registry import make_model
 from onlinegp.objectives import online_svgp_elbo, online_terms, sgpr_bound, svgp_elbo
 from onlinegp.posterior import VariationalQ, kuu
+from onlinegp.training import Training
 
 D = torch.float64
 
@@ -103,11 +104,9 @@ def test_model_with_beta_one_approaches_batch_sgpr_over_two_batches(init, num_st
         beta=1.0,
         init=init,
         whiten=whiten,
-        num_steps=num_steps,
-        lr=0.05,
+        training=Training(steps=num_steps, lr_variational=0.05, batch_size=1000),
         learn_hyperparameters=False,
         optimize_inducing=False,
-        batch_size=1000,
         noise=0.05,
         x_bounds=[[-1, -1], [1, 1]],
         y_stats=(0.0, 1.0),
@@ -155,12 +154,13 @@ def test_steps_move_q_in_the_priors_coordinates():
     (unwhitened, L_b is the prior root at the batch's start: Adam's steps of size lr per coordinate are then steps
     within the prior, not of lr in function values at inducing inputs ℓ·1e-4 apart)."""
     X, y = toy(80, seed=3)
-    common = dict(num_inducing=10, num_steps=1, lr=1e-3, learn_hyperparameters=False, optimize_inducing=False)
+    training = Training(steps=1, lr_variational=1e-3)
+    common = dict(num_inducing=10, training=training, learn_hyperparameters=False, optimize_inducing=False)
     common |= {"init": "predictive", "seed": 0}  # the prior at Z: far from q's optimum, so every coordinate moves
     plain, white = OSVGP(2, **common), OSVGP(2, whiten=True, **common)
     for model in (plain, white):
         model.update(X[:40], y[:40])
-    start = OSVGP(2, **{**common, "num_steps": 0})
+    start = OSVGP(2, **{**common, "training": Training(steps=0, lr_variational=1e-3)})
     start.update(X[:40], y[:40])  # the start both began from
     assert torch.equal(plain.Z, white.Z) and torch.equal(plain.Z, start.Z)
     Lb = torch.linalg.cholesky(kuu(white.kernel, white.Z))

@@ -6,13 +6,18 @@ import pytest
 import torch
 
 from onlinegp import OVC, POAM
+from onlinegp.training import Pretraining, Training
 from tests.conftest import state_equal, update_failing_after_mutation
 from tests.reference import toy
 
 X, Y = toy(240, seed=3)
 BATCHES = [(X[i : i + 60], Y[i : i + 60]) for i in range(0, 240, 60)]
 XS = toy(10, seed=4)[0]
-SMALL = {"num_inducing": 24, "num_steps": 5, "batch_size": 32, "pretrain_steps": 0, "sketch": None}
+SMALL = {
+    "num_inducing": 24,
+    "training": Training(steps=5, batch_size=32, pretrain=Pretraining(steps=0)),
+    "sketch": None,
+}
 
 
 def fed(model, batches=BATCHES):
@@ -49,7 +54,9 @@ def test_shared_keeps_terms_and_q_at_the_e_step_and_its_adam_moments_across_upda
     fed(model)
     slot = model.optimizer.param_groups[-1]["params"][0]
     assert slot.shape == model.Z.shape and torch.equal(slot.detach(), model.Z)
-    assert int(model.optimizer.state[slot]["step"]) == SMALL["num_steps"] * len(BATCHES)  # one Adam, never restarted
+    assert int(model.optimizer.state[slot]["step"]) == SMALL["training"].steps * len(
+        BATCHES
+    )  # one Adam, never restarted
     assert not torch.equal(seen["Z"], model.Z)  # Z moved in the last M-step ...
     assert torch.equal(model.projected.Z, seen["Z"])  # ... the terms stayed at the E-step's Z ...
     assert torch.equal(model.q.Z, model.Z)  # ... and q(u) kept its moments, read at the moved Z

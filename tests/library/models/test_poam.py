@@ -10,6 +10,7 @@ from onlinegp.kernels import dense, diagonal
 from onlinegp.models.registry import make_model
 from onlinegp.objectives import sgpr_bound
 from onlinegp.posterior import InducingPosterior, kuu
+from onlinegp.training import Training
 from tests.reference import D, dense_sgpr, toy
 
 
@@ -17,7 +18,7 @@ def fixed_model(cls, Z_scaled, seed=0, **kw):
     model = cls(
         2,
         inducing=Fixed(Z_scaled),
-        num_steps=0,
+        training=Training(steps=0),
         kernel="rbf",
         noise=0.05,
         x_bounds=[[-2, -2], [2, 2]],
@@ -80,7 +81,13 @@ def test_projection_through_changing_inducing_sets_is_exact_when_data_lie_in_spa
     """With Z = all inputs seen so far (pivoted Cholesky keeps everything), online terms are exact."""
     X, y = toy(60)
     model = POAM(
-        2, num_inducing=1000, num_steps=0, kernel="rbf", noise=0.05, x_bounds=[[-2, -2], [2, 2]], y_stats=(0.0, 1.0)
+        2,
+        num_inducing=1000,
+        training=Training(steps=0),
+        kernel="rbf",
+        noise=0.05,
+        x_bounds=[[-2, -2], [2, 2]],
+        y_stats=(0.0, 1.0),
     )
     for lo in range(0, 60, 20):
         model.update(X[lo : lo + 20], y[lo : lo + 20])
@@ -122,7 +129,7 @@ def test_poam_learns_and_predicts_reasonably():
 
 def test_exact_gp_matches_dense_posterior():
     X, y = toy(50)
-    model = ExactGP(2, num_steps=0, noise=0.05, x_bounds=[[-2, -2], [2, 2]], y_stats=(0.0, 1.0))
+    model = ExactGP(2, training=Training(steps=0), noise=0.05, x_bounds=[[-2, -2], [2, 2]], y_stats=(0.0, 1.0))
     model.update(X, y)
     with torch.no_grad():
         Xs, Xt = X / 2, X[:7] / 2

@@ -5,6 +5,7 @@ import torch
 import onlinegp.models.poam as poam_module
 from onlinegp import POAM, make_model
 from onlinegp.inducing import KeepAfterFirst, RandomSubset
+from onlinegp.training import Training
 
 D = torch.float64
 
@@ -24,14 +25,14 @@ def test_var_opt_first_gradient_step_starts_from_the_analytic_q(monkeypatch):
         return real(Kuu, Kub, kbb, noise, mean, root, logdet, *rest)
 
     monkeypatch.setattr(poam_module, "svgp_elbo_cov", spy)
-    model = POAM(2, num_inducing=30, kernel="rbf", variational="gradient", num_steps=2)
+    model = POAM(2, num_inducing=30, kernel="rbf", variational="gradient", training=Training(steps=2))
     x, y = stream()
     model.update(x[:120], y[:120])
     mean0, root0, logdet0 = seen[0]
     assert torch.equal(root0, root0.tril())  # the Cholesky parametrisation
     S0 = root0 @ root0.mT
     # the same E-step without M-step: its analytic q(u), whose root R = L_u L_W⁻ᵀ is not triangular
-    fresh = POAM(2, num_inducing=30, kernel="rbf", variational="gradient", num_steps=0)
+    fresh = POAM(2, num_inducing=30, kernel="rbf", variational="gradient", training=Training(steps=0))
     fresh.update(x[:120], y[:120])
     q = fresh.projected.posterior(fresh.kernel, fresh.noise).q()
     S = q.root @ q.root.mT
@@ -62,7 +63,12 @@ def test_z_opt_calls_the_selector_only_on_the_first_batch_and_moves_z_by_gradien
             return super().__call__(kernel, Z, X, **kw)
 
     model = POAM(
-        2, num_inducing=25, kernel="rbf", inducing=KeepAfterFirst(Counting(25)), optimize_inducing=True, num_steps=3
+        2,
+        num_inducing=25,
+        kernel="rbf",
+        inducing=KeepAfterFirst(Counting(25)),
+        optimize_inducing=True,
+        training=Training(steps=3),
     )
     x, y = stream()
     Z_first = None

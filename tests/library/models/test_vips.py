@@ -11,9 +11,10 @@ from onlinegp.experiments.stream import StreamConfig, run_stream
 from onlinegp.models import ExactGP
 from onlinegp.models.registry import make_model
 from onlinegp.models.vips import OIPSGP, VIPS, ConditionalVarianceGP
+from onlinegp.training import Training
 
 # paper 001 appendix F.1: SE kernel, length-scale 0.5 and variance 1 on x ∈ [0, 10] (0.1 once scaled to [-1, 1])
-SYNTH = dict(kernel_options={"lengthscale": 0.1}, noise=0.5, x_bounds=[[0.0], [10.0]], num_steps=40)
+SYNTH = dict(kernel_options={"lengthscale": 0.1}, noise=0.5, x_bounds=[[0.0], [10.0]], training=Training(steps=40))
 
 
 def sizes(model, ds):
@@ -41,7 +42,7 @@ def test_same_distribution_levels_off():
 def test_identical_batch_twice_adds_far_fewer_points():
     ds = synthetic(2, seed=1)
     for steps in (0, 40):  # fixed θ, and θ refitted by L-BFGS
-        model = VIPS(1, **{**SYNTH, "num_steps": steps})
+        model = VIPS(1, **{**SYNTH, "training": Training(steps=steps)})
         first = model.update(ds.X, ds.y)
         second = model.update(ds.X, ds.y)
         assert first.extra["num_added"] >= 10
@@ -54,8 +55,8 @@ def test_tiny_delta_matches_the_exact_gp():
     y = np.sin(2 * X[:, 0]) + 0.1 * g.standard_normal(120)
     Xs = np.linspace(-3, 3, 200)[:, None]
     common = dict(kernel_options={"lengthscale": 0.3}, noise=0.05, x_bounds=[[-3.0], [3.0]], y_stats=(0.0, 1.0))
-    vips = VIPS(1, delta=1e-9, num_steps=0, **common)
-    exact = ExactGP(1, kernel="rbf", num_steps=0, **common)
+    vips = VIPS(1, delta=1e-9, training=Training(steps=0), **common)
+    exact = ExactGP(1, kernel="rbf", training=Training(steps=0), **common)
     for b in np.array_split(np.argsort(X[:, 0]), 6):
         vips.update(X[b], y[b])
         exact.update(X[b], y[b])
@@ -65,7 +66,7 @@ def test_tiny_delta_matches_the_exact_gp():
     truth = np.sin(2 * Xs[:, 0])
     rv, re = (float(np.sqrt(np.mean((p.mean.numpy() - truth) ** 2))) for p in (pv, pe))
     assert rv == pytest.approx(re, rel=0.01)
-    coarse = VIPS(1, delta=0.05, num_steps=0, **common)
+    coarse = VIPS(1, delta=0.05, training=Training(steps=0), **common)
     for b in np.array_split(np.argsort(X[:, 0]), 6):
         coarse.update(X[b], y[b])
     assert coarse.num_inducing < vips.num_inducing
@@ -88,7 +89,7 @@ def test_report_and_options():
 def test_registered_models_and_baselines_run():
     ds = synthetic(2, seed=2)
     for name, cls in (("vips", VIPS), ("conditional-variance", ConditionalVarianceGP), ("oips", OIPSGP)):
-        model = make_model(name, 1, **{**SYNTH, "num_steps": 5})
+        model = make_model(name, 1, **{**SYNTH, "training": Training(steps=5)})
         assert isinstance(model, cls)
         ms = sizes(model, ds)
         assert ms[-1] >= ms[0] >= 1

@@ -17,12 +17,13 @@ from onlinegp.models.osgpr import OSGPR
 from onlinegp.models.registry import make_model
 from onlinegp.models.solar import LGPR, SOLARGP, weighted_prediction
 from onlinegp.models.wgpr import WGPR
+from onlinegp.training import Training
 from onlinegp.wasserstein import w2_squared
 from tests.conftest import state_equal
 
 D = torch.float64
 BOUNDS = [[0.0, -1.0], [6.0, 1.0]]
-MEMBER = {"num_steps": 15}
+MEMBER = {"training": Training(steps=15)}
 
 
 def stream(n_batches=5, size=40, seed=0):
@@ -232,10 +233,10 @@ def test_lgpr_with_one_local_model_is_the_exact_gp():
     batches = stream(4)
     X_all = torch.cat([b[0] for b in batches])
     y_all = torch.cat([b[1] for b in batches])
-    lgpr = LGPR(2, w_gen=1e-300, max_local=1000, x_bounds=BOUNDS, y_stats=(0.0, 1.0), fit_steps=30)
+    lgpr = LGPR(2, w_gen=1e-300, max_local=1000, x_bounds=BOUNDS, y_stats=(0.0, 1.0), training=Training(steps=30))
     fit = lgpr.fit_hyperparameters(X_all[::2], y_all[::2])
     assert math.isfinite(fit)
-    exact = ExactGP(2, num_steps=0, x_bounds=BOUNDS, y_stats=(0.0, 1.0))
+    exact = ExactGP(2, training=Training(steps=0), x_bounds=BOUNDS, y_stats=(0.0, 1.0))
     exact.kernel.load_state_dict(lgpr.kernel.state_dict())
     exact.likelihood.load_state_dict(lgpr.likelihood.state_dict())
     theta = copy.deepcopy(lgpr.kernel.state_dict())
@@ -253,7 +254,7 @@ def test_lgpr_with_one_local_model_is_the_exact_gp():
 
 
 def test_lgpr_allocation_and_window():
-    lgpr = LGPR(2, w_gen=0.5, max_local=30, x_bounds=BOUNDS, y_stats=(0.0, 1.0), fit_steps=0)
+    lgpr = LGPR(2, w_gen=0.5, max_local=30, x_bounds=BOUNDS, y_stats=(0.0, 1.0), training=Training(steps=0))
     lgpr.kernel.base_kernel.lengthscale = 0.1
     for X, y in stream():
         lgpr.update(X, y)

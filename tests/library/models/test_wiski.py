@@ -12,13 +12,18 @@ from onlinegp.linalg import CholeskyError
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier, batch_steps
 from onlinegp.posterior import kuu
+from onlinegp.training import Pretraining, Training
 from tests.conftest import state_equal
 
 D = torch.float64
 BOUNDS2 = [[-1.0, -1.0], [1.0, 1.0]]
 ALGEBRAS = ["kronecker", "dense"]
+
+
 #: the tests below check exactness update by update: the first batch takes ``num_steps`` steps like every other
-STEPS = dict(pretrain_steps=0)
+def steps(n: int | None = None, **fields) -> dict:
+    """WISKI's ``training`` option: ``n`` steps per update and no pre-training (and any other ``fields``)."""
+    return {"training": Training(steps=n, pretrain=Pretraining(steps=0), **fields)}
 
 
 def toy(n=80, dim=2, seed=0):
@@ -62,7 +67,7 @@ def assert_close(a, b, tol=1e-6):
 def test_matches_dense_ski_after_single_and_batch_updates(num_steps, algebra):
     X, y = toy()
     Xs = torch.rand(7, 2, dtype=D, generator=torch.Generator().manual_seed(5)) * 2.2 - 1.1
-    model = WISKI(2, grid_size=10, num_steps=num_steps, algebra=algebra, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+    model = WISKI(2, grid_size=10, algebra=algebra, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **steps(num_steps))
     assert model.algebra == algebra
     n = 0
     for b in (20, 1, 1, 4, 1, 3):
@@ -79,13 +84,13 @@ def test_matches_dense_ski_after_single_and_batch_updates(num_steps, algebra):
 
 def test_caches_equal_recomputation_from_all_data():
     X, y = toy(60)
-    model = WISKI(2, grid_size=9, num_steps=1, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+    model = WISKI(2, grid_size=9, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **steps(1))
     n = stream(model, X, y)
     W = model.grid.dense(X[:n])
     assert torch.allclose(model.WtW, W.T @ W, atol=1e-12)
     assert torch.allclose(model.Wty, W.T @ y[:n], atol=1e-12)
     assert math.isclose(float(model.yty), float(y[:n] @ y[:n]), rel_tol=1e-12)
-    batch = WISKI(2, grid_size=9, num_steps=0, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+    batch = WISKI(2, grid_size=9, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **steps(0))
     batch.update(X[:n], y[:n])
     assert torch.allclose(model.WtW, batch.WtW, atol=1e-12) and torch.allclose(model.Wty, batch.Wty, atol=1e-12)
 
@@ -109,7 +114,7 @@ def test_lanczos_full_rank_equals_cholesky():
     X, y = toy(50)
     Xs = torch.rand(6, 2, dtype=D, generator=torch.Generator().manual_seed(3)) * 2 - 1
     models = [
-        WISKI(2, grid_size=7, num_steps=1, root=root, algebra="dense", x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+        WISKI(2, grid_size=7, root=root, algebra="dense", x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **steps(1))
         for root in ("cholesky", "lanczos")
     ]
     for m in models:
@@ -118,7 +123,7 @@ def test_lanczos_full_rank_equals_cholesky():
     assert_close(b.mean, a.mean)
     assert_close(b.cov_f, a.cov_f)
     assert_close(models[1].log_marginal_likelihood(), models[0].log_marginal_likelihood())
-    low = WISKI(2, grid_size=7, num_steps=1, root="lanczos", rank=30, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+    low = WISKI(2, grid_size=7, root="lanczos", rank=30, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **steps(1))
     stream(low, X, y, pattern=(20, 1, 1, 5))
     pred = low.predict(Xs)
     assert low.predictive_caches()[0].shape == (49, 30) and bool(torch.isfinite(pred.mean).all())
@@ -130,9 +135,7 @@ def test_fixed_noise_matches_dense(algebra):
     X, y = toy(40)
     noise = 0.05 + torch.rand(40, dtype=D, generator=torch.Generator().manual_seed(2))
     Xs = torch.rand(5, 2, dtype=D) * 2 - 1
-    model = WISKI(
-        2, grid_size=8, num_steps=1, fixed_noise=True, algebra=algebra, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS
-    )
+    model = WISKI(2, grid_size=8, fixed_noise=True, algebra=algebra, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **steps(1))
     n = stream(model, X, y, pattern=(15, 1, 1, 4), noise=noise)
     pred = model.predict(Xs, full_cov=True)
     mean, cov, mll = dense_ski(model, X[:n], y[:n], Xs, noise=noise[:n])
@@ -145,9 +148,7 @@ def test_fixed_noise_matches_dense(algebra):
 @pytest.mark.parametrize("algebra", ALGEBRAS)
 def test_projection_for_high_dimensional_inputs(algebra):
     X, y = toy(60, dim=5)
-    model = WISKI(
-        5, grid_size=12, num_steps=2, algebra=algebra, x_bounds=[[-1.0] * 5, [1.0] * 5], y_stats=(0.0, 1.0), **STEPS
-    )
+    model = WISKI(5, grid_size=12, algebra=algebra, x_bounds=[[-1.0] * 5, [1.0] * 5], y_stats=(0.0, 1.0), **steps(2))
     model.update(X[:30], y[:30])
     h_first = model.features(X[:30]).detach()
     assert bool((h_first.abs() < 1).all())
@@ -173,7 +174,7 @@ def test_projection_for_high_dimensional_inputs(algebra):
 
 def test_checkpoint_round_trip_and_resume():
     X, y = toy(40, dim=5)
-    kw = dict(grid_size=8, num_steps=1, pretrain_steps=5, x_bounds=[[-1.0] * 5, [1.0] * 5])
+    kw = dict(grid_size=8, training=Training(steps=1, pretrain=Pretraining(steps=5)), x_bounds=[[-1.0] * 5, [1.0] * 5])
     a = WISKI(5, **kw)
     stream(a, X, y, pattern=(20, 1, 1))
     b = WISKI(5, **kw)
@@ -188,7 +189,7 @@ def test_checkpoint_round_trip_and_resume():
 
 def test_bad_input_rejected_and_model_unchanged(snapshot):
     X, y = toy(30)
-    model = WISKI(2, grid_size=8, num_steps=1)
+    model = WISKI(2, grid_size=8, training=Training(steps=1))
     model.update(X[:20], y[:20])
     before = snapshot(model)
     with pytest.raises(ValueError):
@@ -201,7 +202,9 @@ def test_per_point_noise_is_an_update_argument_in_data_units():
     together (by a power of two, so every division is exact) gives the same model bit for bit."""
     X, y = toy(40)
     noise = 0.05 + torch.rand(40, dtype=D, generator=torch.Generator().manual_seed(3))
-    opts = dict(grid_size=8, num_steps=1, pretrain_steps=3, fixed_noise=True, x_bounds=BOUNDS2)
+    opts = dict(
+        grid_size=8, training=Training(steps=1, pretrain=Pretraining(steps=3)), fixed_noise=True, x_bounds=BOUNDS2
+    )
     data_units = WISKI(2, y_stats=(0.0, 2.0), **opts)
     scaled = WISKI(2, y_stats=(0.0, 1.0), **opts)
     assert data_units.takes_noise and not WISKI(2).takes_noise
@@ -228,7 +231,7 @@ def test_per_point_noise_is_an_update_argument_in_data_units():
 )
 def test_bad_noise_is_refused_before_the_model_changes(bad, match, snapshot):
     X, y = toy(30)
-    model = WISKI(2, grid_size=8, num_steps=1, pretrain_steps=0, fixed_noise=True)
+    model = WISKI(2, grid_size=8, fixed_noise=True, **steps(1))
     model.update(X[:20], y[:20], noise=torch.full((20,), 0.1))
     before = snapshot(model)
     with pytest.raises(ValueError, match=match):
@@ -282,7 +285,8 @@ def test_classifier_beats_chance_on_separable_blobs():
     labels = torch.randint(0, 3, (150,), generator=g)
     centres = torch.tensor([[-1.0, -1.0], [1.0, -1.0], [0.0, 1.2]], dtype=D)
     X = centres[labels] + 0.3 * torch.randn(150, 2, dtype=D, generator=g)
-    clf = WISKIClassifier(2, 3, grid_size=10, num_steps=1, pretrain_steps=20, x_bounds=[[-2.5, -2.5], [2.5, 2.5]])
+    training = Training(steps=1, pretrain=Pretraining(steps=20))
+    clf = WISKIClassifier(2, 3, grid_size=10, training=training, x_bounds=[[-2.5, -2.5], [2.5, 2.5]])
     clf.update(X[:20], labels[:20])
     for i in range(20, 60):
         clf.update(X[i : i + 1], labels[i : i + 1])
@@ -296,9 +300,7 @@ def test_classifier_beats_chance_on_separable_blobs():
     with pytest.raises(ValueError):
         clf.update(X[:2], torch.tensor([0, 3]))
     assert state_equal(before, clf.state_dict())
-    twin = WISKIClassifier(
-        2, 3, grid_size=10, num_steps=1, pretrain_steps=20, x_bounds=[[-2.5, -2.5], [2.5, 2.5]], seed=7
-    )
+    twin = WISKIClassifier(2, 3, grid_size=10, training=training, x_bounds=[[-2.5, -2.5], [2.5, 2.5]], seed=7)
     twin.load_state_dict(before)
     assert torch.equal(twin.predict_proba(X[100:]), clf.predict_proba(X[100:]))
 
@@ -394,11 +396,10 @@ def test_kronecker_marginal_likelihood_and_gradient_equal_dense(dim, grid):
         WISKI(
             dim,
             grid_size=grid,
-            num_steps=0,
             algebra=a,
             x_bounds=[[-1.0] * dim, [1.0] * dim],
             y_stats=(0.0, 1.0),
-            **STEPS,
+            **steps(0),
         )
         for a in ALGEBRAS
     ]
@@ -421,7 +422,7 @@ def test_product_matern_on_the_grid_matches_dense_ski_and_learns_like_the_dense_
     ProductMatern52Kernel as K_UU, and its steps (the written-out length-scale gradient) follow the dense
     algebra's autograd."""
     X, y = toy(60)
-    kw = dict(grid_size=9, num_steps=1, kernel="matern52-product", x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+    kw = dict(grid_size=9, kernel="matern52-product", x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **steps(1))
     model, reference = WISKI(2, algebra=algebra, **kw), WISKI(2, algebra="dense", **kw)
     assert WISKI(2, kernel="matern52-product").algebra == "kronecker"
     n = 0
@@ -448,7 +449,7 @@ def test_kernel_priors_join_the_objective():
     fitted = []
     for prior in (None, GammaPrior(2000.0, 2000.0 / 0.3)):
         kernel = make_kernel("matern52-product", 2, lengthscale_prior=prior, lengthscale=0.5)
-        model = WISKI(2, grid_size=10, kernel=kernel, fit="lbfgs", x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+        model = WISKI(2, grid_size=10, kernel=kernel, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **steps(optimizer="lbfgs"))
         model.update(X, y)
         fitted.append(float(model.kernel.base_kernel.lengthscale.detach()))
     assert abs(fitted[1] - 0.3) < 0.01 and abs(fitted[0] - 0.3) > 0.05
@@ -456,7 +457,7 @@ def test_kernel_priors_join_the_objective():
 
 def test_prediction_caches_rebuilt_lazily_and_on_parameter_change():
     X, y = toy(40)
-    model = WISKI(2, grid_size=8, num_steps=1, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **STEPS)
+    model = WISKI(2, grid_size=8, x_bounds=BOUNDS2, y_stats=(0.0, 1.0), **steps(1))
     model.update(X[:29], y[:29])  # the health check's fit to a batch of 10 or more points builds R
     model.update(X[29:30], y[29:30])
     assert model._cache is None  # a one-point update does not build R
@@ -475,7 +476,9 @@ def test_default_steps_one_per_point_and_the_root_of_a_batch():
     """Single points take one Adam step each (Algorithm 1), a batch of B points ⌈√B⌉ (our default, not B: the steps are
     the whole cost of an update), the first batch its pre-training steps on a fresh Adam; ``num_steps`` overrides."""
     X, y = toy(200)
-    model = WISKI(2, grid_size=6, pretrain_steps=3, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+    model = WISKI(
+        2, grid_size=6, training=Training(pretrain=Pretraining(steps=3)), x_bounds=BOUNDS2, y_stats=(0.0, 1.0)
+    )
 
     def online_steps() -> set[int]:
         return {int(s["step"]) for s in model.optimizer.state.values()} or {0}
@@ -498,8 +501,9 @@ def test_default_steps_one_per_point_and_the_root_of_a_batch():
 def test_paper_setup_defaults():
     """Stanton et al. 2021, Table C.1 and the authors' feature map: rates, pre-training schedule, length-scale 0.693."""
     model = WISKI(5, x_bounds=[[-1.0] * 5, [1.0] * 5])
-    assert (model.lr, model.lr_projection, model.pretrain_steps) == (5e-3, 5e-4, 200)
-    assert (model.pretrain_lr, model.pretrain_lr_projection) == (5e-2, 5e-3)
+    assert model.training == Training(
+        optimizer="adam", lr=5e-3, lr_network=5e-4, pretrain=Pretraining(steps=200, lr=5e-2, lr_network=5e-3)
+    )
     assert torch.allclose(model.kernel.base_kernel.lengthscale, torch.full((1, 2), 0.693, dtype=D))
     assert model.grid.size == 256 and model.algebra == "kronecker"
     proj = model.projection
@@ -511,7 +515,7 @@ def test_paper_setup_defaults():
     # the first batch takes 200 cosine-annealed steps: the learning rate ends at zero, the online optimiser is fresh
     X, y = toy(40, dim=5)
     steps = []
-    model.pretrain_steps = 7
+    model.training = model.training.updated(Training(pretrain=Pretraining(steps=7)))
     original = model._adam
 
     def spy(lr, lr_projection):

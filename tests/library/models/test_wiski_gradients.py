@@ -9,9 +9,12 @@ import pytest
 import torch
 
 from onlinegp.models.wiski import WISKI
+from onlinegp.training import Pretraining, Training
 from tests.conftest import state_equal
 
 D = torch.float64
+#: θ fixed, no pre-training
+FROZEN = Training(steps=0, pretrain=Pretraining(steps=0))
 
 
 def toy(n, dim, seed=0):
@@ -62,7 +65,7 @@ def assert_same(fast, dense, tol=1e-6):
 def test_learnt_noise_objective_and_gradient_equal_dense(dim, grid):
     X, y = toy(120, dim)
     results = []
-    for model in pair(dim, grid, num_steps=0, pretrain_steps=0):
+    for model in pair(dim, grid, training=FROZEN):
         model.update(X[:100], y[:100])
         results.append([objective_and_gradient(model, X[100 + i : 101 + i], y[100 + i : 101 + i]) for i in range(3)])
         results[-1].append(objective_and_gradient(model, X[103:120], y[103:120]))
@@ -75,7 +78,7 @@ def test_fixed_noise_objective_and_gradient_equal_dense():
     X, y = toy(90, 2)
     noise = torch.linspace(0.05, 0.3, 90, dtype=D)
     results = []
-    for model in pair(2, 8, num_steps=0, pretrain_steps=0, fixed_noise=True):
+    for model in pair(2, 8, training=FROZEN, fixed_noise=True):
         model.update(X[:80], y[:80], noise=noise[:80])
         results.append(objective_and_gradient(model, X[80:81], y[80:81], noise=noise[80:81]))
     assert_same(*results)
@@ -86,7 +89,7 @@ def test_projection_objective_and_gradient_equal_dense():
     first batch through its batch-norm statistics as well)."""
     X, y = toy(50, 5)
     first, later = [], []
-    for model in pair(5, 10, num_steps=0, pretrain_steps=0):
+    for model in pair(5, 10, training=FROZEN):
         first.append(objective_and_gradient(model, X[:40], y[:40], batch_stats=True))
         model.update(X[:40], y[:40])
         later.append(objective_and_gradient(model, X[40:41], y[40:41]))
@@ -95,12 +98,12 @@ def test_projection_objective_and_gradient_equal_dense():
     assert float(later[0][1].abs().min()) > 0
 
 
-@pytest.mark.parametrize("dim,grid,options", [(2, 8, {}), (3, 5, {}), (5, 8, {"pretrain_steps": 3})])
-def test_one_step_per_observation_streams_agree_with_dense(dim, grid, options):
+@pytest.mark.parametrize("dim,grid,pretrain", [(2, 8, 0), (3, 5, 0), (5, 8, 3)])
+def test_one_step_per_observation_streams_agree_with_dense(dim, grid, pretrain):
     """Algorithm 1 end to end: the parameters after each single-point update with its Adam step are those of the dense
     algebra (Adam's first steps are ±lr whatever the gradient's size, so a wrong sign or a lost term shows at once)."""
     X, y = toy(60, dim)
-    models = pair(dim, grid, num_steps=None, **{"pretrain_steps": 0, **options})
+    models = pair(dim, grid, training=Training(pretrain=Pretraining(steps=pretrain)))
     for model in models:
         model.update(X[:40], y[:40])
     for i in range(40, 52):
@@ -113,7 +116,9 @@ def test_one_step_per_observation_streams_agree_with_dense(dim, grid, options):
 
 def test_point_absorbed_in_place_is_undone_when_the_step_fails():
     X, y = toy(30, 2)
-    model = WISKI(2, grid_size=8, num_steps=1, pretrain_steps=0, x_bounds=[[-1.0] * 2, [1.0] * 2])
+    model = WISKI(
+        2, grid_size=8, training=Training(steps=1, pretrain=Pretraining(steps=0)), x_bounds=[[-1.0] * 2, [1.0] * 2]
+    )
     model.update(X[:20], y[:20])
     before, WtW = model.state_dict(), model.WtW
 
@@ -133,7 +138,8 @@ def test_lbfgs_fit_reaches_a_stationary_point_above_the_adam_steps():
     X, y = toy(80, 2)
     fitted = {}
     for fit in ("adam", "lbfgs"):
-        model = WISKI(2, grid_size=10, pretrain_steps=0, fit=fit, x_bounds=[[-1.0] * 2, [1.0] * 2], y_stats=(0.0, 1.0))
+        training = Training(optimizer=fit, pretrain=Pretraining(steps=0))
+        model = WISKI(2, grid_size=10, training=training, x_bounds=[[-1.0] * 2, [1.0] * 2], y_stats=(0.0, 1.0))
         model.update(X[:60], y[:60])
         model.update(X[60:], y[60:])
         fitted[fit] = model

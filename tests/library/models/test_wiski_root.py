@@ -9,7 +9,7 @@ import torch
 
 from onlinegp.models.wiski import WISKI, leading_root
 from tests.conftest import state_equal
-from tests.library.models.test_wiski import BOUNDS2, STEPS, D, assert_close, dense_ski, toy
+from tests.library.models.test_wiski import BOUNDS2, D, assert_close, dense_ski, steps, toy
 
 ALGEBRAS = ["kronecker", "dense"]
 
@@ -18,13 +18,12 @@ def model_with(rank, update, algebra="kronecker", num_steps=1, **kw):
     return WISKI(
         2,
         grid_size=8,
-        num_steps=num_steps,
         algebra=algebra,
         wtw_rank=rank,
         wtw_update=update,
         x_bounds=BOUNDS2,
         y_stats=(0.0, 1.0),
-        **STEPS,
+        **steps(num_steps),
         **kw,
     )
 
@@ -169,7 +168,7 @@ def test_fixed_noise_root_matches_dense(update):
 def test_root_with_a_learnt_projection_follows_the_full_model():
     """With r = m and the truncating update the root is exact, so the projection and θ take the same steps."""
     X, y = toy(60, dim=5)
-    kw = dict(grid_size=8, num_steps=2, x_bounds=[[-1.0] * 5, [1.0] * 5], y_stats=(0.0, 1.0), **STEPS)
+    kw = dict(grid_size=8, x_bounds=[[-1.0] * 5, [1.0] * 5], y_stats=(0.0, 1.0), **steps(2))
     full, rooted = WISKI(5, **kw), WISKI(5, wtw_rank=64, wtw_update="truncate", **kw)
     for m in (full, rooted):
         stream_points = ((0, 30), (30, 31), (31, 32), (32, 36))

@@ -51,6 +51,7 @@ from ...metrics import nlpd, rmse
 from ...models.osvgp import OSVGP
 from ...models.registry import MODELS, make_model
 from ...models.wiski import WISKIClassifier
+from ...training import Pretraining, Training
 from ..plots import plot_panel_curves
 from .exact import lbfgs_exact_gp
 from .protocol import Bench
@@ -360,7 +361,8 @@ def banana_stream(
         )
 
     def classifier(steps: int) -> WISKIClassifier:
-        return WISKIClassifier(2, 2, grid_size=grid_size, lr=lr, pretrain_steps=steps, x_bounds=bounds, seed=seed)
+        training = Training(lr=lr, pretrain=Pretraining(steps=steps))
+        return WISKIClassifier(2, 2, grid_size=grid_size, training=training, x_bounds=bounds, seed=seed)
 
     hindsight = classifier(hindsight_steps)
     t0 = time.perf_counter()

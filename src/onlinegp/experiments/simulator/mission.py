@@ -90,7 +90,8 @@ def task_extent(extent: tuple[float, float, float, float]) -> tuple[float, float
 #: POAM's family in a mission: no pre-training on the pilot survey (the paper's Algorithm 1 moves θ only a few
 #: steps per decision epoch, so that the robot explores first, Chen et al. 2024 §IV-D). Pre-training it, the library
 #: default for other streams, raised the mission-averaged SMSE from 0.30 to 0.66 (1 of 10 pairs better, sign test
-#: p = 0.02; benchmarks/results/poam_pretrain_study.json). ``model_options`` may still set it.
+#: p = 0.02; benchmarks/results/poam_pretrain_study.json). ``model_options`` may still set it (the flat keyword, which
+#: :func:`~onlinegp.training.training_options` folds into the training spec, so that a later ``training`` option wins).
 MISSION_MODEL_OPTIONS = {"pretrain_steps": 0}
 
 PROFILES: dict[str, dict[str, Any]] = {
@@ -680,7 +681,8 @@ def _recorded_config(config: MissionConfig, model: OnlineGP) -> dict:
     resolved = model_record(model)
     recorded = config.to_dict()
     defaults = [k for k in ("num_inducing", "num_steps", "kernel") if recorded[k] is None]
-    recorded.update({k: resolved["options"].get(k) for k in defaults})
+    chosen = {**resolved["options"], "num_steps": resolved["num_steps"]}  # the steps of the model's training spec
+    recorded.update({k: chosen.get(k) for k in defaults})
     return {"config": recorded, "model_defaults": defaults, "model": resolved}
 
 

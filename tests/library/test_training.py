@@ -1,0 +1,124 @@
+"""The training spec (issue 32, item 3): one :class:`Training` for every model, validated where it is given, the flat
+keywords of earlier versions folded into it, and reported by ``options()`` so that a record rebuilds its model."""
+
+import json
+
+import pytest
+import torch
+
+from onlinegp import MODELS, make_model
+from onlinegp.base import jsonable_options, model_record
+from onlinegp.models import OSVGP, POAM, WISKI, ExactGP
+from onlinegp.training import FLAT_TRAINING, Pretraining, Training, training_options
+from tests.reference import toy
+
+
+@pytest.mark.parametrize(
+    "fields, field",
+    [
+        ({"lr": -0.01}, "training.lr"),
+        ({"lr_network": float("nan")}, "training.lr_network"),
+        ({"lr_variational": "fast"}, "training.lr_variational"),
+        ({"optimizer": "sgd"}, "training.optimizer"),
+        ({"steps": -1}, "training.steps"),
+        ({"steps": 2.5}, "training.steps"),
+        ({"batch_size": 0}, "training.batch_size"),
+        ({"pretrain": {"lr": -1.0}}, "training.pretrain.lr"),
+        ({"pretrain": {"steps": -3}}, "training.pretrain.steps"),
+        ({"pretrain": {"epochs": 3}}, "training.pretrain field 'epochs'"),
+        ({"rate": 0.1}, "training field 'rate'"),
+    ],
+)
+def test_a_bad_field_is_a_value_error_naming_it(fields, field):
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        Training.of(fields)
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):  # at the model's boundary too
+        POAM(training=fields)
+
+
+def test_a_model_refuses_a_field_it_does_not_use_and_an_optimizer_it_lacks():
+    with pytest.raises(ValueError, match=r"ExactGP does not use training\.batch_size"):
+        ExactGP(training=Training(batch_size=64))
+    with pytest.raises(ValueError, match=r"WISKI does not use training\.lr_variational"):
+        make_model("wiski", training={"lr_variational": 0.1})
+    with pytest.raises(ValueError, match=r"POAM trains with 'adam', got training\.optimizer='lbfgs'"):
+        POAM(training=Training(optimizer="lbfgs"))
+
+
+def test_unset_fields_take_the_models_defaults_and_the_spec_round_trips_as_a_dict():
+    model = POAM(2, training=Training(lr=0.05, pretrain=Pretraining(steps=3)))
+    assert model.training == Training(
+        optimizer="adam", steps=10, lr=0.05, lr_network=1e-3, batch_size=256, pretrain=Pretraining(steps=3, lr=5e-2)
+    )
+    assert Training.of(model.training.as_dict()) == model.training
+    assert OSVGP().training == Training(optimizer="adam", lr=0.05, lr_variational=5e-3, batch_size=256)
+    assert make_model("ssgp++").training.optimizer == "adam" and make_model("ssgp").training.steps == 200
+    assert ExactGP(training={"optimizer": "lbfgs"}).training.steps == 100  # to convergence, as before
+
+
+def test_the_flat_keywords_fold_into_the_spec_in_order():
+    options = training_options({"num_steps": 3, "kernel": "rbf", "lr_attention": 2e-3, "pretrain_steps": 0})
+    assert options == {"kernel": "rbf", "training": Training(steps=3, lr_network=2e-3, pretrain=Pretraining(steps=0))}
+    # a later option wins, field by field, as on a command line
+    assert training_options({"pretrain_steps": 0, "training": {"steps": 4}})["training"] == Training(
+        steps=4, pretrain=Pretraining(steps=0)
+    )
+    assert training_options({"training": {"steps": 4}, "num_steps": 6})["training"] == Training(steps=6)
+    # O-SVGP's lr was its variational rate and lr_hyper θ's; fit='lbfgs' fitted to convergence whatever num_steps said
+    flat = {**FLAT_TRAINING, **OSVGP.FLAT_TRAINING}
+    assert training_options({"lr": 1e-3, "lr_hyper": 0.1}, flat)["training"] == Training(lr_variational=1e-3, lr=0.1)
+    assert training_options({"fit": "lbfgs", "num_steps": 10})["training"] == Training(optimizer="lbfgs")
+    assert training_options({"kernel": "rbf"}) == {"kernel": "rbf"}
+    with pytest.raises(ValueError, match=r"training\.lr"):
+        make_model("poam", lr=-1.0)
+
+
+@pytest.mark.parametrize(
+    "name, flat, spec",
+    [
+        (
+            "poam",
+            {"num_steps": 3, "lr": 0.05, "pretrain_steps": 4, "batch_size": 40},
+            {"steps": 3, "lr": 0.05, "batch_size": 40, "pretrain": {"steps": 4}},
+        ),
+        ("osvgp", {"num_steps": 2, "lr": 0.01, "lr_hyper": 0.02}, {"steps": 2, "lr_variational": 0.01, "lr": 0.02}),
+        ("ssgp++", {"num_steps": 4, "lr": 0.03, "lr_attention": 2e-3}, {"steps": 4, "lr": 0.03, "lr_network": 2e-3}),
+        (
+            "wiski",
+            {"num_steps": 1, "lr_projection": 1e-3, "pretrain_steps": 5, "pretrain_lr_projection": 4e-3},
+            {"steps": 1, "lr_network": 1e-3, "pretrain": {"steps": 5, "lr_network": 4e-3}},
+        ),
+        ("exact", {"fit": "lbfgs", "num_steps": 10}, {"optimizer": "lbfgs"}),
+        ("lgpr", {"fit_steps": 7}, {"steps": 7}),
+    ],
+)
+def test_old_flat_keys_give_the_same_model_bit_for_bit(name, flat, spec):
+    X, y = toy(80, seed=4)
+    old, new = make_model(name, seed=1, **flat), make_model(name, seed=1, training=spec)
+    assert old.options() == new.options()
+    for lo in (0, 50):
+        old.update(X[lo : lo + 50], y[lo : lo + 50])
+        new.update(X[lo : lo + 50], y[lo : lo + 50])
+    assert torch.equal(old.predict(X).mean, new.predict(X).mean) and torch.equal(
+        old.predict(X).var_y, new.predict(X).var_y
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_options_report_the_spec_readably_and_round_trip_through_make_model(name):
+    model = make_model(name, input_dim=2)
+    options = model.options()
+    record = jsonable_options(options)
+    loaded = json.loads(json.dumps(record))  # as a config.json reads back (the dtype by name, which stays float64)
+    again = make_model(name, **{k: v for k, v in loaded.items() if k != "dtype"})
+    assert again.options() == make_model(name, **options).options()
+    if "training" in options:
+        assert isinstance(options["training"], Training) and record["training"] == options["training"].as_dict()
+        assert model_record(model)["num_steps"] == options["training"].steps
+
+
+def test_num_steps_is_the_specs_steps_and_switches_them():
+    model = WISKI(2, grid_size=8)
+    assert model.num_steps is None  # ⌈√B⌉ per batch
+    model.num_steps = 0
+    assert model.training.steps == 0 and model.options()["training"].steps == 0
