@@ -26,7 +26,9 @@ def objective(x: torch.Tensor) -> torch.Tensor:
     return BRANIN(x) + 0.05 * torch.randn(x.shape[:-1], dtype=x.dtype)
 
 
-gp = onlinegp.WISKI(grid_size=16, num_steps=3, x_bounds=BOUNDS)  # x_bounds fixes the input scaling
+gp = onlinegp.WISKI(
+    grid_size=16, training=onlinegp.Training(steps=3), x_bounds=BOUNDS
+)  # x_bounds fixes the input scaling
 X = BOUNDS[0] + (BOUNDS[1] - BOUNDS[0]) * torch.rand(4, 2, dtype=torch.float64)  # a small initial design
 Y = objective(X)
 gp.update(X, Y)

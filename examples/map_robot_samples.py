@@ -36,7 +36,7 @@ def read_batch(step: int, n: int = 60) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 # POAM with the Attentive Kernel; a smaller model than the default 500 inducing points keeps this example fast
-model = onlinegp.POAM(num_inducing=120, num_steps=30, x_bounds=AREA)
+model = onlinegp.POAM(num_inducing=120, training=onlinegp.Training(steps=30), x_bounds=AREA)
 grid = torch.stack(torch.meshgrid(*[torch.linspace(-30, 30, 40, dtype=torch.float64)] * 2, indexing="xy"), -1)
 grid = grid.reshape(-1, 2)
 truth = field(grid)
