@@ -14,6 +14,7 @@ at construction when D is given, otherwise at the first ``update`` (or when a ch
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import pickle
 import reprlib
@@ -21,7 +22,7 @@ import time
 import types
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,26 @@ def copy_state(value: Any) -> Any:
     if type(value) in (int, float, bool, str, type(None)):
         return value  # immutable: what deepcopy returns too
     return copy.deepcopy(value)
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    """``value`` with every tensor in it (through dicts, lists, tuples and dataclasses) on ``device``; a leaf that
+    requires grad stays a leaf. The same object where nothing moves."""
+    if isinstance(value, Tensor):
+        if value.device == device:
+            return value
+        moved = value.detach().to(device)
+        return moved.requires_grad_() if value.requires_grad and value.is_leaf else moved
+    if type(value) is dict:
+        return {k: to_device(v, device) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(to_device(v, device) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        moved = copy.copy(value)
+        for f in dataclasses.fields(value):
+            object.__setattr__(moved, f.name, to_device(getattr(value, f.name), device))
+        return moved
+    return value
 
 
 def class_name(cls: type) -> str:
@@ -295,11 +316,34 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
 
     def _build_for(self, input_dim: int) -> None:
         """``_build`` with torch's global generator seeded by ``seed`` (and restored after): what it draws, such as
-        an attention network's initial weights, is the same in every process for the same ``seed``."""
+        an attention network's initial weights, is the same in every process for the same ``seed``. It builds on
+        the CPU, so that a model on another device starts from the same draws, and then moves there."""
         self.input_dim = int(input_dim)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
             self._build(self.input_dim)
+        if self.device.type != "cpu":
+            self._rebuild_on(self.device)
+
+    def _rebuild_on(self, device: torch.device) -> None:
+        """Move a built model to ``device``: build its structure again there (what ``_build`` creates, with the
+        tensors it makes on ``device``) and load its own state into it, so every tensor it holds moves, the
+        optimiser moments and stored terms too."""
+        state = self.state_dict()
+        nn.Module.to(self, device)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device:
+            self._build(self.input_dim)
+        self.load_state_dict(state)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model keeps its tensors and computes: the CPU unless moved by ``.to(device)``."""
+        return self.likelihood.noise_covar.raw_noise.device
+
+    def _placed(self) -> AbstractContextManager:
+        """Tensors created without a device inside it are created on the model's device."""
+        device = self.device
+        return nullcontext() if device.type == "cpu" else device
 
     def _structure(self) -> tuple[dict, dict]:
         """The model's attributes and registered parameters, buffers and modules (shallow copies)."""
@@ -346,9 +390,10 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
 
         A batch that fails anywhere, or is refused, leaves the model exactly as it was (after a failed first batch
         the model has no input width again)."""
-        x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
-        y = as_targets(y, x.shape[0], self.dtype)
+        x = as_tensor_2d(x, "x", self.dtype, self.input_dim).to(self.device)
+        y = as_targets(y, x.shape[0], self.dtype).to(self.device)
         noise = self._noise_argument(noise, x.shape[0])
+        noise = None if noise is None else noise.to(self.device)
         # state_dict() copies the extra state already; parameters and buffers are live views, so clone those
         snapshot = {k: v.clone() if isinstance(v, Tensor) else v for k, v in self.state_dict().items()}
         unbuilt = self._structure() if self.input_dim is None else None
@@ -356,28 +401,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         try:
             if unbuilt is not None:
                 self._build_for(x.shape[1])
-            self.jitter = JitterLog()
-            with timer("scaling"):
-                degenerate = self.scaler.fit(x, y)
-                xs, ys = self.scaler.x(x), self.scaler.y(y)
-            with timer("health"), torch.no_grad():
-                warnings, checks = health.input_range(xs)
-                warnings = health.scaling(degenerate, x.shape[0]) + warnings
-                if self.num_updates and xs.shape[0] >= health.MIN_BATCH:
-                    before = self.posterior_scaled(xs)
-                    found, calibration = health.calibration(before.mean, before.var_y, ys)
-                    diverging, error = health.fit(before.mean, ys, absorbed=False)
-                    warnings, checks = warnings + found + diverging, checks | calibration | error
-            if noise is None:
-                info = self._update(xs, ys, timer) or {}
-            else:  # in scaled units, as the batch
-                info = self._update(xs, ys, timer, noise=noise / self.scaler.y_std**2) or {}
-            with timer("health"), torch.no_grad():
-                warnings += health.objective(info.get("objective"), xs.shape[0]) + health.conditioning(self.jitter)
-                warnings += health.runaway(getattr(self, "kernel", None))
-                if xs.shape[0] >= health.MIN_BATCH:
-                    found, error = health.fit(self.posterior_scaled(xs).mean, ys, absorbed=True)
-                    warnings, checks = warnings + found, checks | error
+            with self._placed():
+                info, warnings, checks = self._update_placed(x, y, noise, timer)
         except BaseException:
             if unbuilt is not None:
                 self._restore_structure(unbuilt)
@@ -397,24 +422,56 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             warnings=warnings,
         )
 
+    def _update_placed(
+        self, x: Tensor, y: Tensor, noise: Tensor | None, timer: PhaseTimer
+    ) -> tuple[dict, list[str], dict]:
+        """``update``'s work on a built model, on its device: scaling, the health checks and ``_update``."""
+        self.jitter = JitterLog()
+        with timer("scaling"):
+            degenerate = self.scaler.fit(x, y)
+            xs, ys = self.scaler.x(x), self.scaler.y(y)
+        with timer("health"), torch.no_grad():
+            warnings, checks = health.input_range(xs)
+            warnings = health.scaling(degenerate, x.shape[0]) + warnings
+            if self.num_updates and xs.shape[0] >= health.MIN_BATCH:
+                before = self.posterior_scaled(xs)
+                found, calibration = health.calibration(before.mean, before.var_y, ys)
+                diverging, error = health.fit(before.mean, ys, absorbed=False)
+                warnings, checks = warnings + found + diverging, checks | calibration | error
+        if noise is None:
+            info = self._update(xs, ys, timer) or {}
+        else:  # in scaled units, as the batch
+            info = self._update(xs, ys, timer, noise=noise / self.scaler.y_std**2) or {}
+        with timer("health"), torch.no_grad():
+            warnings += health.objective(info.get("objective"), xs.shape[0]) + health.conditioning(self.jitter)
+            warnings += health.runaway(getattr(self, "kernel", None))
+            if xs.shape[0] >= health.MIN_BATCH:
+                found, error = health.fit(self.posterior_scaled(xs).mean, ys, absorbed=True)
+                warnings, checks = warnings + found, checks | error
+        return info, warnings, checks
+
     def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
         """Predictive distribution at scaled inputs, in scaled units; differentiable in ``xs`` (no validation).
 
         For code that works in the model's scaled space (ensembles of models, acquisition functions)."""
-        mean, var_f, cov = self._predict(xs, full_cov)
+        with self._placed():
+            mean, var_f, cov = self._predict(xs, full_cov)
         var_f = var_f.clamp_min(0.0)
         return Prediction(mean=mean, var_f=var_f, var_y=var_f + self.noise.detach(), cov_f=cov)
 
     def posterior(self, x: Any, full_cov: bool = False) -> Prediction:
         """Predictive distribution at ``x`` in user units, differentiable in a tensor ``x`` (e.g. for BoTorch).
 
-        Computed in the model's ``dtype``; returned in the floating dtype of ``x`` when it is a floating tensor or
-        array (float32 in, float32 out), else in the model's."""
+        Computed in the model's ``dtype`` on its device; returned in the floating dtype of ``x`` when it is a
+        floating tensor or array (float32 in, float32 out), else in the model's, and on the device of ``x`` when it
+        is a tensor, else on the model's."""
         if self.num_updates == 0:
             raise RuntimeError("the model has seen no data yet: call update(x, y) before predict")
         out = floating_dtype(x) or self.dtype
-        x = as_tensor_2d(x, "x", self.dtype, self.input_dim, keep_graph=True)
-        scaled = self.posterior_scaled(self.scaler.x(x), full_cov)
+        out = torch.empty(0, dtype=out, device=x.device if isinstance(x, Tensor) else self.device)
+        x = as_tensor_2d(x, "x", self.dtype, self.input_dim, keep_graph=True).to(self.device)
+        with self._placed():  # a model that overrides posterior_scaled (the ensembles) computes there too
+            scaled = self.posterior_scaled(self.scaler.x(x), full_cov)
         return Prediction(
             mean=self.scaler.y_inverse_mean(scaled.mean).to(out),
             var_f=self.scaler.y_inverse_var(scaled.var_f).to(out),
@@ -461,8 +518,9 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             raise ValueError(f"{type(self).__name__} has no single kernel to map")
         if self.input_dim is None:
             raise RuntimeError("the model has seen no data yet: call update(x, y) before lengthscale_map")
-        x = as_tensor_2d(x, "x", self.dtype, self.input_dim)
-        return lengthscale_map(kernel, self.scaler.x(x)) * self.scaler.x_half_range.mean()
+        x = as_tensor_2d(x, "x", self.dtype, self.input_dim).to(self.device)
+        with self._placed():
+            return lengthscale_map(kernel, self.scaler.x(x)) * self.scaler.x_half_range.mean()
 
     @property
     def noise(self) -> Tensor:
@@ -519,6 +577,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         }
 
     def set_extra_state(self, state: dict) -> None:
+        # a checkpoint from another device; the random generator's state stays on the CPU, where the generator is
+        state = {k: v if k == "generator" else to_device(v, self.device) for k, v in state.items()}
         for k, v in state["dynamic"].items():
             setattr(self, k, v.clone() if isinstance(v, Tensor) else copy.deepcopy(v))
         self.generator.set_state(state["generator"])
@@ -527,7 +587,7 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         if state.get("optimizer") is not None:
             self.optimizer.load_state_dict(state["optimizer"])
         if state.get("data") is not None:
-            self.data = GrowingBuffer(self.input_dim, self.dtype)
+            self.data = GrowingBuffer(self.input_dim, self.dtype, self.device)
             self.data.load(state["data"])
 
     def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False) -> Any:
@@ -584,7 +644,7 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             )
         model = target(**options) if isinstance(target, type) else target
         try:
-            state = torch.load(path, weights_only=False)
+            state = torch.load(path, weights_only=False, map_location=model.device)
         except (OSError, EOFError, RuntimeError, ValueError, UnicodeDecodeError, pickle.UnpicklingError) as error:
             raise ValueError(f"cannot read the checkpoint {path}: {type(error).__name__}: {error}") from error
         if not isinstance(state, dict) or not isinstance(state.get("_extra_state"), dict):
@@ -604,10 +664,27 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         return f"{type(self).__name__}({', '.join(shown)}) [{size}]"
 
     def to(self, *args: Any, **kwargs: Any) -> "OnlineGP":
-        """Move to a device as ``nn.Module.to``; a change of dtype is refused (build the model with ``dtype=``)."""
-        device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+        """Move to a device as ``nn.Module.to`` (every tensor the model holds moves, stored terms and optimiser
+        moments too; inputs are moved to the model's device and predictions come back on the inputs'); a change of
+        dtype is refused (build the model with ``dtype=``)."""
+        device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
         self._keep_dtype(dtype)
-        return self if device is None else super().to(device, non_blocking=non_blocking)
+        if device is None:
+            return self
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        if device == self.device:
+            return self
+        if self.input_dim is None:
+            return nn.Module.to(self, device)
+        self._rebuild_on(device)
+        return self
+
+    def cuda(self, device: Any = None) -> "OnlineGP":
+        return self.to(torch.device("cuda", device) if isinstance(device, int) else device or "cuda")
+
+    def cpu(self) -> "OnlineGP":
+        return self.to("cpu")
 
     def type(self, dst_type: Any) -> "OnlineGP":
         return self.to(torch.empty(0).type(dst_type).dtype)

@@ -202,7 +202,11 @@ class OSVGP(Trained, KernelGP):
             n, batch_size = xs.shape[0], self.training.batch_size
 
             def elbo() -> Tensor:
-                idx = torch.randperm(n, generator=self.generator)[:batch_size] if n > batch_size else torch.arange(n)
+                idx = (
+                    torch.randperm(n, generator=self.generator, device="cpu")[:batch_size]
+                    if n > batch_size
+                    else torch.arange(n)
+                )
                 return online_svgp_elbo(
                     self.kernel,
                     self.noise,

@@ -264,7 +264,9 @@ class POAM(Trained, KernelGP):
 
         def elbo() -> Tensor:
             idx = (
-                torch.randint(n, (min(batch_size, n),), generator=self.generator) if n > batch_size else torch.arange(n)
+                torch.randint(n, (min(batch_size, n),), generator=self.generator, device="cpu")
+                if n > batch_size
+                else torch.arange(n)
             )
             xb = X_all[idx]
             Kuu, Kub = cross(xb)

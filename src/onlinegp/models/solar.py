@@ -51,7 +51,7 @@ def weighted_prediction(
     top, idx = log_sim.topk(min(num_predict, log_sim.shape[1]), dim=1)
     w = torch.softmax(top, dim=1)
     M, VF, VY = (torch.zeros_like(w) for _ in range(3))
-    cov = torch.zeros(n, n, dtype=w.dtype) if full_cov else None
+    cov = torch.zeros(n, n, dtype=w.dtype, device=w.device) if full_cov else None
     for j in idx.unique().tolist():
         rows, slot = (idx == j).nonzero(as_tuple=True)
         m, vf, vy, C = predict_local(j, rows, full_cov)
@@ -276,7 +276,7 @@ class LGPR(_Dominant, KernelGP):
 
     def _fit_scaled(self, xs: Tensor, ys: Tensor) -> float:
         if xs.shape[0] > self.max_fit_points:
-            keep = torch.randperm(xs.shape[0], generator=self.generator)[: self.max_fit_points]
+            keep = torch.randperm(xs.shape[0], generator=self.generator, device="cpu")[: self.max_fit_points]
             xs, ys = xs[keep], ys[keep]
         params = list(self.kernel.parameters()) + list(self.likelihood.parameters())
         opt = torch.optim.LBFGS(params, lr=1.0, max_iter=self.training.steps, line_search_fn="strong_wolfe")

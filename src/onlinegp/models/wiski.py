@@ -318,7 +318,9 @@ class InputProjection(nn.Module):
         gen = torch.Generator().manual_seed(int(seed))
         self.linear = nn.Linear(input_dim, out_dim).to(dtype)
         with torch.no_grad():
-            self.linear.weight.copy_(torch.randn(out_dim, input_dim, generator=gen, dtype=dtype) / math.sqrt(input_dim))
+            self.linear.weight.copy_(
+                torch.randn(out_dim, input_dim, generator=gen, dtype=dtype, device="cpu") / math.sqrt(input_dim)
+            )
             self.linear.bias.zero_()
         self.norm = nn.BatchNorm1d(out_dim, affine=False).to(dtype)  # holds the frozen statistics
 
@@ -491,7 +493,15 @@ class WISKI(Trained, KernelGP):
                 "algebra='kronecker' needs a product kernel over all grid dimensions: ScaleKernel(RBFKernel) or "
                 "kernel='matern52-product' (no active_dims)"
             )
-        self.algebra = "kronecker" if self._algebra != "dense" and kind and self.root == "cholesky" else "dense"
+        on_host = self.device.type == "cpu"  # the Kronecker marginal runs SciPy's LAPACK on host memory
+        if self._algebra == "kronecker" and not on_host:
+            raise ValueError(
+                f"algebra='kronecker' runs on the CPU only (SciPy's LAPACK); on {self.device} use algebra='dense' "
+                "(or 'auto', which chooses it there)"
+            )
+        self.algebra = (
+            "kronecker" if self._algebra != "dense" and kind and self.root == "cholesky" and on_host else "dense"
+        )
         self.projection = InputProjection(input_dim, self.grid_dim, self.seed, self.dtype) if input_dim > 3 else None
         self.optimizer = self._adam(self.training.lr, self.training.lr_network)
         self.register_buffer("U", self.grid.points())
@@ -824,7 +834,9 @@ class WISKIClassifier(nn.Module):
     def predict_proba(self, x: Any, num_samples: int = 256) -> Tensor:
         """Class probabilities E[softmax(f)] (n, C) by Monte Carlo over the per-class posteriors (Milios Eq. 8)."""
         mean, var = self.latent(x)
-        eps = torch.randn(num_samples, *mean.shape, dtype=mean.dtype, generator=self.generator)
+        eps = torch.randn(num_samples, *mean.shape, dtype=mean.dtype, generator=self.generator, device="cpu").to(
+            mean.device
+        )
         return torch.softmax(mean + var.sqrt() * eps, -1).mean(0)
 
     @torch.no_grad()
