@@ -28,8 +28,8 @@ class OnlineGPRegressor(RegressorMixin, BaseEstimator):
     Args:
         method: a registered name (``onlinegp.MODELS``), e.g. ``"osgpr"`` or ``"poam"``.
         update_size: rows per ``update`` in ``fit``; None (default) absorbs all of X in one update. (Not named
-            ``batch_size``: that is an option of POAM's, its M-step's mini-batch.)
-        **options: keyword options of the method's class (``num_inducing``, ``num_steps``, ``seed``, ...).
+            ``batch_size``: that is a field of a model's training spec, POAM's M-step's mini-batch.)
+        **options: keyword options of the method's class (``num_inducing``, ``training``, ``seed``, ...).
     """
 
     def __init__(self, method: str = "osgpr", *, update_size: int | None = None, **options: Any):

@@ -50,7 +50,7 @@ class VarSSGP(_SummaryAblation):
 
 @register("online-elbo", "POAM ablation: M-step on SSGP's online bound")
 class OnlineELBO(_SummaryAblation):
-    """POAM-ONLINE-ELBO: POAM's E-step; M-step = ``num_steps`` Adam steps on the online bound of the new batch."""
+    """POAM-ONLINE-ELBO: POAM's E-step; M-step = ``training.steps`` Adam steps on the online bound of the new batch."""
 
     def __init__(self, input_dim: int | None = None, **kwargs: Any):
         super().__init__(input_dim, **kwargs)
