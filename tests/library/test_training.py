@@ -119,6 +119,6 @@ def test_options_report_the_spec_readably_and_round_trip_through_make_model(name
 
 def test_num_steps_is_the_specs_steps_and_switches_them():
     model = WISKI(2, grid_size=8)
-    assert model.num_steps is None  # ⌈√B⌉ per batch
+    assert model.num_steps is None  # one step per point of a batch
     model.num_steps = 0
     assert model.training.steps == 0 and model.options()["training"].steps == 0

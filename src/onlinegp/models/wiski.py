@@ -31,9 +31,9 @@ change of any parameter, not after every point. So one Adam step per observation
 O(m² Σ_d g_d + 2m³/3) whatever n is (about 5x one m × m Cholesky at m = 1000, ``benchmarks/bench_wiski.py``), and
 predictions O(4^d m) per point. Without a projection a new point's terms are added to WᵀW once, in place, before the
 step (``KernelGP.update`` restores its copy of the state if the step fails). The steps, not absorbing the points
-(O(16^d) each), are the whole cost of an update, so a batch of B points takes ⌈√B⌉ steps by default
-(:func:`batch_steps`, our choice: Algorithm 1 is for one point at a time, one step each, which a single point still
-gets).
+(O(16^d) each), are the whole cost of an update. A batch of B points takes B steps by default, one per observation
+as Algorithm 1 streams them; ``training=Training(steps=k)`` takes k per update instead (faster, and less accurate
+where the projection must still be learnt: ``benchmarks/study_wiski_defaults.py``).
 
 For D > 3 inputs a learnt feature map h(x) = tanh(BN(A x + b) / 2) to [-1, 1]² is used (§4.3, §5.1: "a linear
 projection ... transformed via a batch-norm operation and the non-linear tanh"; the bias, the batch-norm without affine
@@ -101,17 +101,6 @@ DEFAULT_GRID = {1: 256, 2: 16, 3: 10}
 GILL_JITTER = 1e-8
 #: initial RBF length-scale (gpytorch's default, softplus(0), which the authors' runs kept; Stanton et al. 2021, App. C)
 DEFAULT_LENGTHSCALE = 0.693
-
-
-def batch_steps(batch_size: int) -> int:
-    """Adam steps for a batch of B new points by default: ⌈√B⌉, our choice. Algorithm 1 of Stanton et al. 2021 takes
-    one step per point as points arrive one at a time (B = 1: one step, as there) and is silent on batches. A step
-    costs the same whatever B and n are, so B steps make a batch cost B single updates (13 s for B = 1000 at m = 256
-    under load), while one step per batch (what the authors' released ``update`` takes) leaves θ near where
-    pre-training put it. √B steps grow with the batch, sub-linearly (0.5 s for B = 1000); on the 2-D magnetic survey in
-    20 batches of 500 their final RMSE is 0.6-2.4% above B steps' (one step per batch: 1.1-3.8%):
-    ``benchmarks/bench_wiski.py --batch``, docs/results/wiski.md."""
-    return math.ceil(math.sqrt(batch_size))
 
 
 class CubicGrid:
@@ -369,9 +358,8 @@ class WISKI(Trained, KernelGP):
         training: a :class:`~onlinegp.training.Training` (or a dict of its fields) over :attr:`TRAINING`:
             ``optimizer`` 'adam' (default) or 'lbfgs' (after each update θ and the projection fitted to convergence
             on the marginal likelihood of all data so far: the Bayesian-optimisation set-up of Stanton et al. 2021,
-            appendix C.2); ``steps``, Adam steps per update after the first (None: ⌈√B⌉ for a batch of B points,
-            :func:`batch_steps`, our choice: one for a single point, Algorithm 1's one step per observation, and far
-            fewer than B for a batch) or L-BFGS iterations at most (None: ``LBFGS_ITERATIONS``); 0 freezes the
+            appendix C.2); ``steps``, Adam steps per update after the first (None: B for a batch of B points,
+            Algorithm 1's one step per observation) or L-BFGS iterations at most (None: ``LBFGS_ITERATIONS``); 0 freezes the
             hyper-parameters; ``lr``, kernel and noise online (5e-3) and ``lr_network``, the projection (5e-4);
             ``pretrain``, :class:`~onlinegp.training.Pretraining`: full-batch Adam steps on the first batch (200,
             Table C.1's T_batch) at ``lr`` (5e-2) and ``lr_network`` (5e-3), cosine-annealed to zero; 0 steps make the
@@ -394,7 +382,7 @@ class WISKI(Trained, KernelGP):
     """
 
     _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "wtw_root", "wtw_inv_root", "held_x", "held_y", "held_noise")
-    #: the defaults of ``training`` (Stanton et al. 2021, Table C.1; ``steps`` None: ⌈√B⌉ Adam steps for B points,
+    #: the defaults of ``training`` (Stanton et al. 2021, Table C.1; ``steps`` None: B Adam steps for B points,
     #: or L-BFGS to convergence)
     TRAINING = Training(
         optimizer="adam", lr=5e-3, lr_network=5e-4, pretrain=Pretraining(steps=200, lr=5e-2, lr_network=5e-3)
@@ -721,7 +709,8 @@ class WISKI(Trained, KernelGP):
                 params = [p for group in self.optimizer.param_groups for p in group["params"]]
                 value = lbfgs_fit(params, mll, self.kernel, self.num_steps, scale=n)
             else:
-                steps = batch_steps(xs.shape[0]) if self.num_steps is None else self.num_steps
+                # one step per observation (Stanton et al. 2021, Algorithm 1) unless a count is given
+                steps = xs.shape[0] if self.num_steps is None else self.num_steps
                 value = gradient_steps([self.optimizer], mll, steps, scale=n)
         self.held_x, self.held_y, self.held_noise = (xs, ys, noise) if hold else (None, None, None)
         with timer("caches"), torch.no_grad():

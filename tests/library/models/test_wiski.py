@@ -10,7 +10,7 @@ import torch
 from onlinegp.kronecker import GridFactors, grid_marginal, kron_congruence, kron_dense, kron_matmul
 from onlinegp.linalg import CholeskyError
 from onlinegp.models.registry import make_model
-from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier, batch_steps
+from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier
 from onlinegp.posterior import kuu
 from onlinegp.training import Pretraining, Training
 from tests.conftest import state_equal
@@ -472,9 +472,9 @@ def test_prediction_caches_rebuilt_lazily_and_on_parameter_change():
     assert model._cache is None
 
 
-def test_default_steps_one_per_point_and_the_root_of_a_batch():
-    """Single points take one Adam step each (Algorithm 1), a batch of B points ⌈√B⌉ (our default, not B: the steps are
-    the whole cost of an update), the first batch its pre-training steps on a fresh Adam; ``num_steps`` overrides."""
+def test_default_steps_one_per_point():
+    """Every point takes one Adam step (Algorithm 1), in a batch of B too (B steps), the first batch its pre-training
+    steps on a fresh Adam; ``num_steps`` overrides."""
     X, y = toy(200)
     model = WISKI(
         2, grid_size=6, training=Training(pretrain=Pretraining(steps=3)), x_bounds=BOUNDS2, y_stats=(0.0, 1.0)
@@ -489,13 +489,12 @@ def test_default_steps_one_per_point_and_the_root_of_a_batch():
         model.update(X[i : i + 1], y[i : i + 1])
     assert online_steps() == {5}
     model.update(X[45:145], y[45:145])
-    assert online_steps() == {5 + 10}
+    assert online_steps() == {5 + 100}
     model.update(X[145:155], y[145:155])
-    assert online_steps() == {15 + 4}
+    assert online_steps() == {105 + 10}
     model.num_steps = 2
     model.update(X[155:195], y[155:195])
-    assert online_steps() == {19 + 2}
-    assert [batch_steps(b) for b in (1, 2, 4, 5, 1000)] == [1, 2, 2, 3, 32]
+    assert online_steps() == {115 + 2}
 
 
 def test_paper_setup_defaults():
