@@ -54,6 +54,6 @@ for step in range(10):
 
 checkpoint = Path(tempfile.mkdtemp()) / "robot_map.pt"  # your own run directory in practice
 model.save(checkpoint)  # an exact checkpoint: the state, not the options, so give the non-default ones to load it
-again = onlinegp.POAM.load(checkpoint, num_inducing=120, num_steps=30, x_bounds=AREA)
+again = onlinegp.POAM.load(checkpoint, num_inducing=120, training=onlinegp.Training(steps=30), x_bounds=AREA)
 assert torch.equal(again.predict(grid[:5]).mean, model.predict(grid[:5]).mean)
 print("learnt hyper-parameters:", {k: round(v, 3) for k, v in model.hyperparameters(grid).items()})
