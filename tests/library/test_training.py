@@ -122,3 +122,17 @@ def test_num_steps_is_the_specs_steps_and_switches_them():
     assert model.num_steps is None  # one step per point of a batch
     model.num_steps = 0
     assert model.training.steps == 0 and model.options()["training"].steps == 0
+
+
+def test_a_class_load_folds_the_flat_keywords_as_make_model(tmp_path):
+    """``POAM.load(path, num_steps=3)`` builds the model that ``make_model('poam', num_steps=3)`` does."""
+    X, y = toy(120, seed=5)
+    model = POAM(num_inducing=16, training=Training(steps=3, lr=0.02))
+    model.update(X, y)
+    path = tmp_path / "poam.pt"
+    model.save(str(path))
+    flat = POAM.load(str(path), num_inducing=16, num_steps=3, lr=0.02)
+    assert flat.training == model.training and (flat.training.steps, flat.training.lr) == (3, 0.02)
+    assert torch.equal(flat.predict(X[:5]).mean, model.predict(X[:5]).mean)
+    with pytest.raises(TypeError):
+        POAM.load(str(path), num_inducing=16, not_an_option=1)
