@@ -36,7 +36,7 @@ from .io import atomic_write
 from .kernels import kernel_name, lengthscale_map, make_kernel
 from .linalg import JitterLog
 from .scaling import Scaler
-from .training import FLAT_TRAINING, training_options
+from .training import options_for
 from .validation import as_noise_variances, as_targets, as_tensor_2d, floating_dtype
 
 DEFAULT_DTYPE = torch.float64
@@ -643,10 +643,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
                 f"options ({', '.join(options)}) are for building a model: call load on the class "
                 f"({type(target).__name__}.load(path, **options)) or build the model with them first"
             )
-        if isinstance(target, type) and getattr(target, "TRAINING", None) is not None:
-            # the flat training keywords of earlier versions, as make_model takes them (num_steps=5, lr=0.01)
-            options = training_options(options, getattr(target, "FLAT_TRAINING", FLAT_TRAINING))
-        model = target(**options) if isinstance(target, type) else target
+        # a class takes the flat training keywords of earlier versions, as make_model does (num_steps=5, lr=0.01)
+        model = target(**options_for(target, options)) if isinstance(target, type) else target
         try:
             state = torch.load(path, weights_only=False, map_location=model.device)
         except (OSError, EOFError, RuntimeError, ValueError, UnicodeDecodeError, pickle.UnpicklingError) as error:

@@ -339,3 +339,11 @@ def training_options(options: Mapping[str, Any], flat: Mapping[str, str] = FLAT_
             )
             spec = spec.updated(Training.of(part))
     return {**rest, "training": spec}
+
+
+def options_for(model_class: type, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options to build ``model_class`` with: :func:`training_options` with the class's own flat names
+    (``FLAT_TRAINING``) when a :class:`Training` spec fits it, else the options unchanged."""
+    if getattr(model_class, "TRAINING", None) is None:
+        return dict(options)
+    return training_options(options, getattr(model_class, "FLAT_TRAINING", FLAT_TRAINING))

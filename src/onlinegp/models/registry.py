@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 from ..base import OnlineGP
-from ..training import FLAT_TRAINING, training_options
+from ..training import options_for
 
 T = TypeVar("T")
 
@@ -52,11 +52,8 @@ def make_model(name: str, input_dim: int | None = None, **options: Any) -> Onlin
 
     A model fitted by a :class:`~onlinegp.training.Training` spec also takes the flat keywords of earlier configs
     (``num_steps=5``, ``lr=0.01``, ``pretrain_steps=0``, ...), folded into its ``training`` by
-    :func:`~onlinegp.training.training_options`."""
+    :func:`~onlinegp.training.options_for`."""
     key = name.lower()
     if key not in MODELS:
         raise ValueError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}")
-    cls = model_class(key)
-    if getattr(cls, "TRAINING", None) is not None:
-        options = training_options(options, getattr(cls, "FLAT_TRAINING", FLAT_TRAINING))
-    return MODELS[key].factory(input_dim, **options)
+    return MODELS[key].factory(input_dim, **options_for(model_class(key), options))
