@@ -586,10 +586,11 @@ def bench_command(
 ):
     """Register ``onlinegp bench NAME``, the one way every bench is registered: the command runs the
     :class:`~onlinegp.experiments.bench.protocol.Bench` ``BENCHES[NAME]`` of ``onlinegp.experiments.bench.<module>``
-    (imported when run; see :func:`_run_bench`). The decorated function declares the bench's own options (its
-    docstring is the help); *options* (name: (type, ``typer.Option``)) follow them, then the options every bench
-    shares (:func:`_common_options`: ``--quiet`` with help *quiet*, ``--workers`` where *workers*, ``--backend`` and
-    ``--address`` where *ray*, the results tree's options for a *sweep*)."""
+    (imported when run; see :func:`_run_bench`). The decorated function declares the bench's own options, named as the
+    fields of the bench's options dataclass (its docstring is the help); *options* (name: (type, ``typer.Option``))
+    follow them, then the options every bench shares (:func:`_common_options`: ``--quiet`` with help *quiet*,
+    ``--workers`` where *workers*, ``--backend`` and ``--address`` where *ray*, the results tree's options for a
+    *sweep*)."""
 
     BENCH_MODULES[name] = module
 
@@ -681,8 +682,8 @@ RUNNER_OPTIONS = ("workers", "backend", "address", "quiet", "results", "no_resul
 def _run_bench(name: str, module: str, arguments: dict[str, Any]) -> None:
     """Run bench *name* of ``bench.<module>`` with the command's *arguments*: take ``--out`` (a usage error when it
     holds another run, unless ``--force``; a rerun of the same bench continues there) and the runner's options off,
-    start the bench with the rest, show its result; a ValueError is a usage error, a failed run exit 1 where the bench
-    says so."""
+    build the bench's options from the rest and start it, show its result; a ValueError is a usage error, a failed
+    run exit 1 where the bench says so."""
     from .bench.runner import RunnerOptions, resolve_results
 
     out, force = arguments.pop("out"), arguments.pop("force")
@@ -693,7 +694,7 @@ def _run_bench(name: str, module: str, arguments: dict[str, Any]) -> None:
         fresh = not runner.pop("resume", True)
         results = resolve_results(runner.pop("results", None), not runner.pop("no_results", True))
         options = RunnerOptions(**runner, results=results, fresh=fresh)
-        value = bench.start(out, options, typer.echo, arguments)
+        value = bench.start(bench.options(**arguments), out, options, typer.echo)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     code = bench.show(value, options.quiet, typer.echo)

@@ -1,20 +1,23 @@
 """``onlinegp bench defaults``: the protocol, the table's arithmetic, and a small end-to-end sweep."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from onlinegp.experiments.bench.defaults import (
+    BENCHES,
     EXACT_STARTS,
     METHODS,
     TARGETS,
+    DefaultsOptions,
     defaults_job,
-    run_defaults,
     split_data,
     summarise,
 )
+from onlinegp.experiments.bench.runner import RunnerOptions
 from onlinegp.experiments.cli import app
 
 
@@ -58,7 +61,7 @@ def test_summary_ratios_and_targets():
 
 def test_small_sweep_end_to_end_and_resume(tmp_path):
     out = tmp_path / "runs"
-    kwargs = dict(
+    options = DefaultsOptions(
         datasets=["concrete"],
         methods=["osgpr"],
         splits=1,
@@ -66,9 +69,8 @@ def test_small_sweep_end_to_end_and_resume(tmp_path):
         test_size=80,
         batch_size=50,
         exact_iterations=5,
-        quiet=True,
     )
-    table = run_defaults(out, **kwargs)
+    table = BENCHES["defaults"].start(options, out, RunnerOptions(quiet=True))
     assert [r["method"] for r in table] == ["osgpr"]
     row = table[0]
     assert row["splits"] == 1 and np.isfinite(row["rmse_ratio"]) and row["exact_rmse"] < 1.0
@@ -76,7 +78,7 @@ def test_small_sweep_end_to_end_and_resume(tmp_path):
     assert len(metrics) == 1 + 3  # header + one row per batch of 50
     assert "osgpr" in (out / "table.md").read_text()
     first = json.loads((out / "results.json").read_text())
-    assert run_defaults(out, **kwargs) == first  # resumed: nothing rerun, same table
+    assert BENCHES["defaults"].start(options, out, RunnerOptions(quiet=True)) == first  # resumed: same table
 
 
 def test_cli_rejects_an_unknown_method(tmp_path):
@@ -89,8 +91,8 @@ def test_cli_rejects_an_unknown_method(tmp_path):
 
 def test_the_batch_sparse_reference_has_a_row_but_no_target(tmp_path):
     out = tmp_path / "runs"
-    kwargs = dict(datasets=["concrete"], splits=1, train_size=150, test_size=80, batch_size=50, quiet=True)
-    table = run_defaults(out, methods=["osgpr", "sgpr"], exact_iterations=5, **kwargs)
+    options = DefaultsOptions(["concrete"], ["osgpr", "sgpr"], 1, train_size=150, test_size=80, batch_size=50)
+    table = BENCHES["defaults"].start(replace(options, exact_iterations=5), out, RunnerOptions(quiet=True))
     rows = {r["method"]: r for r in table}
     assert set(rows) == {"osgpr", "sgpr"} and rows["sgpr"]["meets_target"]
     # one batch of all 150 points: the whole training set absorbed at once

@@ -230,7 +230,7 @@ def test_parsing_and_validation():
     environments = parse.parse_names("Coast,/data/MyField.npy", "environment", poam.ENVIRONMENTS)
     assert environments == ["coast", "/data/MyField.npy"]
     with pytest.raises(ValueError, match="robustness setting"):
-        poam.robustness(settings="sideways")
+        poam.specs(poam.RobustnessOptions(settings="sideways"))
     assert poam.label("z-opt") == "POAM-Z-OPT" and poam.label("ssgp++") == "SSGP++"
 
 

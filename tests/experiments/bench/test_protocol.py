@@ -1,17 +1,52 @@
-"""One way to register a bench: every ``onlinegp bench`` sweep command is a Bench of its module, with the common
-options the Bench takes, and the runner's options reach its entry point as it takes them."""
+"""One way to register a bench: every ``onlinegp bench`` command is a Bench of its module, its own options one
+frozen dataclass that the command builds, its sweep run by :meth:`Bench.start`, and its runs keyed as before."""
 
+import dataclasses
+import hashlib
 import importlib
-import inspect
+from pathlib import Path
 
 import pytest
 import typer
 
 from onlinegp.experiments.bench.protocol import Bench, default_out
-from onlinegp.experiments.bench.runner import RunnerOptions
+from onlinegp.experiments.bench.runner import RunnerOptions, RunSpec, kept_only
 from onlinegp.experiments.cli import BENCH_MODULES, app
 
 MODULES = ("poam", "wgpr", "fleet", "defaults", "vips", "wiski")
+RESULTS = Path(__file__).resolve().parents[3] / "results"
+
+#: a digest of every spec's run id and key (at version 0.5.0) for each sweep bench's default options: a changed config
+#: changes its key, and kept runs are found by their key
+DEFAULT_KEYS = {
+    "defaults": "fb1ea55fb5301fc6",
+    "fleet": "bd2b44fe1ba0cbf1",
+    "poam-ablation": "83120c57d0695388",
+    "poam-robustness": "f34a227b4ea734d3",
+    "poam-table1": "05d23d2819ef4e16",
+    "vips-magnetic": "27dd19fcd6574d8d",
+    "vips-synthetic": "962e1450dc3257b8",
+    "vips-table1": "48b97b50215bc311",
+    "wgpr": "600a30bb3f448b1b",
+    "wiski-banana": "0546948a19ef4c96",
+    "wiski-rank": "f0ed7096c5f4d930",
+}
+#: (version, at least this many of the default options' runs kept in results/ for it)
+KEPT = {
+    "defaults": ("0.5.0", 38),
+    "fleet": ("0.4.0", 30),
+    "poam-robustness": ("0.1.0", 20),
+    "poam-table1": ("0.3.0", 50),
+    "vips-synthetic": ("0.3.0", 40),
+    "vips-table1": ("0.2.0", 10),
+    "wgpr": ("0.1.0", 47),
+    "wiski-banana": ("0.3.0", 1),
+    "wiski-rank": ("0.1.0", 13),
+}
+
+
+def _bench(name: str) -> Bench:
+    return importlib.import_module(f"onlinegp.experiments.bench.{BENCH_MODULES[name]}").BENCHES[name]
 
 
 def _params(name: str) -> dict:
@@ -29,44 +64,65 @@ def test_every_bench_is_registered_once_from_its_module():
 
 
 @pytest.mark.parametrize("name", sorted(BENCH_MODULES))
-def test_a_bench_command_takes_the_common_options_its_bench_takes(name):
-    bench = importlib.import_module(f"onlinegp.experiments.bench.{BENCH_MODULES[name]}").BENCHES[name]
+def test_a_bench_command_takes_the_common_options_and_its_bench_options(name):
+    bench = _bench(name)
     params = _params(name)
     assert params["out"].default == bench.out == default_out(name) == f"runs/{name}"
     assert {"quiet", "force"} <= params.keys()
     assert {"results", "no_results", "resume"} <= params.keys() if bench.sweep else not params.keys() & {"results"}
-    takes = set(inspect.signature(bench.run).parameters)
-    assert "workers" not in params or bench.takes == "runner" or "workers" in takes
-    assert ("backend" in params) == (bench.takes == "runner")
+    assert "workers" not in params or bench.sweep
+    fields = {f.name for f in dataclasses.fields(bench.options)}
     own = params.keys() - {"out", "quiet", "force", "results", "no_results", "resume", "workers", "backend", "address"}
-    assert own <= takes or "mission" in takes, f"{name}: options its entry point does not take: {own - takes}"
+    assert own <= fields, f"{name}: options its options class lacks: {own - fields}"
+    assert dataclasses.is_dataclass(bench.options) and bench.options.__dataclass_params__.frozen
+    bench.options()  # every option has a default
 
 
-def test_start_hands_the_runner_over_as_the_entry_point_takes_it(tmp_path):
+@pytest.mark.parametrize("name", sorted(DEFAULT_KEYS))
+def test_default_options_give_the_runs_kept_today(name):
+    bench = _bench(name)
+    with kept_only("0.5.0"):
+        keys = sorted(f"{s.run_id} {s.config_hash}" for s in bench.specs(bench.options()))
+    assert hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16] == DEFAULT_KEYS[name]
+    if name in KEPT and RESULTS.is_dir():
+        version, count = KEPT[name]
+        with kept_only(version):
+            kept = [s for s in bench.specs(bench.options()) if (RESULTS / name / s.config_hash).is_dir()]
+        assert len(kept) >= count
+
+
+def test_start_runs_the_sweep_between_specs_job_and_summarise(tmp_path):
+    @dataclasses.dataclass(frozen=True)
+    class Options:
+        size: int = 2
+
+    seen = []
+
+    def summarise(out, sweep, options, quiet, log):
+        seen.append((out, [r.status for r in sweep.runs], [s.run_id for s in sweep.specs], options.size, quiet))
+        return "table"
+
+    specs = lambda o: [RunSpec(f"r{i}", {"i": i}) for i in range(o.size)]  # noqa: E731
+    bench = Bench("b", Options, specs, _job, summarise, threads=1, runs="runs")
+    assert bench.sweep and bench.out == "runs/b"
+    assert bench.start(Options(3), tmp_path, RunnerOptions(quiet=True)) == "table"
+    assert seen == [(tmp_path, ["done"] * 3, ["r0", "r1", "r2"], 3, True)]
+    assert (tmp_path / "runs" / "r2" / "DONE.json").is_file()
+    with pytest.raises(TypeError, match="takes Options"):
+        bench.start(object(), tmp_path)
+
+
+def test_a_loop_bench_is_started_with_its_options_only(tmp_path):
     calls = []
+    loop = Bench("l", RunnerOptions, loop=lambda out, options, quiet, log: calls.append((out, options.workers, quiet)))
+    assert not loop.sweep
+    loop.start(None, tmp_path, RunnerOptions(quiet=True))
+    assert calls == [(tmp_path, 1, True)]
+    with pytest.raises(ValueError, match="specs, job and summarise"):
+        Bench("e", RunnerOptions, specs=lambda o: [], loop=lambda *a: None)
+    with pytest.raises(ValueError, match="specs, job and summarise"):
+        Bench("e", RunnerOptions)
 
-    def flat(out, size=1, quiet=False, results=None, fresh=False, log=print):
-        calls.append(("flat", out, size, quiet, results, fresh))
 
-    def flat_workers(out, workers=1, quiet=False, results=None, fresh=False, log=print):
-        calls.append(("workers", workers))
-
-    def runner(out, options=None, size=1):
-        calls.append(("runner", options.workers, options.backend, size))
-
-    def loop(out, quiet=False, log=print):
-        calls.append(("loop", quiet))
-
-    options = RunnerOptions(workers=3, quiet=True, results=tmp_path, fresh=True)
-    Bench("a", flat).start("o", options, print, {"size": 2})
-    Bench("b", flat_workers).start("o", options, print, {})
-    Bench("c", runner, takes="runner").start("o", options, print, {"size": 4})
-    Bench("d", loop, takes="loop").start("o", options, print, {})
-    assert calls == [
-        ("flat", "o", 2, True, tmp_path, True),
-        ("workers", 3),
-        ("runner", 3, "local", 4),
-        ("loop", True),
-    ]
-    with pytest.raises(ValueError, match="runner, flat or loop"):
-        Bench("e", flat, takes="nothing")
+def _job(config: dict, run_dir: Path) -> int:
+    return config["i"]

@@ -8,9 +8,11 @@ import torch
 from typer.testing import CliRunner
 
 from onlinegp.data import batch_indices, load_dataset, synthetic_function
+from onlinegp.experiments.bench.runner import RunnerOptions
 from onlinegp.experiments.bench.vips import (
+    BENCHES,
+    SyntheticOptions,
     fig2a_dataset,
-    run_synthetic,
     synthetic_kernel,
     synthetic_stream,
     synthetic_test_grid,
@@ -67,9 +69,8 @@ def test_fixed_size_runs_never_exceed_m_and_reach_it():
 
 
 def test_run_synthetic_writes_csv_figures_and_table(tmp_path):
-    table = run_synthetic(
-        tmp_path, seeds=[0, 1], datasets=["synthetic2"], fixed=[5], fig2a_size=120, num_steps=3, quiet=True
-    )
+    options = SyntheticOptions(seeds=[0, 1], datasets=["synthetic2"], fixed=[5], fig2a_size=120, num_steps=3)
+    table = BENCHES["vips-synthetic"].start(options, tmp_path, RunnerOptions(quiet=True))
     with open(tmp_path / "synthetic.csv") as f:
         rows = list(csv.DictReader(f))
     expected = {"dataset", "method", "seed", "batch", "num_data", "num_inducing", "rmse", "nlpd", "update_time"}
@@ -87,7 +88,7 @@ def test_run_synthetic_writes_csv_figures_and_table(tmp_path):
         assert (tmp_path / name).stat().st_size > 0
     assert "Fig. 1" in table and "Fig. 2a" in table and "M = 5" in table
     with pytest.raises(ValueError, match="unknown Fig. 1 datasets"):
-        run_synthetic(tmp_path, seeds=[0], datasets=["concrete"], quiet=True)
+        BENCHES["vips-synthetic"].start(SyntheticOptions(seeds=[0], datasets=["concrete"]), tmp_path)
 
 
 def test_cli_runs_fig1_only(tmp_path):

@@ -7,7 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from onlinegp.experiments.bench.wgpr import bathymetry_stream, build, lawnmower_path, run, specs_for, two_regime_toy
+from onlinegp.experiments.bench.runner import RunnerOptions
+from onlinegp.experiments.bench.wgpr import (
+    BENCHES,
+    WgprOptions,
+    bathymetry_stream,
+    build,
+    lawnmower_path,
+    specs_for,
+    two_regime_toy,
+)
 
 
 def test_toy_and_bathymetry_streams():
@@ -26,9 +35,8 @@ def test_toy_and_bathymetry_streams():
 
 @pytest.mark.slow
 def test_bench_writes_tables_and_figures(tmp_path):
-    result = run(
-        tmp_path, datasets="toy,bathymetry", sweep="toy", max_points=200, max_test=50, seeds="0,1", member_steps=3
-    )
+    options = WgprOptions("toy,bathymetry", sweep="toy", max_points=200, max_test=50, seeds="0,1", member_steps=3)
+    result = BENCHES["wgpr"].start(options, tmp_path, RunnerOptions(quiet=True))
     assert not result["failed"]
     for name in (
         "config.json",
@@ -58,7 +66,7 @@ def test_bench_writes_tables_and_figures(tmp_path):
 
 @pytest.mark.parametrize("method", ["ovfe", "wgpr"])
 def test_pseudo_inputs_move_with_theta_only_when_asked(method):
-    """The paper's sparse models optimise Z with θ (the default of ``run``); with ``optimize_inducing=False`` Z stays
+    """The paper's sparse models optimise Z with θ (the default of ``WgprOptions``); with ``optimize_inducing=False`` Z stays
     the pivoted-Cholesky selection, a subset of the batch's inputs."""
     train, _ = two_regime_toy(n_train=100, n_test=10)
     bounds, stats = np.array([[0.0], [300.0]]), (float(train.y.mean()), float(train.y.std()))

@@ -1,6 +1,5 @@
 """Smoke runs of the WISKI benches (paper 002 §5) at toy sizes: they run end to end and write their outputs."""
 
-import inspect
 import json
 
 import pytest
@@ -9,18 +8,39 @@ import typer
 from typer.testing import CliRunner
 
 from onlinegp.experiments.bench.exact import lbfgs_exact_gp
+from onlinegp.experiments.bench.runner import RunnerOptions
 from onlinegp.experiments.bench.wiski import (
+    BENCHES,
     BO_FUNCTIONS,
+    BoOptions,
     _wiski_options,
     authors_bo_kernel,
     hindsight_exact,
-    run_banana,
-    run_bo,
-    run_rank_ablation,
-    run_uci,
 )
 from onlinegp.experiments.cli import app
 from onlinegp.models import make_model
+
+
+def _start(name, out, log=lambda s: None, **options):
+    """Bench ``name`` with its options, quietly, into ``out``."""
+    bench = BENCHES[name]
+    return bench.start(bench.options(**options), out, RunnerOptions(quiet=True), log)
+
+
+def run_uci(out, **options):
+    return _start("wiski-uci", out, **options)
+
+
+def run_banana(out, **options):
+    return _start("wiski-banana", out, **options)
+
+
+def run_bo(out, **options):
+    return _start("wiski-bo", out, **options)
+
+
+def run_rank_ablation(out, **options):
+    return _start("wiski-rank", out, **options)
 
 
 def test_uci_stream_writes_metrics(tmp_path):
@@ -33,7 +53,6 @@ def test_uci_stream_writes_metrics(tmp_path):
         eval_every=3,
         max_test=50,
         pretrain_steps=2,
-        quiet=True,
         log=lambda s: None,
     )
     assert {(r["inputs"], r["model"]) for r in rows} == {
@@ -59,7 +78,6 @@ def test_rank_ablation_runs_the_papers_ranks_and_a_full_root_equals_wtw_whole(tm
         max_points=4,
         eval_every=2,
         pretrain_steps=1,
-        quiet=True,
     )
     finals = {}
     for line in table.splitlines():
@@ -72,7 +90,7 @@ def test_rank_ablation_runs_the_papers_ranks_and_a_full_root_equals_wtw_whole(tm
     rows = json.loads((tmp_path / "m256" / "r128-truncate" / "seed0" / "metrics.json").read_text())
     assert [r["num_data"] for r in rows] == [151, 153, 155]
     with pytest.raises(ValueError, match="grid size 8"):
-        run_rank_ablation(tmp_path, grid_sizes=[8], quiet=True)
+        run_rank_ablation(tmp_path, grid_sizes=[8])
 
 
 def test_banana_stream(tmp_path):
@@ -84,7 +102,6 @@ def test_banana_stream(tmp_path):
         max_test=100,
         grid_size=8,
         max_points=5,
-        quiet=True,
         log=lambda s: None,
     )
     online = [r for r in rows if r["model"] == "wiski"]
@@ -107,7 +124,6 @@ def test_bo_loop(tmp_path, fit):
         num_restarts=1,
         raw_samples=8,
         mc_samples=16,
-        quiet=True,
         log=lambda s: None,
     )
     assert [r["num_data"] for r in rows if r["model"] == "wiski"] == [8, 11]
@@ -128,7 +144,7 @@ def test_bo_functions_are_the_papers_with_table_2_noise():
     for cls, noise in BO_FUNCTIONS.values():
         f = getattr(test_functions, cls)(dim=3, noise_std=noise, negate=True)
         assert f.dim == 3 and f.noise_std == noise
-    assert inspect.signature(run_bo).parameters["functions"].default == tuple(BO_FUNCTIONS)
+    assert BoOptions().functions == tuple(BO_FUNCTIONS)
     bench = typer.main.get_command(app).commands["bench"].commands["wiski-bo"]
     cli_default = next(p.default for p in bench.params if p.name == "functions")
     assert cli_default.split(",") == list(BO_FUNCTIONS)
@@ -148,14 +164,14 @@ def test_bo_authors_kernel_is_their_matern_with_priors_and_the_product_form_on_w
         assert {name.split(".")[-1] for name in priors} == {"outputscale_prior", "lengthscale_prior"}
         assert model.kernel.base_kernel.lengthscale.numel() == 1
     with pytest.raises(ValueError, match="kernel"):
-        run_bo(tmp_path, functions=["levy"], kernel="matern", iterations=1, quiet=True)
+        run_bo(tmp_path, functions=["levy"], kernel="matern", iterations=1)
 
 
 def test_bo_unknown_function_fails_before_work(tmp_path):
     with pytest.raises(ValueError, match="fit must be"):
-        run_bo(tmp_path, functions=["levy"], fit="newton", quiet=True, log=lambda s: None)
+        run_bo(tmp_path, functions=["levy"], fit="newton", log=lambda s: None)
     with pytest.raises(ValueError, match="rosenbrock"):
-        run_bo(tmp_path, functions=["levy", "rosenbrock"], quiet=True, log=lambda s: None)
+        run_bo(tmp_path, functions=["levy", "rosenbrock"], log=lambda s: None)
     assert not (tmp_path / "metrics.json").exists()
     args = ["bench", "wiski-bo", "--functions", "hartmann", "--num-restarts", "2", "--raw-samples", "8"]
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path), "-q"])
@@ -174,10 +190,10 @@ def test_bo_beta_decays_as_asked(tmp_path, monkeypatch):
 
     monkeypatch.setattr(botorch_acquisition, "qUpperConfidenceBound", Recording)
     options = dict(functions=["ackley"], models=["exact"], init_steps=1, steps=1, num_restarts=1, raw_samples=4)
-    run_bo(tmp_path, iterations=3, beta=1.0, beta_decay=0.9, quiet=True, log=lambda s: None, **options)
+    run_bo(tmp_path, iterations=3, beta=1.0, beta_decay=0.9, log=lambda s: None, **options)
     assert seen == pytest.approx([1.0, 0.9, 0.81])
     with pytest.raises(ValueError, match="beta_decay"):
-        run_bo(tmp_path, beta_decay=1.5, quiet=True, log=lambda s: None, **options)
+        run_bo(tmp_path, beta_decay=1.5, log=lambda s: None, **options)
 
 
 @pytest.mark.slow
@@ -187,7 +203,7 @@ def test_bo_loop_on_the_appendix_functions(tmp_path):
     names = ["styblinski-tang", "rastrigin", "griewank", "michalewicz"]
     rows = run_bo(
         tmp_path, functions=names, models=["exact"], iterations=2, init_steps=1, steps=1, num_restarts=1,
-        raw_samples=8, mc_samples=8, quiet=True, log=lambda s: None,
+        raw_samples=8, mc_samples=8, log=lambda s: None,
     )  # fmt: skip
     assert [r["function"] for r in rows] == [n for n in names for _ in range(2)]
     # noise-free maxima of the negated functions (Michalewicz: below 3, its sum of three terms each at most 1)
@@ -257,7 +273,6 @@ def test_bo_run_that_fails_numerically_ends_alone_and_the_rest_are_written(tmp_p
         num_restarts=1,
         raw_samples=8,
         mc_samples=16,
-        quiet=True,
         log=logs.append,
     )
     assert [r["iteration"] for r in rows if r["model"] == "wiski"] == [1]

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 import onlinegp
 from onlinegp.experiments.bench import fleet as bench_fleet
-from onlinegp.experiments.bench.runner import RunSpec
+from onlinegp.experiments.bench.runner import RunnerOptions, RunSpec
 from onlinegp.experiments.cli import app
 from onlinegp.experiments.simulator.fleet import (
     FleetMission,
@@ -233,17 +233,16 @@ def test_bad_fleet_options_are_usage_errors(tmp_path, args, message):
 
 
 def test_bench_fleet_end_to_end_at_a_tiny_budget(tmp_path):
-    files = bench_fleet.run(
-        tmp_path,
+    options = bench_fleet.FleetOptions(
         envs=["valley-ridges"],
         robots=[1, 2],
         seeds="0",
         budget=650,
         num_inducing=20,
         num_steps=1,
-        quiet=True,
         schedules=["sync", "sync-ksteps"],
     )
+    files = bench_fleet.BENCHES["fleet"].start(options, tmp_path, RunnerOptions(quiet=True))
     with open(files["runs_csv"]) as fh:
         rows = {r["group"]: r for r in csv.DictReader(fh)}
     assert set(rows) == {"k1", *(f"k2-{c}-{s}" for c in ("joint", "independent") for s in ("sync", "sync-ksteps"))}

@@ -10,6 +10,7 @@ import torch
 from typer.testing import CliRunner
 
 from onlinegp.experiments.bench import fleet as bench_fleet
+from onlinegp.experiments.bench.runner import RunnerOptions
 from onlinegp.experiments.cli import app
 from onlinegp.experiments.simulator.merge import VehicleMap, exchange
 from onlinegp.experiments.simulator.mission import MissionConfig, make_mission, run_mission
@@ -192,8 +193,7 @@ def test_bad_decentralised_options_are_usage_errors(tmp_path, args, message):
 
 
 def test_bench_fleet_runs_decentralised_fleets_beside_shared_ones(tmp_path):
-    files = bench_fleet.run(
-        tmp_path,
+    options = bench_fleet.FleetOptions(
         envs=["valley-ridges"],
         robots=[2],
         coordinations=["joint"],
@@ -202,8 +202,8 @@ def test_bench_fleet_runs_decentralised_fleets_beside_shared_ones(tmp_path):
         budget=650,
         num_inducing=20,
         num_steps=1,
-        quiet=True,
     )
+    files = bench_fleet.BENCHES["fleet"].start(options, tmp_path, RunnerOptions(quiet=True))
     with open(files["runs_csv"]) as fh:
         rows = {r["group"]: r for r in csv.DictReader(fh)}
     assert set(rows) == {"k2-joint-async", "k2-joint-async-decentralised"}

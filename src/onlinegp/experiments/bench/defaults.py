@@ -25,9 +25,9 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -37,8 +37,8 @@ from ...io import atomic_write, write_csv
 from ...metrics import nlpd, rmse
 from ...models.registry import make_model
 from .exact import lbfgs_exact_gp
-from .protocol import Bench
-from .runner import RunnerOptions, RunSpec, run_sweep
+from .protocol import Bench, Echo
+from .runner import RunSpec, SweepResult
 
 #: every streaming regression method the table checks
 METHODS = (
@@ -151,33 +151,42 @@ def scores(y_test: np.ndarray, pred) -> dict[str, float]:
     return {"rmse": rmse(y_test, pred.mean.numpy()), "nlpd": nlpd(y_test, pred.mean.numpy(), pred.var_y.numpy())}
 
 
-def specs(
-    datasets: Sequence[str],
-    methods: Sequence[str],
-    splits: int,
-    train_size: int,
-    test_size: int,
-    batch_size: int,
-    exact_iterations: int = 100,
-) -> list[RunSpec]:
-    unknown = [m for m in methods if m not in METHODS and m not in REFERENCES]
+@dataclass(frozen=True)
+class DefaultsOptions:
+    """``onlinegp bench defaults``: the ``datasets`` and ``methods`` (with the references of :data:`REFERENCES` asked
+    for by name; the exact GP always runs), ``splits`` seeded shuffles, up to ``train_size`` training points in
+    batches of ``batch_size``, up to ``test_size`` test points, and the exact GP's L-BFGS iterations."""
+
+    datasets: Sequence[str] = UCI
+    methods: Sequence[str] = METHODS
+    splits: int = 3
+    train_size: int = 2000
+    test_size: int = 1000
+    batch_size: int = 100
+    exact_iterations: int = 100
+
+
+def specs(options: DefaultsOptions) -> list[RunSpec]:
+    """A run per (dataset, method, split), the exact GP first."""
+    o = options
+    unknown = [m for m in o.methods if m not in METHODS and m not in REFERENCES]
     if unknown:
         raise ValueError(f"unknown method(s) {', '.join(unknown)}: choose from {', '.join(REFERENCES + METHODS)}")
     out = []
-    for name in datasets:
-        for method in ("exact", *[m for m in methods if m != "exact"]):
-            for split in range(splits):
+    for name in o.datasets:
+        for method in ("exact", *[m for m in o.methods if m != "exact"]):
+            for split in range(o.splits):
                 config = dict(
                     dataset=name,
                     method=method,
                     split=split,
-                    train_size=train_size,
-                    test_size=test_size,
-                    batch_size=batch_size,
+                    train_size=o.train_size,
+                    test_size=o.test_size,
+                    batch_size=o.batch_size,
                     defaults_revision=defaults_revision(method),
                 )
                 if method == "exact":
-                    config |= {"exact_iterations": exact_iterations, "exact_starts": list(EXACT_STARTS)}
+                    config |= {"exact_iterations": o.exact_iterations, "exact_starts": list(EXACT_STARTS)}
                 out.append(RunSpec(f"{name}/{method}/split{split}", config))
     return out
 
@@ -262,31 +271,8 @@ def write_table(table: list[dict], out: Path, caption: str) -> None:
     atomic_write(out / "table.md", "\n".join(lines) + "\n")
 
 
-def run_defaults(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
-    out: str | Path = "runs/defaults",
-    datasets: Sequence[str] = UCI,
-    methods: Sequence[str] = METHODS,
-    splits: int = 3,
-    train_size: int = 2000,
-    test_size: int = 1000,
-    batch_size: int = 100,
-    exact_iterations: int = 100,
-    workers: int = 1,
-    quiet: bool = False,
-    results: Path | None = None,
-    fresh: bool = False,
-    log: Callable[[str], Any] = print,
-) -> list[dict]:
-    """Run (or resume) the sweep and write ``table.md``/``table.csv``/``results.json`` to ``out``."""
-    out = Path(out)
-    sweep = run_sweep(
-        specs(datasets, methods, splits, train_size, test_size, batch_size, exact_iterations),
-        defaults_job,
-        out,
-        RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh),
-        title="defaults",
-        summary=SUMMARY,
-    )
+def summarise_sweep(out: Path, sweep: SweepResult, options: DefaultsOptions, quiet: bool, log: Echo) -> list[dict]:
+    """Write ``table.md``/``table.csv``/``results.json`` to ``out`` from the finished runs; returns the table."""
     for failed in sweep.failed:
         log(f"run {failed.run_id} failed: {failed.error}")
     finished = {}
@@ -299,8 +285,9 @@ def run_defaults(  # noqa: PLR0913 - one parameter per bench option (to go with 
     if table:
         caption = (
             f"Final test RMSE ratio / NLPD difference to the exact GP (✗: outside the target or an NLPD above "
-            f"{NLPD_CEILING:g} at some batch); up to {train_size} training points in batches of {batch_size}, "
-            f"up to {test_size} test points, {splits} split(s), every model with its defaults."
+            f"{NLPD_CEILING:g} at some batch); up to {options.train_size} training points in batches of "
+            f"{options.batch_size}, up to {options.test_size} test points, {options.splits} split(s), every model "
+            "with its defaults."
         )
         write_table(table, out, caption)
         if not quiet:
@@ -310,4 +297,6 @@ def run_defaults(  # noqa: PLR0913 - one parameter per bench option (to go with 
 
 
 #: the ``onlinegp bench`` command of this module (:mod:`onlinegp.experiments.bench.protocol`)
-BENCHES = {"defaults": Bench("defaults", run_defaults)}
+BENCHES = {
+    "defaults": Bench("defaults", DefaultsOptions, specs, defaults_job, summarise_sweep, summary=SUMMARY, threads=1)
+}

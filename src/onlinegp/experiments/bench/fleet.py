@@ -24,7 +24,8 @@ mission time.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,8 @@ from .poam import (
     read_metrics_csv,
     sign_test,
 )
-from .protocol import Bench
-from .runner import RunnerOptions, RunSpec, is_finished, run_sweep
+from .protocol import Bench, Echo
+from .runner import RunSpec, SweepResult, is_finished
 
 TITLE = "fleet"
 DEFAULT_ENVS = (*SAMPLE_ENVS, *PAPER_ENVS)
@@ -307,59 +308,64 @@ def _mean_curve(runs: Sequence[dict[str, np.ndarray]], x_key: str, num_points: i
     return {"samples": grid, "mean": values.mean(0), "std": values.std(0)}
 
 
-def run(
-    out: str | Path,
-    envs: Sequence[str] = DEFAULT_ENVS,
-    robots: Sequence[int] = (1, 2, 4),
-    coordinations: Sequence[str] = COORDINATIONS,
-    schedules: Sequence[str] = ("async",),
-    fleets: Sequence[str] = ("shared",),
-    comm_radius: float | None = None,
-    merge_theta: str | None = None,
-    seeds: str = "0-4",
-    budget: int = 5000,
-    num_inducing: int = 500,
-    num_steps: int = 10,
-    target_smse: float | None = None,
-    profile: str = "paper",
-    workers: int = 1,
-    quiet: bool = False,
-    results: str | Path | None = None,
-    fresh: bool = False,
-    log: Callable[[str], Any] = print,
-) -> dict[str, Path]:
-    """Run (or resume) the fleet sweep into ``out`` and write its report there; returns the written files."""
-    root = Path(out)
-    mission = {**PAPER_SETTINGS, "budget": budget, "num_inducing": num_inducing, "num_steps": num_steps}
-    if target_smse is not None and not target_smse > 0:
-        raise ValueError(f"target_smse must be positive, got {target_smse}")
-    chosen = parse_names(list(envs), "environment")
-    specs = fleet_specs(
-        chosen,
-        robots,
-        coordinations,
-        parse_seeds(seeds),
-        {**mission, "profile": profile},
-        list(schedules),
-        list(fleets),
-        {k: v for k, v in {"comm_radius": comm_radius, "merge_theta": merge_theta}.items() if v is not None},
+@dataclass(frozen=True)
+class FleetOptions:
+    """``onlinegp bench fleet``: the environments, fleet sizes, coordinations, schedules (:data:`BENCH_SCHEDULES`)
+    and fleets (decentralised ones with ``comm_radius`` and ``merge_theta``, None: the mission's) of the sweep, its
+    seeds (e.g. ``"0-4"``), the missions' total samples, M, gradient steps per epoch and simulator profile; the SMSE
+    whose mission time is reported (None: K = 1's final SMSE, same environment and seed)."""
+
+    envs: Sequence[str] = DEFAULT_ENVS
+    robots: Sequence[int] = (1, 2, 4)
+    coordinations: Sequence[str] = COORDINATIONS
+    schedules: Sequence[str] = ("async",)
+    fleets: Sequence[str] = ("shared",)
+    comm_radius: float | None = None
+    merge_theta: str | None = None
+    seeds: str = "0-4"
+    budget: int = 5000
+    num_inducing: int = 500
+    num_steps: int = 10
+    target_smse: float | None = None
+    profile: str = "paper"
+
+
+def specs(options: FleetOptions) -> list[RunSpec]:
+    """The sweep's missions (:func:`fleet_specs`) at Table I's settings with ``options``' budget, M and steps."""
+    o = options
+    if o.target_smse is not None and not o.target_smse > 0:
+        raise ValueError(f"target_smse must be positive, got {o.target_smse}")
+    mission = {**PAPER_SETTINGS, "budget": o.budget, "num_inducing": o.num_inducing, "num_steps": o.num_steps}
+    decentralised = {"comm_radius": o.comm_radius, "merge_theta": o.merge_theta}
+    return fleet_specs(
+        parse_names(list(o.envs), "environment"),
+        o.robots,
+        o.coordinations,
+        parse_seeds(o.seeds),
+        {**mission, "profile": o.profile},
+        list(o.schedules),
+        list(o.fleets),
+        {k: v for k, v in decentralised.items() if v is not None},
     )
-    options = RunnerOptions(workers=workers, quiet=quiet, results=results, fresh=fresh)
-    result = run_sweep(specs, mission_job, root, options, title=TITLE, summary=SUMMARY_FILES)
-    for failed in result.failed:
+
+
+def summarise_sweep(root: Path, sweep: SweepResult, options: FleetOptions, quiet: bool, log: Echo) -> dict[str, Path]:
+    """Write the sweep's report to ``root``; returns the written files."""
+    o = options
+    for failed in sweep.failed:
         log(f"run {failed.run_id} failed: {failed.error}")
-    rows = per_run(root, specs, target_smse)
+    rows = per_run(root, sweep.specs, o.target_smse)
     if not rows:
         raise ValueError(f"no run of the sweep finished (see {root})")
     target = (
-        f"SMSE {target_smse:g}"
-        if target_smse is not None
+        f"SMSE {o.target_smse:g}"
+        if o.target_smse is not None
         else "the single vehicle's final SMSE (same environment and seed)"
     )
     caption = (
-        f"POAM, M = {num_inducing}, {num_steps} gradient steps per epoch (sync-ksteps: K times that), schedules "
-        f"{', '.join(schedules)}, fleets {', '.join(fleets)} (decentralised: vehicle 0's model), the Attentive Kernel, {budget} samples in "
-        f"all per mission, profile {profile}, seeds {seeds}. Mission time is the simulated time (s) until the budget is "
+        f"POAM, M = {o.num_inducing}, {o.num_steps} gradient steps per epoch (sync-ksteps: K times that), schedules "
+        f"{', '.join(o.schedules)}, fleets {', '.join(o.fleets)} (decentralised: vehicle 0's model), the Attentive Kernel, {o.budget} samples in "
+        f"all per mission, profile {o.profile}, seeds {o.seeds}. Mission time is the simulated time (s) until the budget is "
         f"spent (sync: the epochs' durations, each its slowest vehicle's); time to target: when the SMSE first reaches {target}; cells: mean ± std over seeds (runs that "
         "never reach it left out and counted)."
     )
@@ -367,10 +373,10 @@ def run(
     if not quiet:
         log(files["summary_md"].read_text())
         log("wrote " + ", ".join(str(p) for p in files.values()))
-        if result.results is not None:
-            log(f"run summaries kept in {result.results}")
+        if sweep.results is not None:
+            log(f"run summaries kept in {sweep.results}")
     return files
 
 
 #: the ``onlinegp bench`` command of this module (:mod:`onlinegp.experiments.bench.protocol`)
-BENCHES = {TITLE: Bench(TITLE, run)}
+BENCHES = {TITLE: Bench(TITLE, FleetOptions, specs, mission_job, summarise_sweep, summary=SUMMARY_FILES)}

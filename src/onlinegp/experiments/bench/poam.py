@@ -1,10 +1,12 @@
 """The experiments of Chen et al. 2024 (POAM, §V and appendix B) as sweeps of active-mapping missions.
 
-* :func:`table1`: SSGP++, OVC, OVC++, POAM and FULL with the Attentive Kernel, M = 500, 10 gradient steps per epoch,
-  on the paper's own Env2 and Env3 (``paper-env2``, ``paper-env3``), seeds 0-9 (Table I, Fig. 5 and Fig. 7).
-* :func:`ablation`: POAM and its ablations Z-OPT, Z-RAND, Z-KMEANS, VAR-OPT, VAR-SSGP, ONLINE-ELBO in Env1 (Fig. 8).
-* :func:`robustness`: random initialisation with the max-entropy planner, and random initialisation with the
-  random planner, SSGP++, OVC, OVC++, POAM and FULL (appendix B, Fig. 9).
+* ``poam-table1`` (:class:`Table1Options`): SSGP++, OVC, OVC++, POAM and FULL with the Attentive Kernel, M = 500, 10
+  gradient steps per epoch, on the paper's own Env2 and Env3 (``paper-env2``, ``paper-env3``), seeds 0-9 (Table I, Fig.
+  5 and Fig. 7).
+* ``poam-ablation`` (:class:`AblationOptions`): POAM and its ablations Z-OPT, Z-RAND, Z-KMEANS, VAR-OPT, VAR-SSGP,
+  ONLINE-ELBO in Env1 (Fig. 8).
+* ``poam-robustness`` (:class:`RobustnessOptions`): random initialisation with the max-entropy planner, and random
+  initialisation with the random planner, SSGP++, OVC, OVC++, POAM and FULL (appendix B, Fig. 9).
 
 Every experiment pins the settings of the paper's implementation: besides M, steps, kernel and budget, the Gaussian
 likelihood starts at σ² = 1.0, POAM's family runs the exact M-step and OVC steps Z with θ's Adam (:func:`paper_model_options`;
@@ -23,9 +25,9 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -35,8 +37,8 @@ from ...models.registry import model_class
 from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
 from .parse import parse_names, parse_seeds
-from .protocol import Bench
-from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished, run_sweep
+from .protocol import Bench, Echo
+from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished
 
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
 ABLATION_METHODS = ("poam", "z-opt", "z-rand", "z-kmeans", "var-opt", "var-ssgp", "online-elbo")
@@ -542,17 +544,11 @@ class Report:
         return "\n".join(lines)
 
 
-def run_experiment(
-    exp: Experiment,
-    out: str | Path,
-    options: RunnerOptions | None = None,
-    curve_keys: Sequence[str] = SUMMARY_KEYS,
-    lengthscales: bool = False,
+def write_report(
+    exp: Experiment, out: Path, sweep: SweepResult, curve_keys: Sequence[str] = SUMMARY_KEYS, lengthscales: bool = False
 ) -> Report:
-    """Run (or resume) every mission of ``exp`` and write the summary table, curves and figures to ``out``."""
-    out = Path(out)
-    specs = exp.specs()
-    sweep = run_sweep(specs, mission_job, out, options, title=exp.name, summary=SUMMARY_FILES)
+    """The summary table, curves and figures of ``exp``'s finished missions, written to ``out``."""
+    specs = sweep.specs
     records = collect(out, specs)
     files: dict[str, Path] = {}
     if records:
@@ -607,6 +603,105 @@ def _mission_settings(budget: int, num_inducing: int, num_steps: int, **extra: A
     }
 
 
+@dataclass(frozen=True)
+class PoamOptions:
+    """The options of an experiment of Chen et al. 2024: environments, methods and seeds (lists, or text such as
+    ``"paper-env2,paper-env3"`` and ``"0-9"``), every mission's ``budget``, M (``num_inducing``), gradient steps per
+    epoch and simulator ``profile`` (``reference-code``: the simulator of the paper's implementation, which made the
+    paper's numbers); ``paper_options`` pins the paper's model settings (:func:`paper_model_options`); ``mission``
+    overrides any other MissionConfig field."""
+
+    #: the experiment's name (its runs' directory in the results tree), title, curves and whether it draws θ
+    NAME: ClassVar[str] = ""
+    TITLE: ClassVar[str] = ""
+    CURVES: ClassVar[tuple[str, ...]] = SUMMARY_KEYS
+    LENGTHSCALES: ClassVar[bool] = False
+
+    envs: str | Sequence[str] = ()
+    methods: str | Sequence[str] = ()
+    seeds: str | Sequence[int] = "0-9"
+    budget: int = 5000
+    num_inducing: int = 500
+    num_steps: int = 10
+    profile: str = "paper"
+    paper_options: bool = True
+    mission: dict[str, Any] = field(default_factory=dict)
+
+    def overrides(self) -> dict[str, dict]:
+        """The experiment's settings (name → mission overrides; a single '' setting adds no directory level)."""
+        return {"": {}}
+
+    def experiment(self) -> Experiment:
+        """The grid of missions these options choose."""
+        return Experiment(
+            self.NAME,
+            self.TITLE,
+            parse_names(self.envs, "environment", ENVIRONMENTS),
+            parse_names(self.methods, "method"),
+            parse_seeds(self.seeds),
+            _mission_settings(
+                self.budget, self.num_inducing, self.num_steps, **{"profile": self.profile, **self.mission}
+            ),
+            self.overrides(),
+            self.paper_options,
+        )
+
+
+@dataclass(frozen=True)
+class Table1Options(PoamOptions):
+    """Table I, Fig. 5 and Fig. 7, on the paper's own terrains by default
+    (:data:`~onlinegp.experiments.simulator.fields.PAPER_ENVS`)."""
+
+    NAME = "poam-table1"
+    TITLE = "Table I (Chen et al. 2024): benchmarking"
+    LENGTHSCALES = True
+
+    envs: str | Sequence[str] = PAPER_ENVS
+    methods: str | Sequence[str] = TABLE1_METHODS
+
+
+@dataclass(frozen=True)
+class AblationOptions(PoamOptions):
+    """The ablation study (§V-C, Fig. 8) in Env1 by default."""
+
+    NAME = "poam-ablation"
+    TITLE = "Ablation study (Chen et al. 2024, §V-C, Fig. 8)"
+
+    envs: str | Sequence[str] = (DEFAULT_ENV,)
+    methods: str | Sequence[str] = ABLATION_METHODS
+
+
+@dataclass(frozen=True)
+class RobustnessOptions(PoamOptions):
+    """Appendix B (Fig. 9): random initialisation, and random initialisation with the random planner (``settings``,
+    keys of :data:`ROBUSTNESS_SETTINGS`)."""
+
+    NAME = "poam-robustness"
+    TITLE = "Robustness (Chen et al. 2024, appendix B, Fig. 9)"
+    CURVES = ("smse", "msll")
+
+    envs: str | Sequence[str] = SAMPLE_ENVS
+    methods: str | Sequence[str] = ROBUSTNESS_METHODS
+    settings: str | Sequence[str] = tuple(ROBUSTNESS_SETTINGS)
+
+    def overrides(self) -> dict[str, dict]:
+        chosen = parse_names(self.settings, "setting")
+        unknown = [s for s in chosen if s not in ROBUSTNESS_SETTINGS]
+        if unknown:
+            raise ValueError(f"unknown robustness setting(s) {unknown}; choose from {', '.join(ROBUSTNESS_SETTINGS)}")
+        return {s: ROBUSTNESS_SETTINGS[s] for s in chosen}
+
+
+def specs(options: PoamOptions) -> list[RunSpec]:
+    """One spec per mission of the options' experiment; every config validated up front."""
+    return options.experiment().specs()
+
+
+def summarise_sweep(out: Path, sweep: SweepResult, options: PoamOptions, quiet: bool, log: Echo) -> Report:
+    """:func:`write_report` of the options' experiment."""
+    return write_report(options.experiment(), out, sweep, options.CURVES, options.LENGTHSCALES)
+
+
 def table1(
     envs: str | Sequence[str] = PAPER_ENVS,
     methods: str | Sequence[str] = TABLE1_METHODS,
@@ -619,75 +714,11 @@ def table1(
     paper_options: bool = True,
     **mission: Any,
 ) -> Report:
-    """Table I, Fig. 5 and Fig. 7, on the paper's own terrains by default (:data:`~onlinegp.experiments.simulator.fields.PAPER_ENVS`;
-    ``mission`` overrides any other MissionConfig field, e.g. ``profile="reference-code"``: the simulator of the
-    paper's implementation, which made the paper's numbers)."""
-    exp = Experiment(
-        "poam-table1",
-        "Table I (Chen et al. 2024): benchmarking",
-        parse_names(envs, "environment", ENVIRONMENTS),
-        parse_names(methods, "method"),
-        parse_seeds(seeds),
-        _mission_settings(budget, num_inducing, num_steps, **mission),
-        paper_options=paper_options,
-    )
-    return run_experiment(exp, out, options, lengthscales=True)
-
-
-def ablation(
-    envs: str | Sequence[str] = (DEFAULT_ENV,),
-    methods: str | Sequence[str] = ABLATION_METHODS,
-    seeds: str | Sequence[int] = "0-9",
-    budget: int = 5000,
-    num_inducing: int = 500,
-    num_steps: int = 10,
-    out: str | Path = "runs/poam-ablation",
-    options: RunnerOptions | None = None,
-    paper_options: bool = True,
-    **mission: Any,
-) -> Report:
-    """The ablation study (§V-C, Fig. 8) in Env1 by default."""
-    exp = Experiment(
-        "poam-ablation",
-        "Ablation study (Chen et al. 2024, §V-C, Fig. 8)",
-        parse_names(envs, "environment", ENVIRONMENTS),
-        parse_names(methods, "method"),
-        parse_seeds(seeds),
-        _mission_settings(budget, num_inducing, num_steps, **mission),
-        paper_options=paper_options,
-    )
-    return run_experiment(exp, out, options)
-
-
-def robustness(
-    envs: str | Sequence[str] = SAMPLE_ENVS,
-    methods: str | Sequence[str] = ROBUSTNESS_METHODS,
-    seeds: str | Sequence[int] = "0-9",
-    budget: int = 5000,
-    num_inducing: int = 500,
-    num_steps: int = 10,
-    settings: str | Sequence[str] = tuple(ROBUSTNESS_SETTINGS),
-    out: str | Path = "runs/poam-robustness",
-    options: RunnerOptions | None = None,
-    paper_options: bool = True,
-    **mission: Any,
-) -> Report:
-    """Appendix B (Fig. 9): random initialisation, and random initialisation with the random planner."""
-    chosen = parse_names(settings, "setting")
-    unknown = [s for s in chosen if s not in ROBUSTNESS_SETTINGS]
-    if unknown:
-        raise ValueError(f"unknown robustness setting(s) {unknown}; choose from {', '.join(ROBUSTNESS_SETTINGS)}")
-    exp = Experiment(
-        "poam-robustness",
-        "Robustness (Chen et al. 2024, appendix B, Fig. 9)",
-        parse_names(envs, "environment", ENVIRONMENTS),
-        parse_names(methods, "method"),
-        parse_seeds(seeds),
-        _mission_settings(budget, num_inducing, num_steps, **mission),
-        {s: ROBUSTNESS_SETTINGS[s] for s in chosen},
-        paper_options,
-    )
-    return run_experiment(exp, out, options, curve_keys=("smse", "msll"))
+    """``poam-table1`` by keyword, as benchmarks/study_poam_defaults.py calls it (``mission``: other MissionConfig
+    fields, ``profile`` among them)."""
+    own = Table1Options(envs, methods, seeds, budget, num_inducing, num_steps, paper_options=paper_options)
+    own = replace(own, profile=mission.pop("profile", own.profile), mission=mission)
+    return BENCHES["poam-table1"].start(own, out, options)
 
 
 def show(report: Report, quiet: bool, echo: Callable[..., Any]) -> int:
@@ -702,6 +733,6 @@ def show(report: Report, quiet: bool, echo: Callable[..., Any]) -> int:
 
 #: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
 BENCHES = {
-    name: Bench(name, run, takes="runner", show=show)
-    for name, run in (("poam-table1", table1), ("poam-ablation", ablation), ("poam-robustness", robustness))
+    o.NAME: Bench(o.NAME, o, specs, mission_job, summarise_sweep, SUMMARY_FILES, show=show)
+    for o in (Table1Options, AblationOptions, RobustnessOptions)
 }

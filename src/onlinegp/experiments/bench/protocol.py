@@ -1,56 +1,61 @@
 """What every ``onlinegp bench NAME`` provides: one :class:`Bench`, registered by the CLI one way.
 
 A bench module (``poam``, ``vips``, ``wiski``, ``wgpr``, ``fleet``, ``defaults``) holds a ``BENCHES`` dict, name to
-:class:`Bench`. A bench's entry point is its Python API (``vips.run_table1``, ``poam.table1``, ...): it turns the
-bench's own options into :class:`~onlinegp.experiments.bench.runner.RunSpec` items, runs them with its job through
-:func:`~onlinegp.experiments.bench.runner.run_sweep` (title: the bench's name, so its runs are kept under
-``results/NAME/``) and summarises the finished and kept runs into the files of ``--out`` (tables, figures). The CLI
+:class:`Bench`. A bench's own options are one frozen dataclass (its defaults and docstring); a sweep bench turns
+them into :class:`~onlinegp.experiments.bench.runner.RunSpec` items (``specs``), runs each with its ``job`` and
+summarises the finished and kept runs into the files of ``--out`` (``summarise``: tables, figures). :meth:`Bench.start`
+is the Python API: it runs the sweep between them through :func:`~onlinegp.experiments.bench.runner.run_sweep`
+(title: the bench's name, so its runs are kept under ``results/NAME/``). The CLI
 (:func:`onlinegp.experiments.cli.bench_command`) gives every bench the same common options (``--out``, default
 ``runs/NAME``; ``--quiet``; ``--force``; for a sweep ``--results/--no-results`` and ``--resume/--fresh``; where the
 bench takes them ``--workers`` and ``--backend/--address``), turns them into
-:class:`~onlinegp.experiments.bench.runner.RunnerOptions` and calls :meth:`Bench.start`; :attr:`Bench.show` says
-what the terminal gets of the result and the exit code.
+:class:`~onlinegp.experiments.bench.runner.RunnerOptions`, builds the bench's options from its own and calls
+:meth:`Bench.start`; :attr:`Bench.show` says what the terminal gets of the result and the exit code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .runner import RunnerOptions
+from .runner import JobFn, RunnerOptions, RunSpec, SweepResult, run_sweep
 
 Echo = Callable[..., Any]
 
 
 def quiet_show(value: Any, quiet: bool, echo: Echo) -> int:
-    """:attr:`Bench.show` of a bench whose entry point logs its own summary: nothing more to show, exit 0."""
+    """:attr:`Bench.show` of a bench whose summary logs itself: nothing more to show, exit 0."""
     return 0
 
 
 @dataclass(frozen=True)
 class Bench:
-    """One ``onlinegp bench NAME``.
+    """One ``onlinegp bench NAME``; ``options`` is the frozen dataclass of its own options.
 
-    ``run`` is the entry point, called with the bench's own options by name and ``out``; how it takes the sweep's
-    :class:`~onlinegp.experiments.bench.runner.RunnerOptions` is ``takes``:
-
-    * ``"runner"``: as ``options=RunnerOptions(...)`` (the POAM experiments and WGPR, which run on Ray too);
-    * ``"flat"``: as ``workers``, ``quiet``, ``results``, ``fresh`` and ``log`` (the entry point sets its threads);
-    * ``"loop"``: ``quiet`` and ``log`` only: one in-process loop, not a sweep (nothing kept, nothing resumed).
-
-    ``show(value, quiet, echo)`` prints what the entry point returned and gives the exit code.
+    A sweep gives ``specs(options)``, the ``job`` of one run, the ``summary`` files kept in the results tree, the
+    ``threads`` of a run (None: the runner's default), ``runs`` (the sweep's root under ``out``) and
+    ``summarise(out, sweep, options, quiet, log)``, which writes the tables and figures of the finished runs and
+    returns the bench's result. A loop (one in-process run, nothing kept or resumed) gives
+    ``loop(out, options, quiet, log)`` instead. ``show(value, quiet, echo)`` prints the result and gives the exit code.
     """
 
     name: str
-    run: Callable[..., Any]
-    takes: str = "flat"
+    options: type
+    specs: Callable[[Any], list[RunSpec]] | None = None
+    job: JobFn | None = None
+    summarise: Callable[[Path, SweepResult, Any, bool, Echo], Any] | None = None
+    summary: tuple[str, ...] = ()
+    threads: int | None = None
+    runs: str = ""
+    loop: Callable[[Path, Any, bool, Echo], Any] | None = None
     show: Callable[[Any, bool, Echo], int] = quiet_show
 
     def __post_init__(self) -> None:
-        if self.takes not in ("runner", "flat", "loop"):
-            raise ValueError(f"a bench takes its runner options as runner, flat or loop, not {self.takes!r}")
+        given = [part is not None for part in (self.specs, self.job, self.summarise)]
+        if not (all(given) if self.loop is None else not any(given)):
+            raise ValueError(f"bench {self.name}: give specs, job and summarise (a sweep) or loop, not both")
 
     @property
     def out(self) -> str:
@@ -60,23 +65,23 @@ class Bench:
     @property
     def sweep(self) -> bool:
         """Whether the bench runs a sweep (resumable, its runs kept in the results tree)."""
-        return self.takes != "loop"
+        return self.loop is None
 
-    def start(self, out: str | Path, runner: RunnerOptions, log: Echo, options: dict[str, Any]) -> Any:
-        """Run the bench into ``out`` with its own ``options``; returns what its entry point returns."""
-        if self.takes == "runner":
-            return self.run(out=out, options=runner, **options)
-        how: dict[str, Any] = {"quiet": runner.quiet, "log": log}
-        if self.takes == "flat":
-            how |= {"results": runner.results, "fresh": runner.fresh}
-            if "workers" in self._parameters():
-                how["workers"] = runner.workers
-        return self.run(out=out, **how, **options)
-
-    def _parameters(self) -> set[str]:
-        import inspect
-
-        return set(inspect.signature(self.run).parameters)
+    def start(
+        self, options: Any = None, out: str | Path | None = None, runner: RunnerOptions | None = None, log: Echo = print
+    ) -> Any:
+        """Run the bench with its ``options`` (default: their defaults) into ``out`` (default :attr:`out`) under
+        ``runner``; returns what ``summarise`` (or ``loop``) returns."""
+        options = self.options() if options is None else options
+        if not isinstance(options, self.options):
+            raise TypeError(f"bench {self.name} takes {self.options.__name__}, got {type(options).__name__}")
+        out, runner = Path(self.out if out is None else out), runner or RunnerOptions()
+        if self.loop is not None:
+            return self.loop(out, options, runner.quiet, log)
+        if runner.threads is None and self.threads is not None:
+            runner = replace(runner, threads=self.threads)
+        sweep = run_sweep(self.specs(options), self.job, out / self.runs, runner, self.name, self.summary)
+        return self.summarise(out, sweep, options, runner.quiet, log)
 
 
 def default_out(name: str) -> str:

@@ -162,11 +162,12 @@ class RunnerOptions:
 
 @dataclass
 class SweepResult:
-    """All runs of a sweep, in spec order."""
+    """All runs of a sweep, in spec order, with their specs."""
 
     root: Path
     runs: list[RunResult] = field(default_factory=list)
     results: Path | None = None  # this sweep's directory in the committed results tree
+    specs: list[RunSpec] = field(default_factory=list)
 
     def by_status(self, status: str) -> list[RunResult]:
         return [r for r in self.runs if r.status == status]
@@ -362,7 +363,7 @@ def _restore_kept(specs: Sequence[RunSpec], root: Path, store: Path | None, titl
             f"{len(missing)} run(s) of {title!r} are not kept for version {version} under {store}: "
             f"{', '.join(missing[:5])}{more}"
         )
-    return SweepResult(root, runs, store)
+    return SweepResult(root, runs, store, list(specs))
 
 
 def _records_part_of(recorded: dict, config: dict) -> bool:
@@ -733,4 +734,4 @@ def run_sweep(  # noqa: PLR0912 - a sweep's resume, backends and results tree
                     spec = by_id[result.run_id]
                     save_summary(result.run_dir, store / spec.config_hash, spec, summary, job_name(fn))
                 results[result.run_id] = result
-    return SweepResult(root, [results[s.run_id] for s in specs], store)
+    return SweepResult(root, [results[s.run_id] for s in specs], store, specs)

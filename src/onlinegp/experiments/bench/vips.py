@@ -1,28 +1,29 @@
 """The benchmarks of Pescador-Barrios et al. 2024: Table 1 / Figs. 3 and 6 (UCI streams) and §5.4 / Figs. 4, 7-9
 (magnetic field).
 
-``run_table1``: exact GP, Conditional Variance, OIPS and VIPS (all but the exact GP are OSGPR with that selector,
-θ by L-BFGS on the online bound) on UCI sets sorted by the first input, 20 batches below 12 000 points and 50
-above, over 80/20 splits; isotropic SE kernel with length-scale and variance 1, noise 0.1, standardised data
-(appendix F.3 and the paper's code). The exact GP is refitted at the first, middle and last batch (as Fig. 3).
+``vips-table1`` (:class:`Table1Options`): exact GP, Conditional Variance, OIPS and VIPS (all but the exact GP are OSGPR
+with that selector, θ by L-BFGS on the online bound) on UCI sets sorted by the first input, 20 batches below 12 000
+points and 50 above, over 80/20 splits; isotropic SE kernel with length-scale and variance 1, noise 0.1, standardised
+data (appendix F.3 and the paper's code). The exact GP is refitted at the first, middle and last batch (as Fig. 3).
 Writes ``table.md``/``table.csv`` (M, RMSE, NLPD at the last batch: mean (std) over splits), ``results.json`` and
 ``curves.png`` (M, RMSE, NLPD against N). A run's :data:`TABLE1_SUMMARY` files are all the table reads, and what the
 runner keeps in the committed results tree (``results/vips-table1/``).
 
-``run_magnetic``: (1) trajectories 1, 2, 4, 5 of the magnetometer survey as one batch each, field maps after
-each path (mean, marginal variance as opacity); (2) trajectory 3 in 20 batches with VIPS and Conditional
-Variance (η = 2.2), M per batch and the final maps. Kernel: constant + Matérn-3/2.
+``vips-magnetic`` (:class:`MagneticOptions`): (1) trajectories 1, 2, 4, 5 of the magnetometer survey as one batch each,
+field maps after each path (mean, marginal variance as opacity); (2) trajectory 3 in 20 batches with VIPS and
+Conditional Variance (η = 2.2), M per batch and the final maps. Kernel: constant + Matérn-3/2.
 
-``run_synthetic``: §5.1 / Fig. 1 (M chosen by VIPS on synthetic sets 1-3, appendix F.1) and §5.2 / Fig. 2a (fixed
-M = 10, 20, 30 against VIPS and the exact GP, appendix F.2.1), in data units; writes ``synthetic.csv``, ``fig1.png``,
-``fig2a.png`` and ``table.md``.
+``vips-synthetic`` (:class:`SyntheticOptions`): §5.1 / Fig. 1 (M chosen by VIPS on synthetic sets 1-3, appendix F.1) and
+§5.2 / Fig. 2a (fixed M = 10, 20, 30 against VIPS and the exact GP, appendix F.2.1), in data units; writes
+``synthetic.csv``, ``fig1.png``, ``fig2a.png`` and ``table.md``.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,8 @@ from ...metrics import nlpd, rmse
 from ...models.registry import make_model
 from ..stream import StreamConfig, run_stream
 from .exact import lbfgs_exact_gp
-from .protocol import Bench
-from .runner import RunnerOptions, RunSpec, run_sweep
+from .protocol import Bench, Echo
+from .runner import RunSpec, SweepResult
 
 #: label in tables -> registered model
 METHODS = {"exact": "exact", "cv": "conditional-variance", "oips": "oips", "vips": "vips"}
@@ -58,42 +59,54 @@ def table1_job(config: dict, run_dir: Path) -> dict:
     return {k: rows[-1][k] for k in ("num_data", "num_inducing", "rmse", "nlpd")}
 
 
-def table1_specs(
-    datasets: Sequence[str],
-    methods: Sequence[str],
-    splits: int,
-    max_size: int | None,
-    batches: int | None,
-    exact_max: int,
-    num_steps: int | None,
-    ard: bool = False,
-    lengthscale: float = 1.0,
-) -> list[RunSpec]:
+@dataclass(frozen=True)
+class Table1Options:
+    """``onlinegp bench vips-table1``: datasets, methods (keys of :data:`METHODS`) and 80/20 splits. ``max_size``
+    subsamples each dataset first so it runs in minutes; ``batches`` overrides the dataset's 20/50; the exact GP is
+    skipped above ``exact_max`` training points; ``num_steps`` caps L-BFGS iterations per batch; ``ard`` gives every
+    input its own length-scale and ``lengthscale`` is its initial value (the paper: one shared length-scale starting
+    at 1; pumadyn32nm, with few relevant inputs among 32, needs ARD started near √32, else L-BFGS stays where every
+    point is independent and predicts the mean)."""
+
+    datasets: Sequence[str] = TABLE1_DATASETS
+    methods: Sequence[str] = tuple(METHODS)
+    splits: int = 5
+    max_size: int | None = None
+    batches: int | None = None
+    exact_max: int = 6000
+    num_steps: int | None = None
+    ard: bool = False
+    lengthscale: float = 1.0
+
+
+def table1_specs(options: Table1Options) -> list[RunSpec]:
+    """A run per (dataset, method, split); the exact GP's where the training set fits ``exact_max``."""
+    o = options
     specs = []
-    for name in datasets:
-        n = len(load_dataset(name)) if max_size is None else min(max_size, len(load_dataset(name)))
-        for method in methods:
+    for name in o.datasets:
+        n = len(load_dataset(name)) if o.max_size is None else min(o.max_size, len(load_dataset(name)))
+        for method in o.methods:
             if method not in METHODS:
                 raise ValueError(f"unknown method {method!r}: choose from {', '.join(METHODS)}")
-            if method == "exact" and 0.8 * n > exact_max:
+            if method == "exact" and 0.8 * n > o.exact_max:
                 continue
-            options = {**PAPER_OPTIONS, "kernel_options": {"lengthscale": lengthscale, "ard": ard}}
+            options = {**PAPER_OPTIONS, "kernel_options": {"lengthscale": o.lengthscale, "ard": o.ard}}
             if method != "exact":
                 options.update(PAPER_ONLINE_OPTIONS)
-                if num_steps is not None:
-                    options["num_steps"] = num_steps
-            for split in range(splits):
+                if o.num_steps is not None:
+                    options["num_steps"] = o.num_steps
+            for split in range(o.splits):
                 config = StreamConfig(
                     dataset=name,
                     model=METHODS[method],
-                    batches=batches,
+                    batches=o.batches,
                     order="sorted",
                     seed=split,
-                    max_size=max_size,
+                    max_size=o.max_size,
                     options=options,
                 )
                 if method == "exact":
-                    k = batches or load_dataset(name).default_batches
+                    k = o.batches or load_dataset(name).default_batches
                     config.eval_batches = sorted({1, max(k // 2, 1), k})
                 specs.append(RunSpec(f"{name}/{method}/split{split}", config.to_json()))
     return specs
@@ -185,43 +198,22 @@ def write_table1(root: Path, summary: dict, methods: Sequence[str]) -> str:
     return table
 
 
-def run_table1(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
-    out: str | Path,
-    datasets: Sequence[str] = TABLE1_DATASETS,
-    methods: Sequence[str] = tuple(METHODS),
-    splits: int = 5,
-    max_size: int | None = None,
-    batches: int | None = None,
-    exact_max: int = 6000,
-    num_steps: int | None = None,
-    ard: bool = False,
-    lengthscale: float = 1.0,
-    workers: int = 1,
-    quiet: bool = False,
-    results: str | Path | None = None,
-    fresh: bool = False,
-    log: Callable[[str], Any] = print,
-) -> str:
-    """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6). ``max_size`` subsamples each dataset first so it runs
-    in minutes; the exact GP is skipped above ``exact_max`` training points; ``num_steps`` caps L-BFGS iterations per
-    batch; ``ard`` gives every input its own length-scale and ``lengthscale`` is its initial value (the paper: one
-    shared length-scale starting at 1; pumadyn32nm, with few relevant inputs among 32, needs ARD started near √32, else
-    L-BFGS stays where every point is independent and predicts the mean). ``results`` is the root of the committed
-    results tree and ``fresh`` reruns every run (:class:`~onlinegp.experiments.bench.runner.RunnerOptions`)."""
-    root = Path(out)
-    specs = table1_specs(datasets, methods, splits, max_size, batches, exact_max, num_steps, ard, lengthscale)
-    options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
-    result = run_sweep(specs, table1_job, root, options, title="vips-table1", summary=TABLE1_SUMMARY)
-    for failed in result.failed:
+def table1_summarise(root: Path, sweep: SweepResult, options: Table1Options, quiet: bool, log: Echo) -> str:
+    """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6) of the finished runs; returns the Markdown."""
+    for failed in sweep.failed:
         log(f"run {failed.run_id} failed: {failed.error}")
-    table = write_table1(root, summarise_table1(root, specs), methods)
+    table = write_table1(root, summarise_table1(root, sweep.specs), options.methods)
     if not quiet:
         log(table)
         log(f"wrote {root / 'table.md'}, {root / 'table.csv'}, {root / 'curves.png'}")
-        if result.results is not None:
-            restored = sum(r.restored for r in result.runs)
-            log(f"run summaries kept in {result.results} ({restored} of {len(result.runs)} restored from there)")
+        _log_kept(sweep, log)
     return table
+
+
+def _log_kept(sweep: SweepResult, log: Echo) -> None:
+    if sweep.results is not None:
+        restored = sum(r.restored for r in sweep.runs)
+        log(f"run summaries kept in {sweep.results} ({restored} of {len(sweep.runs)} restored from there)")
 
 
 # ------------------------------------------------------------------------------------------------ magnetic field
@@ -245,7 +237,7 @@ MAGNETIC_COLUMNS = ("batch", "num_data", "num_inducing", "rmse", "nlpd", "update
 
 
 def magnetic_job(config: dict, run_dir: Path) -> dict:
-    """One stream of :func:`run_magnetic` (``config``: its trajectories, model, options, batches, thinning, L-BFGS cap
+    """One stream of ``vips-magnetic`` (``config``: its trajectories, model, options, batches, thinning, L-BFGS cap
     and map grid); the runner's job function. Writes the stream's files and ``maps.png`` (field maps at the snapshot
     batches) to ``run_dir`` and returns the last batch's M, RMSE and NLPD."""
     from ..plots import plot_uncertain_maps
@@ -294,20 +286,34 @@ def magnetic_job(config: dict, run_dir: Path) -> dict:
     return {k: rows[-1][k] for k in ("num_data", "num_inducing", "rmse", "nlpd")}
 
 
-def magnetic_specs(
-    thin: int, batches: int, eta: float, delta: float, num_steps: int | None, grid: int
-) -> list[RunSpec]:
+@dataclass(frozen=True)
+class MagneticOptions:
+    """``onlinegp bench vips-magnetic``: ``thin`` keeps every ``thin``-th reading (random subset of that size, in time
+    order) so the runs fit a laptop; trajectory 3 in ``batches`` batches; the Conditional Variance's ``eta`` in μT²
+    (as the paper's 2.2; divided by the variance of the field strength for the scaled model) and VIPS's ``delta``;
+    ``num_steps`` caps L-BFGS iterations per batch; the maps' ``grid`` points per side."""
+
+    thin: int = 10
+    batches: int = 20
+    eta: float = 2.2
+    delta: float = 0.05
+    num_steps: int | None = None
+    grid: int = 60
+
+
+def magnetic_specs(options: MagneticOptions) -> list[RunSpec]:
     """Trajectories 1, 2, 4, 5 one batch each with VIPS; trajectory 3 in ``batches`` batches with VIPS and with the
     Conditional Variance (``eta`` in μT²)."""
-    common = {"thin": thin, "num_steps": num_steps, "grid": grid}
+    o = options
+    common = {"thin": o.thin, "num_steps": o.num_steps, "grid": o.grid}
     runs = (
-        ("paths-vips", [1, 2, 4, 5], "vips", {"delta": delta}, "groups"),
-        ("trajectory3-vips", [3], "vips", {"delta": delta}, batches),
-        ("trajectory3-cv", [3], "conditional-variance", {"eta": eta}, batches),
+        ("paths-vips", [1, 2, 4, 5], "vips", {"delta": o.delta}, "groups"),
+        ("trajectory3-vips", [3], "vips", {"delta": o.delta}, o.batches),
+        ("trajectory3-cv", [3], "conditional-variance", {"eta": o.eta}, o.batches),
     )
     return [
-        RunSpec(tag, {"tag": tag, "trajectories": t, "model": m, "options": o, "batches": b, **common})
-        for tag, t, m, o, b in runs
+        RunSpec(tag, {"tag": tag, "trajectories": t, "model": m, "options": opts, "batches": b, **common})
+        for tag, t, m, opts, b in runs
     ]
 
 
@@ -332,36 +338,16 @@ def magnetic_table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_magnetic(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
-    out: str | Path,
-    thin: int = 10,
-    batches: int = 20,
-    eta: float = 2.2,
-    delta: float = 0.05,
-    num_steps: int | None = None,
-    grid: int = 60,
-    workers: int = 1,
-    quiet: bool = False,
-    results: str | Path | None = None,
-    fresh: bool = False,
-    log: Callable[[str], Any] = print,
-) -> dict:
-    """Pescador-Barrios et al. 2024, §5.4: the two magnetic-field experiments. ``thin`` keeps every ``thin``-th reading
-    (random subset of that size, in time order) so the runs fit a laptop; M per batch goes to ``sizes.csv``. ``eta`` is
-    in μT² (as the paper's 2.2) and is divided by the variance of the field strength for the scaled model. Each of the
-    three streams is a run of a sweep (:func:`magnetic_job`): ``results`` is the root of the committed results tree,
-    where the runs' metrics are kept (``results/vips-magnetic/``), and ``fresh`` reruns them. The field maps
-    (``<run>-maps.png``) come from runs made here only: a run restored from the tree has its metrics, not its model."""
+def magnetic_summarise(root: Path, sweep: SweepResult, options: MagneticOptions, quiet: bool, log: Echo) -> dict:
+    """Pescador-Barrios et al. 2024, §5.4, of the finished streams: M per batch (``sizes.csv``), ``table.md`` and
+    ``results.json``. The field maps (``<run>-maps.png``) come from runs made here only: a run restored from the
+    results tree has its metrics, not its model."""
     from ..plots import plot_lines
 
-    root = Path(out)
-    specs = magnetic_specs(thin, batches, eta, delta, num_steps, grid)
-    options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
-    result = run_sweep(specs, magnetic_job, root, options, title="vips-magnetic", summary=MAGNETIC_SUMMARY)
-    for failed in result.failed:
+    for failed in sweep.failed:
         log(f"run {failed.run_id} failed: {failed.error}")
     summary: dict[str, Any] = {}
-    for spec in specs:
+    for spec in sweep.specs:
         path = root / spec.run_id / "metrics.json"
         if not path.is_file():
             continue
@@ -397,9 +383,7 @@ def run_magnetic(  # noqa: PLR0913 - one parameter per bench option (to go with 
         if "paths" in summary:
             log(f"paths 1, 2, 4, 5 with VIPS: M after each path {[r['num_inducing'] for r in summary['paths']]}")
         log(f"wrote {root}")
-        if result.results is not None:
-            restored = sum(r.restored for r in result.runs)
-            log(f"run summaries kept in {result.results} ({restored} of {len(result.runs)} restored from there)")
+        _log_kept(sweep, log)
     return summary
 
 
@@ -605,7 +589,7 @@ SYNTHETIC_SUMMARY = ("metrics.json",)
 
 
 def synthetic_job(config: dict, run_dir: Path) -> dict:
-    """One (dataset, method, seed) stream of :func:`run_synthetic`; the runner's job function. Writes its rows (one per
+    """One (dataset, method, seed) stream of ``vips-synthetic``; the runner's job function. Writes its rows (one per
     batch) to ``metrics.json`` and returns the last batch's M, RMSE and NLPD."""
     name, method, seed, num_steps = config["dataset"], config["method"], config["seed"], config["num_steps"]
     if name == FIG2A_DATASET:
@@ -618,22 +602,41 @@ def synthetic_job(config: dict, run_dir: Path) -> dict:
     return {k: rows[-1][k] for k in ("num_data", "num_inducing", "rmse", "nlpd")}
 
 
-def synthetic_specs(
-    seeds: Sequence[int],
-    datasets: Sequence[str],
-    fig2a_methods: Sequence[str],
-    fig2a: bool,
-    fig2a_size: int,
-    fig2a_batches: int,
-    num_steps: int | None,
-) -> list[RunSpec]:
+@dataclass(frozen=True)
+class SyntheticOptions:
+    """``onlinegp bench vips-synthetic``: the ``seeds`` (data, test noise and model) and Fig. 1 ``datasets``; with
+    ``fig2a``, the ``fixed`` sizes M against VIPS and (``exact``) the exact GP on a ``fig2a_size``-point set in
+    ``fig2a_batches`` batches; ``num_steps`` caps L-BFGS iterations per batch (default 200)."""
+
+    seeds: Sequence[int] = (0, 1, 2, 3, 4)
+    datasets: Sequence[str] = FIG1_DATASETS
+    fixed: Sequence[int] = FIG2A_SIZES
+    fig2a: bool = True
+    fig2a_size: int = 1000
+    fig2a_batches: int = 4
+    num_steps: int | None = None
+    exact: bool = True
+
+    @property
+    def fig2a_methods(self) -> list[str]:
+        """Fig. 2a's methods: ``fixed-M`` per fixed size, VIPS and (``exact``) the exact GP."""
+        return [f"fixed-{m}" for m in self.fixed] + ["vips"] + (["exact"] if self.exact else [])
+
+
+def synthetic_specs(options: SyntheticOptions) -> list[RunSpec]:
     """A run per Fig. 1 dataset and seed (VIPS), and with ``fig2a`` a run per Fig. 2a method and seed."""
+    o = options
+    if not o.seeds:
+        raise ValueError("give at least one seed")
+    unknown = sorted(set(o.datasets) - set(FIG1_DATASETS))
+    if unknown:
+        raise ValueError(f"unknown Fig. 1 datasets {unknown}: choose from {', '.join(FIG1_DATASETS)}")
     specs = [
-        RunSpec(f"{d}/vips/seed{s}", {"dataset": d, "method": "vips", "seed": s, "num_steps": num_steps})
-        for s in seeds
-        for d in datasets
+        RunSpec(f"{d}/vips/seed{s}", {"dataset": d, "method": "vips", "seed": s, "num_steps": o.num_steps})
+        for s in o.seeds
+        for d in o.datasets
     ]
-    if fig2a:
+    if o.fig2a:
         specs += [
             RunSpec(
                 f"{FIG2A_DATASET}/{m}/seed{s}",
@@ -641,75 +644,59 @@ def synthetic_specs(
                     "dataset": FIG2A_DATASET,
                     "method": m,
                     "seed": s,
-                    "num_steps": num_steps,
-                    "size": fig2a_size,
-                    "batches": fig2a_batches,
+                    "num_steps": o.num_steps,
+                    "size": o.fig2a_size,
+                    "batches": o.fig2a_batches,
                 },
             )
-            for s in seeds
-            for m in fig2a_methods
+            for s in o.seeds
+            for m in o.fig2a_methods
         ]
     return specs
 
 
-def run_synthetic(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
-    out: str | Path,
-    seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    datasets: Sequence[str] = FIG1_DATASETS,
-    fixed: Sequence[int] = FIG2A_SIZES,
-    fig2a: bool = True,
-    fig2a_size: int = 1000,
-    fig2a_batches: int = 4,
-    num_steps: int | None = None,
-    exact: bool = True,
-    workers: int = 1,
-    quiet: bool = False,
-    results: str | Path | None = None,
-    fresh: bool = False,
-    log: Callable[[str], Any] = print,
-) -> str:
-    """Pescador-Barrios et al. 2024, Figs. 1 and 2a on their synthetic sets (appendices F.1, F.2.1).
+def synthetic_summarise(root: Path, sweep: SweepResult, options: SyntheticOptions, quiet: bool, log: Echo) -> str:
+    """Pescador-Barrios et al. 2024, Figs. 1 and 2a on their synthetic sets (appendices F.1, F.2.1), of the finished
+    runs: ``synthetic.csv``, ``fig1.png``, ``fig2a.png`` and ``table.md``; returns the Markdown.
 
     Fig. 1: VIPS (δ = 0.05; SE kernel, length-scale 0.5, variance 1, noise variance 0.5 initially) on
-    :func:`~onlinegp.data.synthetic` datasets 1-3, ten batches each. Fig. 2a: OSGPR with ``fixed`` greedy-variance
-    sizes (pivoted Cholesky of [Z; X]), VIPS and (``exact``) the exact GP on :func:`fig2a_dataset` (variance 1.5).
-    θ by L-BFGS on the online bound (``num_steps`` caps its iterations per batch; default 200). Metrics: RMSE and
-    NLPD on :func:`synthetic_test_grid` within the range seen so far (:func:`synthetic_stream`). Choices the paper
-    leaves open are ours: noise σ = 0.3, the Fig. 2a input range and order, RMSE against the noise-free f (NLPD of
-    noisy targets), and testing only inside the range seen so far. Each (dataset, method, seed) stream is a run of a
-    sweep (:func:`synthetic_job`): ``results`` is the root of the committed results tree, where the runs' rows are
-    kept (``results/vips-synthetic/``), and ``fresh`` reruns every run
-    (:class:`~onlinegp.experiments.bench.runner.RunnerOptions`)."""
-    root = Path(out)
-    if not seeds:
-        raise ValueError("give at least one seed")
-    unknown = sorted(set(datasets) - set(FIG1_DATASETS))
-    if unknown:
-        raise ValueError(f"unknown Fig. 1 datasets {unknown}: choose from {', '.join(FIG1_DATASETS)}")
-    fig2a_methods = [f"fixed-{m}" for m in fixed] + ["vips"] + (["exact"] if exact else [])
-    specs = synthetic_specs(seeds, datasets, fig2a_methods, fig2a, fig2a_size, fig2a_batches, num_steps)
-    options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
-    result = run_sweep(specs, synthetic_job, root, options, title="vips-synthetic", summary=SYNTHETIC_SUMMARY)
-    for failed in result.failed:
+    :func:`~onlinegp.data.synthetic` datasets 1-3, ten batches each. Fig. 2a: OSGPR with fixed greedy-variance
+    sizes (pivoted Cholesky of [Z; X]), VIPS and the exact GP on :func:`fig2a_dataset` (variance 1.5). θ by L-BFGS on
+    the online bound. Metrics: RMSE and NLPD on :func:`synthetic_test_grid` within the range seen so far
+    (:func:`synthetic_stream`). Choices the paper leaves open are ours: noise σ = 0.3, the Fig. 2a input range and
+    order, RMSE against the noise-free f (NLPD of noisy targets), and testing only inside the range seen so far. Each
+    (dataset, method, seed) stream is a run (:func:`synthetic_job`) whose rows are kept in the results tree
+    (``results/vips-synthetic/``)."""
+    for failed in sweep.failed:
         log(f"run {failed.run_id} failed: {failed.error}")
     rows: list[dict] = []
-    for spec in specs:
+    for spec in sweep.specs:
         path = root / spec.run_id / "metrics.json"
         if path.is_file():
             rows += json.loads(path.read_text())
-    table = write_synthetic(root, rows, fig2a_methods)
+    table = write_synthetic(root, rows, options.fig2a_methods)
     if not quiet:
         log(table)
         log(f"wrote {root / 'synthetic.csv'}, {root / 'table.md'}, {root / 'fig1.png'}, {root / 'fig2a.png'}")
-        if result.results is not None:
-            restored = sum(r.restored for r in result.runs)
-            log(f"run summaries kept in {result.results} ({restored} of {len(result.runs)} restored from there)")
+        _log_kept(sweep, log)
     return table
 
 
 #: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
 BENCHES = {
-    "vips-table1": Bench("vips-table1", run_table1),
-    "vips-magnetic": Bench("vips-magnetic", run_magnetic),
-    "vips-synthetic": Bench("vips-synthetic", run_synthetic),
+    "vips-table1": Bench(
+        "vips-table1", Table1Options, table1_specs, table1_job, table1_summarise, TABLE1_SUMMARY, threads=1
+    ),
+    "vips-magnetic": Bench(
+        "vips-magnetic", MagneticOptions, magnetic_specs, magnetic_job, magnetic_summarise, MAGNETIC_SUMMARY, threads=1
+    ),
+    "vips-synthetic": Bench(
+        "vips-synthetic",
+        SyntheticOptions,
+        synthetic_specs,
+        synthetic_job,
+        synthetic_summarise,
+        SYNTHETIC_SUMMARY,
+        threads=1,
+    ),
 }

@@ -37,6 +37,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,8 @@ from ...metrics import rmse
 from ...models.registry import make_model
 from ...wasserstein import psd_sqrt
 from .parse import parse_names, parse_seeds
-from .protocol import Bench
-from .runner import RunnerOptions, RunSpec, run_sweep
+from .protocol import Bench, Echo
+from .runner import RunSpec, SweepResult
 
 DATASETS = ("toy", "kin40k", "pumadyn32nm", "bathymetry")
 METHODS = ("lgpr", "wgpr", "solar-gp", "ovfe")
@@ -431,34 +432,51 @@ def write_figures(
     return figures
 
 
-def run(
-    out: str | Path = "runs/wgpr",
-    datasets: str | Sequence[str] = DATASETS,
-    methods: str | Sequence[str] = METHODS,
-    sweep: str | Sequence[str] = ("kin40k",),
-    max_points: int | None = None,
-    max_test: int = 2000,
-    seeds: str | Sequence[int] = "0-4",
-    member_steps: int | None = None,
-    optimize_inducing: bool = True,
-    options: RunnerOptions | None = None,
-) -> dict[str, Any]:
-    """Run the whole experiment into ``out``; returns the tables' Markdown and the paths written. One ``out`` holds
-    one choice of ``optimize_inducing`` (the runs of both share their ids)."""
-    datasets, methods = parse_names(datasets, "dataset"), parse_names(methods, "method")
-    seeds = parse_seeds(seeds)
-    sweep = parse_names(sweep, "dataset") if sweep else []
-    _check_choices(datasets, methods, sweep, max_points, max_test)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    base = {
-        "max_points": None if max_points is None else int(max_points),
-        "max_test": int(max_test),
-        "batch_size": BATCH_SIZE,
-        "member_steps": member_steps,
-        **({"optimize_inducing": True} if optimize_inducing else {}),
-    }
-    specs = specs_for(datasets, methods, sweep, seeds, base)
+@dataclass(frozen=True)
+class WgprOptions:
+    """``onlinegp bench wgpr``: datasets, methods, the datasets of the models-vs-threshold sweep (Fig. 2) and the
+    seeds (lists, or text such as ``"toy,kin40k"`` and ``"0-4"``); ``max_points`` cuts every stream (None: the
+    paper's sizes), ``max_test`` test points per UCI dataset, ``member_steps`` L-BFGS iterations per OSGPR update
+    (None: 200); ``optimize_inducing`` moves the sparse models' pseudo-inputs with θ (one ``out`` holds one choice:
+    the runs of both share their ids)."""
+
+    datasets: str | Sequence[str] = DATASETS
+    methods: str | Sequence[str] = METHODS
+    sweep: str | Sequence[str] = ("kin40k",)
+    max_points: int | None = None
+    max_test: int = 2000
+    seeds: str | Sequence[int] = "0-4"
+    member_steps: int | None = None
+    optimize_inducing: bool = True
+
+    def parsed(self) -> tuple[list[str], list[str], list[str], list[int]]:
+        """Datasets, methods, sweep datasets and seeds as lists, checked."""
+        datasets, methods = parse_names(self.datasets, "dataset"), parse_names(self.methods, "method")
+        sweep = parse_names(self.sweep, "dataset") if self.sweep else []
+        _check_choices(datasets, methods, sweep, self.max_points, self.max_test)
+        return datasets, methods, sweep, parse_seeds(self.seeds)
+
+    def base(self) -> dict[str, Any]:
+        """What every run's config shares."""
+        return {
+            "max_points": None if self.max_points is None else int(self.max_points),
+            "max_test": int(self.max_test),
+            "batch_size": BATCH_SIZE,
+            "member_steps": self.member_steps,
+            **({"optimize_inducing": True} if self.optimize_inducing else {}),
+        }
+
+
+def specs(options: WgprOptions) -> list[RunSpec]:
+    """The table and Fig. 2 runs of :func:`specs_for`."""
+    datasets, methods, sweep, seeds = options.parsed()
+    return specs_for(datasets, methods, sweep, seeds, options.base())
+
+
+def summarise(out: Path, sweep_result: SweepResult, options: WgprOptions, quiet: bool, log: Echo) -> dict[str, Any]:
+    """config.json, runs.csv, the tables and figures of the finished runs; returns the tables' Markdown and the paths
+    written."""
+    datasets, methods, sweep, seeds = options.parsed()
     (out / "config.json").write_text(
         json.dumps(
             {
@@ -466,7 +484,7 @@ def run(
                 "methods": methods,
                 "sweep": sweep,
                 "seeds": seeds,
-                **base,
+                **options.base(),
                 "num_inducing": NUM_INDUCING,
                 "settings": SETTINGS,
             },
@@ -474,7 +492,6 @@ def run(
             default=str,
         )
     )
-    sweep_result = run_sweep(specs, run_job, out / "runs", options, title="wgpr", summary=SUMMARY_FILES)
     results = [r.value for r in sweep_result.runs if r.status in ("done", "skipped") and r.value]
     write_csv(out / "runs.csv", results, RUNS_COLUMNS)
     texts = write_tables(results, datasets, methods, out)
@@ -491,8 +508,8 @@ def run(
 
 
 def show(result: dict[str, Any], quiet: bool, echo: Callable[..., Any]) -> int:
-    """What ``onlinegp bench wgpr`` prints of :func:`run`'s result (its tables, where they went; the failed runs, to
-    stderr); exit 1 if any run failed."""
+    """What ``onlinegp bench wgpr`` prints of :func:`summarise`'s result (its tables, where they went; the failed
+    runs, to stderr); exit 1 if any run failed."""
     if not quiet:
         for text in result["tables"].values():
             echo(text)
@@ -506,4 +523,4 @@ def show(result: dict[str, Any], quiet: bool, echo: Callable[..., Any]) -> int:
 
 
 #: the ``onlinegp bench`` command of this module (:mod:`onlinegp.experiments.bench.protocol`)
-BENCHES = {"wgpr": Bench("wgpr", run, takes="runner", show=show)}
+BENCHES = {"wgpr": Bench("wgpr", WgprOptions, specs, run_job, summarise, SUMMARY_FILES, runs="runs", show=show)}

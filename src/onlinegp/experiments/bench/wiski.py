@@ -1,11 +1,11 @@
 """The experiments of Stanton et al. 2021 (WISKI, §5): online regression on UCI sets, online Dirichlet classification on
 banana, and batch Bayesian optimisation with qUCB.
 
-* ``run_uci`` (§5.1, Fig. 3, Table C.1): a 90/10 split, inputs min-max to [-1, 1] over the whole set, targets
-  standardised with the training mean and std (all models share this scaling); the first 5% of the (shuffled)
+* ``wiski-uci`` (:func:`run_uci`, §5.1, Fig. 3, Table C.1): a 90/10 split, inputs min-max to [-1, 1] over the whole set,
+  targets standardised with the training mean and std (all models share this scaling); the first 5% of the (shuffled)
   training stream pre-trains each model (``pretrain_steps`` full-batch steps; WISKI's cosine-annealed at Table C.1's
-  batch rates), then points arrive one at a time with one optimiser step each (WISKI at Table C.1's online rates,
-  per dataset: :data:`TABLE_C1`). Test NLL and RMSE (standardised units) every ``eval_every`` points, and the median
+  batch rates), then points arrive one at a time with one optimiser step each (WISKI at Table C.1's online rates, per
+  dataset: :data:`TABLE_C1`). Test NLL and RMSE (standardised units) every ``eval_every`` points, and the median
   wall-clock time of the single-point updates since the previous evaluation (the first row of each run holds the
   pre-training time). Two comparisons, told apart by the ``inputs`` column:
 
@@ -19,13 +19,13 @@ banana, and batch Bayesian optimisation with qUCB.
   An exact GP streamed like the others runs only when the stream fits in ``exact_max`` points; the hindsight
   reference, ``exact GP (batch)``, is an exact GP fitted by L-BFGS on the shared features of every point seen so far,
   at each evaluation point (:func:`hindsight_exact`; streams up to ``batch_exact_max`` points): a curve.
-* ``run_banana`` (§5.2, Fig. 4): the WISKI Dirichlet classifier, 5% pre-training then one point at a time; test
+* ``wiski-banana`` (§5.2, Fig. 4): the WISKI Dirichlet classifier, 5% pre-training then one point at a time; test
   accuracy and NLL against points seen, with the hindsight classifier trained on all the data in one batch.
-* ``run_bo`` (§5.3, appendix C.2): the paper's noisy 3-D test functions from ``botorch.test_functions`` with
-  Table 2's noise stds (:data:`BO_FUNCTIONS`: Levy, Ackley, StyblinskiTang, Rastrigin, Griewank, Michalewicz), 5 random
-  initial points, then qUCB with q = 3 optimised by ``optimize_acqf`` on WISKI and an exact GP, each
-  updated online with the new batch and ``steps`` Adam steps; the best noise-free value found and the time per
-  iteration (acquisition optimisation + update).
+* ``wiski-bo`` (:func:`run_bo`, §5.3, appendix C.2): the paper's noisy 3-D test functions from
+  ``botorch.test_functions`` with Table 2's noise stds (:data:`BO_FUNCTIONS`: Levy, Ackley, StyblinskiTang, Rastrigin,
+  Griewank, Michalewicz), 5 random initial points, then qUCB with q = 3 optimised by ``optimize_acqf`` on WISKI and an
+  exact GP, each updated online with the new batch and ``steps`` Adam steps; the best noise-free value found and the
+  time per iteration (acquisition optimisation + update).
 
 Every run writes config.json, the metrics as CSV and JSON, and a figure to ``out``.
 """
@@ -36,7 +36,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,8 @@ from ...models.wiski import WISKIClassifier
 from ...training import Pretraining, Training
 from ..plots import plot_panel_curves
 from .exact import lbfgs_exact_gp
-from .protocol import Bench
+from .protocol import Bench, Echo
+from .runner import RunSpec, SweepResult
 
 UCI_SETS = ("skillcraft", "elevators", "protein", "kin40k")
 UCI_MODELS = ("wiski", "osgpr", "osvgp", "exact")
@@ -102,8 +103,8 @@ def _write(out: Path, name: str, rows: list[dict], config: dict) -> None:
 
 
 def _config(experiment: str, arguments: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A run's config.json: the experiment, the run function's arguments (its ``locals()`` on entry) but where it writes
-    and how it reports (out, quiet, log), then ``extra``."""
+    """A run's config.json: the experiment, its ``arguments`` (the bench's options, or a function's ``locals()`` on
+    entry) but where it writes and how it reports (out, quiet, log), then ``extra``."""
     return {
         "experiment": experiment,
         **{k: v for k, v in arguments.items() if k not in ("out", "quiet", "log")},
@@ -235,28 +236,36 @@ def stream_one_at_a_time(
     return rows, times
 
 
-def run_uci(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
-    out: str | Path,
-    datasets: Sequence[str] = UCI_SETS,
-    models: Sequence[str] = UCI_MODELS,
-    all_input_models: Sequence[str] = ALL_INPUT_MODELS,
-    max_points: int = 500,
-    max_test: int = 1000,
-    eval_every: int = 50,
-    pretrain_fraction: float = 0.05,
-    pretrain_steps: int = 200,
-    exact_max: int = 1500,
-    batch_exact_max: int = 5000,
-    seed: int = 0,
-    quiet: bool = False,
-    log: Callable[[str], None] = print,
-) -> list[dict]:
+@dataclass(frozen=True)
+class UciOptions:
+    """``onlinegp bench wiski-uci``: the UCI ``datasets``; the ``models`` on the shared learnt projection and the
+    ``all_input_models`` on all D inputs; ``max_points`` streamed one at a time after pre-training on
+    ``pretrain_fraction`` of the training rows (``pretrain_steps`` full-batch steps); evaluation every
+    ``eval_every`` points on at most ``max_test`` test points; the streamed exact GP up to ``exact_max`` points, the
+    hindsight one up to ``batch_exact_max``; the split and shuffle's ``seed``."""
+
+    datasets: Sequence[str] = UCI_SETS
+    models: Sequence[str] = UCI_MODELS
+    all_input_models: Sequence[str] = ALL_INPUT_MODELS
+    max_points: int = 500
+    max_test: int = 1000
+    eval_every: int = 50
+    pretrain_fraction: float = 0.05
+    pretrain_steps: int = 200
+    exact_max: int = 1500
+    batch_exact_max: int = 5000
+    seed: int = 0
+
+
+def run_uci(out: Path, options: UciOptions, quiet: bool, log: Callable[[str], None] = print) -> list[dict]:
     """Online regression (Stanton et al. 2021, §5.1); one row per evaluation (dataset, inputs, model, num_data, ...)."""
-    config = _config("wiski-uci", locals(), options=STREAM_OPTIONS, table_c1=TABLE_C1)
-    out = Path(out)
+    config = _config("wiski-uci", asdict(options), options=STREAM_OPTIONS, table_c1=TABLE_C1)
+    o = options
+    datasets, models, all_input_models, seed = o.datasets, o.models, o.all_input_models, o.seed
+    max_points, eval_every, pretrain_steps, exact_max = o.max_points, o.eval_every, o.pretrain_steps, o.exact_max
     rows: list[dict] = []
     for name in datasets:
-        X, y, Xt, yt, bounds, n0 = uci_stream(name, seed, pretrain_fraction, max_test)
+        X, y, Xt, yt, bounds, n0 = uci_stream(name, seed, o.pretrain_fraction, o.max_test)
         n_stream = min(max_points, len(y) - n0)
         y_mean, y_std = float(y.mean()), float(y.std())
         t0 = time.perf_counter()
@@ -288,7 +297,7 @@ def run_uci(  # noqa: PLR0913 - one parameter per bench option (to go with the b
                     f"[wiski-uci] {name:10s} {label:20s} n={last['num_data']:6d} nll={last['nll']:.3f} "
                     f"rmse={last['rmse']:.3f} median update {1e3 * float(np.median(times)):.1f} ms"
                 )
-            if inputs == "shared" and n0 + n_stream <= batch_exact_max:
+            if inputs == "shared" and n0 + n_stream <= o.batch_exact_max:
                 checkpoints = [n0, *range(n0 + eval_every, n0 + n_stream, eval_every), n0 + n_stream]
                 for row in hindsight_exact(Xin, y, Xtin, yt, checkpoints, (y_mean, y_std), seed, quiet):
                     rows.append({"dataset": name, "inputs": inputs, "model": "exact GP (batch)"} | row)
@@ -326,7 +335,7 @@ def banana_stream(
 ) -> list[dict]:
     """Online Dirichlet classification on banana (Stanton et al. 2021, §5.2) into ``out`` (``config.json``,
     ``metrics.json``, ``metrics.csv``); one row per evaluation, the hindsight classifier's first and last.
-    :func:`run_banana` runs it as a sweep of one run."""
+    ``wiski-banana`` runs it as a sweep of one run."""
     config = _config("wiski-banana", locals())
     out = Path(out)
     train, test = load_dataset("banana", split="train"), load_dataset("banana", split="test").subsample(max_test, seed)
@@ -421,36 +430,32 @@ def banana_table(rows: list[dict], every: int = 100) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_banana(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
-    out: str | Path,
-    pretrain_fraction: float = 0.05,
-    pretrain_steps: int = 100,
-    hindsight_steps: int = 200,
-    eval_every: int = 20,
-    max_test: int = 2000,
-    grid_size: int = 16,
-    lr: float = 5e-3,
-    seed: int = 0,
-    max_points: int | None = None,
-    quiet: bool = False,
-    results: str | Path | None = None,
-    fresh: bool = False,
-    log: Callable[[str], None] = print,
-) -> list[dict]:
-    """Online Dirichlet classification on banana (Stanton et al. 2021, §5.2): :func:`banana_stream` as a sweep of one
-    run (``seed<seed>`` under ``out``), whose metrics are kept in the committed results tree ``results``
-    (``results/wiski-banana/``; ``fresh`` runs it again); writes ``banana.png`` and ``table.md`` to ``out`` and returns
-    the run's rows."""
-    config = {k: v for k, v in locals().items() if k not in ("out", "quiet", "results", "fresh", "log")}
-    from .runner import RunnerOptions, RunSpec, run_sweep
+@dataclass(frozen=True)
+class BananaOptions:
+    """``onlinegp bench wiski-banana``: :func:`banana_stream`'s options (a run's config in the results tree)."""
 
-    out = Path(out)
-    spec = RunSpec(f"seed{seed}", config)
-    options = RunnerOptions(quiet=quiet, threads=1, results=results, fresh=fresh)
-    result = run_sweep([spec], banana_job, out, options, title="wiski-banana", summary=BANANA_SUMMARY)
-    if result.failed:
-        raise ValueError(f"wiski-banana run {spec.run_id} failed: {result.failed[0].error}")
-    rows = json.loads((out / spec.run_id / "metrics.json").read_text())
+    pretrain_fraction: float = 0.05
+    pretrain_steps: int = 100
+    hindsight_steps: int = 200
+    eval_every: int = 20
+    max_test: int = 2000
+    grid_size: int = 16
+    lr: float = 5e-3
+    seed: int = 0
+    max_points: int | None = None
+
+
+def banana_specs(options: BananaOptions) -> list[RunSpec]:
+    """One run, ``seed<seed>``."""
+    return [RunSpec(f"seed{options.seed}", asdict(options))]
+
+
+def banana_summarise(out: Path, sweep: SweepResult, options: BananaOptions, quiet: bool, log: Echo) -> list[dict]:
+    """Online Dirichlet classification on banana (Stanton et al. 2021, §5.2): ``banana.png`` and ``table.md`` of the
+    run (kept in ``results/wiski-banana/``); returns its rows."""
+    if sweep.failed:
+        raise ValueError(f"wiski-banana run {sweep.failed[0].run_id} failed: {sweep.failed[0].error}")
+    rows = json.loads((out / sweep.runs[0].run_id / "metrics.json").read_text())
     log(
         f"[wiski-banana] online accuracy {rows[-2]['accuracy']:.3f} nll {rows[-2]['nll']:.3f}; hindsight accuracy "
         f"{rows[-1]['accuracy']:.3f} nll {rows[-1]['nll']:.3f}"
@@ -462,13 +467,13 @@ def run_banana(  # noqa: PLR0913 - one parameter per bench option (to go with th
         title="WISKI Dirichlet classification (Stanton et al. 2021, Fig. 4)",
     )
     (out / "table.md").write_text(banana_table(rows))
-    if not quiet and result.results is not None:
-        log(f"run summary kept in {result.results} ({sum(r.restored for r in result.runs)} restored from there)")
+    if not quiet and sweep.results is not None:
+        log(f"run summary kept in {sweep.results} ({sum(r.restored for r in sweep.runs)} restored from there)")
     return rows
 
 
 # ---------------------------------------------------------------------------------------------- Bayesian optimisation
-#: the kernels ``run_bo`` offers: 'rbf' (ours: ARD RBF, no priors) or 'authors' (:func:`authors_bo_kernel`)
+#: the kernels ``wiski-bo`` offers: 'rbf' (ours: ARD RBF, no priors) or 'authors' (:func:`authors_bo_kernel`)
 BO_KERNELS = ("rbf", "authors")
 
 
@@ -598,40 +603,45 @@ def _bo_summary(rows: list[dict], failure: str) -> str:
     )
 
 
-def run_bo(  # noqa: PLR0913 - §5.3's BO loop and its options (to go with the bench protocol)
-    out: str | Path,
-    functions: Sequence[str] = tuple(BO_FUNCTIONS),
-    models: Sequence[str] = ("wiski", "exact"),
-    iterations: int = 20,
-    q: int = 3,
-    n_init: int = 5,
-    seeds: Sequence[int] = (0,),
-    init_steps: int = 50,
-    steps: int = 5,
-    fit: str = "adam",
-    grid_size: int = 8,
-    beta: float = 2.0,
-    beta_decay: float = 1.0,
-    kernel: str = "rbf",
-    num_restarts: int = 4,
-    raw_samples: int = 64,
-    mc_samples: int = 128,
-    quiet: bool = False,
-    log: Callable[[str], None] = print,
-) -> list[dict]:
-    """Batch UCB (Stanton et al. 2021, §5.3); one row per iteration (function, model, seed, iteration, best, times).
+@dataclass(frozen=True)
+class BoOptions:
+    """``onlinegp bench wiski-bo``: ``functions`` are keys of :data:`BO_FUNCTIONS` (default: all six of appendix C.2),
+    ``models`` registered models; ``iterations`` of ``q`` points from ``n_init`` random ones, per seed; ``init_steps``
+    Adam steps on the initial points and ``steps`` per iteration; ``fit='lbfgs'`` fits WISKI and the exact GP to
+    convergence by L-BFGS after every iteration (the paper's set-up; O-SVGP keeps its Adam steps); WISKI's
+    ``grid_size`` points per dimension. UCB's β at iteration t is ``beta · beta_decay^(t−1)``: the paper does not
+    state it; its authors' code decays it as 0.9^t from 1 (``beta=1, beta_decay=0.9``), near-greedy after 30
+    iterations. ``kernel``: 'rbf' (ours) or 'authors' (:func:`authors_bo_kernel`; their code also starts from 10
+    points, ``n_init=10``). The acquisition's ``num_restarts``, ``raw_samples`` and ``mc_samples``:
+    :class:`BatchUCB`."""
 
-    ``functions`` are keys of :data:`BO_FUNCTIONS` (default: all six of appendix C.2). ``fit='lbfgs'`` fits WISKI and
-    the exact GP to convergence by L-BFGS after every iteration (the paper's set-up; O-SVGP keeps its Adam steps).
-    UCB's β at iteration t is ``beta · beta_decay^(t−1)``: the paper does not state it; its authors' code decays it
-    as 0.9^t from 1 (``beta=1, beta_decay=0.9``), near-greedy after 30 iterations. ``kernel``: 'rbf' (ours) or
-    'authors' (:func:`authors_bo_kernel`; their code also starts from 10 points, ``n_init=10``)."""
-    config = _config("wiski-bo", locals())
-    _check_bo_options(functions, fit, kernel, beta, beta_decay)
+    functions: Sequence[str] = tuple(BO_FUNCTIONS)
+    models: Sequence[str] = ("wiski", "exact")
+    iterations: int = 20
+    q: int = 3
+    n_init: int = 5
+    seeds: Sequence[int] = (0,)
+    init_steps: int = 50
+    steps: int = 5
+    fit: str = "adam"
+    grid_size: int = 8
+    beta: float = 2.0
+    beta_decay: float = 1.0
+    kernel: str = "rbf"
+    num_restarts: int = 4
+    raw_samples: int = 64
+    mc_samples: int = 128
+
+
+def run_bo(out: Path, options: BoOptions, quiet: bool, log: Callable[[str], None] = print) -> list[dict]:
+    """Batch UCB (Stanton et al. 2021, §5.3); one row per iteration (function, model, seed, iteration, best, times)."""
+    config = _config("wiski-bo", asdict(options))
+    o = options
+    functions, models, seeds, iterations, init_steps = o.functions, o.models, o.seeds, o.iterations, o.init_steps
+    _check_bo_options(functions, o.fit, o.kernel, o.beta, o.beta_decay)
     from botorch import test_functions
 
-    out = Path(out)
-    ucb = BatchUCB(q, beta, beta_decay, num_restarts, raw_samples, mc_samples)
+    ucb = BatchUCB(o.q, o.beta, o.beta_decay, o.num_restarts, o.raw_samples, o.mc_samples)
     rows: list[dict] = []
     bar = _progress(len(functions) * len(models) * len(seeds) * iterations, quiet, "wiski-bo")
     for fname in functions:
@@ -640,15 +650,15 @@ def run_bo(  # noqa: PLR0913 - §5.3's BO loop and its options (to go with the b
         bounds = f.bounds.to(torch.float64)
         for seed in seeds:
             g = torch.Generator().manual_seed(int(seed))
-            X0 = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(n_init, 3, dtype=torch.float64, generator=g)
+            X0 = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(o.n_init, 3, dtype=torch.float64, generator=g)
             torch.manual_seed(int(seed))
             Y0 = f(X0)
             for model_name in models:
-                opts = _bo_model_options(model_name, kernel, fit, grid_size, init_steps)
+                opts = _bo_model_options(model_name, o.kernel, o.fit, o.grid_size, init_steps)
                 gp = make_model(model_name, 3, x_bounds=bounds, seed=int(seed), **opts)
                 _set_steps(gp, init_steps)
                 gp.update(X0, Y0)
-                _set_steps(gp, steps)
+                _set_steps(gp, o.steps)
                 torch.manual_seed(int(seed) + 1)
                 run = {"function": fname, "model": model_name, "seed": int(seed), "run": f"{model_name}/seed{seed}"}
                 run_rows, failure = _bo_iterations(gp, f, bounds, X0, ucb, iterations, run, bar)
@@ -698,38 +708,44 @@ def rank_job(config: dict, run_dir: str) -> dict:
     return {**rows[-1], "median_update_s": float(np.median(times)), "root_columns": columns}
 
 
-def _rank_specs(
-    dataset: str,
-    grid_sizes: Sequence[int],
-    updates: Sequence[str],
-    seeds: Sequence[int],
-    max_points: int | None,
-    eval_every: int,
-    pretrain_steps: int,
-) -> list:
+@dataclass(frozen=True)
+class RankOptions:
+    """``onlinegp bench wiski-rank``: the ``dataset``, the ``grid_sizes`` of :data:`RANK_ABLATION`, the root
+    ``updates`` and ``seeds`` (a split and shuffle each); ``max_points`` cuts the stream (None: all), evaluation every
+    ``eval_every`` points, ``pretrain_steps`` on the 5% pre-training batch."""
+
+    dataset: str = "skillcraft"
+    grid_sizes: Sequence[int] = tuple(RANK_ABLATION)
+    updates: Sequence[str] = ("gill", "truncate")
+    seeds: Sequence[int] = (0,)
+    max_points: int | None = None
+    eval_every: int = 500
+    pretrain_steps: int = 200
+
+
+def rank_specs(options: RankOptions) -> list[RunSpec]:
     """The ablation's runs: per grid size, WᵀW whole and each rank of :data:`RANK_ABLATION` with each root update, per
     seed."""
-    from .runner import RunSpec
-
+    o = options
     specs = []
-    for g in grid_sizes:
+    for g in o.grid_sizes:
         if g not in RANK_ABLATION:
             raise ValueError(f"grid size {g} is not in the paper's ablation; choose from {sorted(RANK_ABLATION)}")
         # the truncating root of full rank r = m is WᵀW whole, exactly: not run again
         variants = [(None, "whole")] + [
-            (r, u) for r in RANK_ABLATION[g] for u in updates if not (u == "truncate" and r == g * g)
+            (r, u) for r in RANK_ABLATION[g] for u in o.updates if not (u == "truncate" and r == g * g)
         ]
         for rank, update in variants:
-            for seed in seeds:
+            for seed in o.seeds:
                 config = dict(
-                    dataset=dataset,
+                    dataset=o.dataset,
                     grid_size=g,
                     wtw_rank=rank,
                     wtw_update="gill" if rank is None else update,
                     seed=int(seed),
-                    max_points=max_points,
-                    eval_every=eval_every,
-                    pretrain_steps=pretrain_steps,
+                    max_points=o.max_points,
+                    eval_every=o.eval_every,
+                    pretrain_steps=o.pretrain_steps,
                 )
                 specs.append(RunSpec(f"m{g * g}/{'whole' if rank is None else f'r{rank}-{update}'}/seed{seed}", config))
     return specs
@@ -797,36 +813,17 @@ def _rank_table(dataset: str, finals: dict[tuple[int, str], list[dict]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_rank_ablation(  # noqa: PLR0913 - one parameter per bench option (to go with the bench protocol)
-    out: str | Path,
-    dataset: str = "skillcraft",
-    grid_sizes: Sequence[int] = tuple(RANK_ABLATION),
-    updates: Sequence[str] = ("gill", "truncate"),
-    seeds: Sequence[int] = (0,),
-    max_points: int | None = None,
-    eval_every: int = 500,
-    pretrain_steps: int = 200,
-    workers: int = 1,
-    quiet: bool = False,
-    results: str | Path | None = None,
-    fresh: bool = False,
-    log: Callable[[str], Any] = print,
-) -> str:
+def rank_summarise(out: Path, sweep: SweepResult, options: RankOptions, quiet: bool, log: Echo) -> str:
     """Stanton et al. 2021's root-rank ablation (appendix table: NLL on skillcraft for m = 256 and 1024 against the
-    rank r of the root of WᵀW): every (m, r) of :data:`RANK_ABLATION` with each root update, and WᵀW kept whole, per
-    seed (a split and shuffle); the final test NLL and RMSE, the median update time. Writes table.md: mean ± std over
-    seeds, then every seed's numbers (a root that diverges on some seeds only shows there)."""
-    from .runner import RunnerOptions, run_sweep
-
-    specs = _rank_specs(dataset, grid_sizes, updates, seeds, max_points, eval_every, pretrain_steps)
-    options = RunnerOptions(workers=workers, quiet=quiet, threads=1, results=results, fresh=fresh)
-    result = run_sweep(specs, rank_job, Path(out), options, title="wiski-rank", summary=RANK_SUMMARY)
-    for failed in result.failed:
+    rank r of the root of WᵀW) of the finished runs: the final test NLL and RMSE, the median update time. Writes
+    table.md: mean ± std over seeds, then every seed's numbers (a root that diverges on some seeds only shows
+    there)."""
+    for failed in sweep.failed:
         log(f"run {failed.run_id} failed: {failed.error}")
-    values = {r.run_id: r.value for r in result.runs if r.status in ("done", "skipped")}
-    table = _rank_table(dataset, _rank_finals(specs, Path(out), values))
-    Path(out).mkdir(parents=True, exist_ok=True)
-    (Path(out) / "table.md").write_text(table)
+    values = {r.run_id: r.value for r in sweep.runs if r.status in ("done", "skipped")}
+    table = _rank_table(options.dataset, _rank_finals(sweep.specs, out, values))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table.md").write_text(table)
     if not quiet:
         log(table)
     return table
@@ -834,8 +831,10 @@ def run_rank_ablation(  # noqa: PLR0913 - one parameter per bench option (to go 
 
 #: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
 BENCHES = {
-    "wiski-uci": Bench("wiski-uci", run_uci, takes="loop"),
-    "wiski-banana": Bench("wiski-banana", run_banana),
-    "wiski-bo": Bench("wiski-bo", run_bo, takes="loop"),
-    "wiski-rank": Bench("wiski-rank", run_rank_ablation),
+    "wiski-uci": Bench("wiski-uci", UciOptions, loop=run_uci),
+    "wiski-banana": Bench(
+        "wiski-banana", BananaOptions, banana_specs, banana_job, banana_summarise, BANANA_SUMMARY, threads=1
+    ),
+    "wiski-bo": Bench("wiski-bo", BoOptions, loop=run_bo),
+    "wiski-rank": Bench("wiski-rank", RankOptions, rank_specs, rank_job, rank_summarise, RANK_SUMMARY, threads=1),
 }
