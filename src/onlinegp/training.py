@@ -19,6 +19,8 @@ from .linalg import CholeskyError
 
 #: iterations of a fit to convergence (``fit='lbfgs'``) at most
 LBFGS_ITERATIONS = 100
+#: the steps over which :func:`gradient_steps` averages the objective's change for a ``tolerance``
+SETTLE_WINDOW = 10
 #: Adam-stepped methods take this many times their default steps per batch above ``MAX_AK_INPUTS`` inputs
 WIDE_STEP_FACTOR = 5
 
@@ -52,11 +54,14 @@ def gradient_steps(
     scale: float = 1.0,
     stepped: Sequence[torch.optim.Optimizer] | None = None,
     schedules: Sequence[torch.optim.lr_scheduler.LRScheduler] = (),
+    tolerance: float = 0.0,
 ) -> float | None:
     """``num_steps`` steps maximising ``objective()``: clear the gradients of every optimiser, back-propagate
     ``-objective() / scale``, step the optimisers in ``stepped`` (default: all), then the learning-rate
-    ``schedules``. Returns the last objective value (None when ``num_steps`` is 0)."""
-    value = None
+    ``schedules``. With ``tolerance`` > 0 the steps stop early once ``objective() / scale`` has changed by less than
+    ``tolerance`` per step on average over the last :data:`SETTLE_WINDOW` steps. Returns the last objective value
+    (None when ``num_steps`` is 0)."""
+    values: list[float] = []
     for _ in range(num_steps):
         for opt in optimizers:
             opt.zero_grad(set_to_none=True)
@@ -66,8 +71,18 @@ def gradient_steps(
             opt.step()
         for schedule in schedules:
             schedule.step()
-        value = float(current.detach())
-    return value
+        values.append(float(current.detach()))
+        if tolerance > 0 and settled(values, scale, tolerance):
+            break
+    return values[-1] if values else None
+
+
+def settled(values: Sequence[float], scale: float, tolerance: float) -> bool:
+    """Whether the objective ``values`` (one per step so far) have changed by less than ``tolerance`` per step, per
+    unit of ``scale``, on average over the last :data:`SETTLE_WINDOW` steps."""
+    if len(values) <= SETTLE_WINDOW:
+        return False
+    return abs(values[-1] - values[-1 - SETTLE_WINDOW]) / (scale * SETTLE_WINDOW) < tolerance
 
 
 def lbfgs_fit(
@@ -123,15 +138,13 @@ def _check_count(spec: Any, owner: str, name: str, least: int) -> None:
     object.__setattr__(spec, name, int(value))
 
 
-def _check_rate(spec: Any, owner: str, name: str) -> None:
-    """``spec.name`` must be None or a finite learning rate >= 0."""
+def _check_rate(spec: Any, owner: str, name: str, what: str = "learning rate") -> None:
+    """``spec.name`` must be None or a finite ``what`` >= 0."""
     value = getattr(spec, name)
     if value is not None and (
         isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < math.inf
     ):
-        raise ValueError(
-            f"{owner}.{name} must be a finite learning rate >= 0 (None: the model's default), got {value!r}"
-        )
+        raise ValueError(f"{owner}.{name} must be a finite {what} >= 0 (None: the model's default), got {value!r}")
 
 
 def _fields_of(cls: type, owner: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,6 +197,8 @@ class Training:
         lr_variational: the rate of variational parameters moved by gradient: q(u), and Z where it is moved (None:
             at ``lr``).
         batch_size: the mini-batch an objective is estimated on at each step.
+        tolerance: an update's Adam steps stop early once the objective per data point has changed by less than
+            this per step, on average over the last :data:`SETTLE_WINDOW` steps (0: every step is taken).
         pretrain: :class:`Pretraining` on the first batch (a dict of its fields is taken too).
 
     A dict of the fields is taken wherever a spec is (``make_model('poam', training={'steps': 5})``, ``--option
@@ -197,6 +212,7 @@ class Training:
     lr_network: float | None = None
     lr_variational: float | None = None
     batch_size: int | None = None
+    tolerance: float | None = None
     pretrain: Pretraining | None = None
 
     def __post_init__(self) -> None:
@@ -206,6 +222,7 @@ class Training:
         _check_count(self, "training", "batch_size", 1)
         for name in ("lr", "lr_network", "lr_variational"):
             _check_rate(self, "training", name)
+        _check_rate(self, "training", "tolerance", "tolerance")
         if isinstance(self.pretrain, Mapping):
             object.__setattr__(
                 self, "pretrain", Pretraining(**_fields_of(Pretraining, "training.pretrain", self.pretrain))

@@ -9,7 +9,14 @@ import torch
 from onlinegp import MODELS, make_model
 from onlinegp.base import jsonable_options, model_record
 from onlinegp.models import OSVGP, POAM, WISKI, ExactGP
-from onlinegp.training import FLAT_TRAINING, Pretraining, Training, training_options
+from onlinegp.training import (
+    FLAT_TRAINING,
+    SETTLE_WINDOW,
+    Pretraining,
+    Training,
+    gradient_steps,
+    training_options,
+)
 from tests.reference import toy
 
 
@@ -23,6 +30,8 @@ from tests.reference import toy
         ({"steps": -1}, "training.steps"),
         ({"steps": 2.5}, "training.steps"),
         ({"batch_size": 0}, "training.batch_size"),
+        ({"tolerance": -1e-6}, "training.tolerance"),
+        ({"tolerance": float("inf")}, "training.tolerance"),
         ({"pretrain": {"lr": -1.0}}, "training.pretrain.lr"),
         ({"pretrain": {"steps": -3}}, "training.pretrain.steps"),
         ({"pretrain": {"epochs": 3}}, "training.pretrain field 'epochs'"),
@@ -136,3 +145,31 @@ def test_a_class_load_folds_the_flat_keywords_as_make_model(tmp_path):
     assert torch.equal(flat.predict(X[:5]).mean, model.predict(X[:5]).mean)
     with pytest.raises(TypeError):
         POAM.load(str(path), num_inducing=16, not_an_option=1)
+
+
+def test_gradient_steps_stop_once_settled():
+    """With a tolerance the steps stop at the first step where the objective (per unit of ``scale``) has moved by
+    less than ``tolerance`` per step over the last ``SETTLE_WINDOW`` steps (checked against the recorded values); a
+    zero tolerance takes every step."""
+
+    def run(tolerance: float) -> tuple[list[float], float | None]:
+        x = torch.tensor([3.0], dtype=torch.float64, requires_grad=True)
+        adam = torch.optim.Adam([x], lr=0.1)
+        values: list[float] = []
+
+        def objective() -> torch.Tensor:
+            value = -4.0 * (x**2).sum()
+            values.append(float(value))
+            return value
+
+        return values, gradient_steps([adam], objective, 2000, scale=4.0, tolerance=tolerance)
+
+    every, last = run(0.0)
+    assert len(every) == 2000 and last == every[-1]
+    stopped, last = run(1e-4)
+    assert last == stopped[-1] and SETTLE_WINDOW < len(stopped) < 2000
+    moved = [
+        abs(stopped[i] - stopped[i - SETTLE_WINDOW]) / (4.0 * SETTLE_WINDOW) for i in range(SETTLE_WINDOW, len(stopped))
+    ]
+    assert moved[-1] < 1e-4 and all(m >= 1e-4 for m in moved[:-1])
+    assert stopped == every[: len(stopped)]

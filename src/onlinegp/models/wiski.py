@@ -31,9 +31,13 @@ change of any parameter, not after every point. So one Adam step per observation
 O(m² Σ_d g_d + 2m³/3) whatever n is (about 5x one m × m Cholesky at m = 1000, ``benchmarks/bench_wiski.py``), and
 predictions O(4^d m) per point. Without a projection a new point's terms are added to WᵀW once, in place, before the
 step (``KernelGP.update`` restores its copy of the state if the step fails). The steps, not absorbing the points
-(O(16^d) each), are the whole cost of an update. A batch of B points takes B steps by default, one per observation
-as Algorithm 1 streams them; ``training=Training(steps=k)`` takes k per update instead (faster, and less accurate
-where the projection must still be learnt: ``benchmarks/study_wiski_defaults.py``).
+(O(16^d) each), are the whole cost of an update. A batch of B points takes up to B steps by default, one per
+observation as Algorithm 1 streams them, and skips the rest once the objective has settled: once the marginal
+likelihood per point has changed by less than ``training.tolerance`` (:data:`SETTLED`) per step over the last ten
+steps, the remaining steps would move θ within Adam's own jitter (ours: Algorithm 1 takes one point at a time and
+says nothing of batches; ``Training(tolerance=0)`` takes all B). ``training=Training(steps=k)`` takes k per update
+instead (faster, and less accurate where the projection must still be learnt:
+``benchmarks/study_defaults_variants.py --method wiski``).
 
 For D > 3 inputs a learnt feature map h(x) = tanh(BN(A x + b) / 2) to [-1, 1]² is used (§4.3, §5.1: "a linear
 projection ... transformed via a batch-norm operation and the non-linear tanh"; the bias, the batch-norm without affine
@@ -101,6 +105,10 @@ DEFAULT_GRID = {1: 256, 2: 16, 3: 10}
 GILL_JITTER = 1e-8
 #: initial RBF length-scale (gpytorch's default, softplus(0), which the authors' runs kept; Stanton et al. 2021, App. C)
 DEFAULT_LENGTHSCALE = 0.693
+#: the default ``training.tolerance``: a batch's per-observation steps stop once the marginal likelihood per point
+#: changes by less than this per step (over the last ten); level with every step on the defaults bench's sets,
+#: five times faster on batches of 1000 in 2-D (``benchmarks/bench_wiski.py --batch``)
+SETTLED = 1e-6
 
 
 class CubicGrid:
@@ -360,8 +368,9 @@ class WISKI(Trained, KernelGP):
             on the marginal likelihood of all data so far: the Bayesian-optimisation set-up of Stanton et al. 2021,
             appendix C.2); ``steps``, Adam steps per update after the first (None: B for a batch of B points,
             Algorithm 1's one step per observation) or L-BFGS iterations at most (None: ``LBFGS_ITERATIONS``); 0 freezes the
-            hyper-parameters; ``lr``, kernel and noise online (5e-3) and ``lr_network``, the projection (5e-4);
-            ``pretrain``, :class:`~onlinegp.training.Pretraining`: full-batch Adam steps on the first batch (200,
+            hyper-parameters; ``tolerance``, the Adam steps of an update stop once the objective settles
+            (:data:`SETTLED`; 0: every step); ``lr``, kernel and noise online (5e-3) and ``lr_network``, the
+            projection (5e-4); ``pretrain``, :class:`~onlinegp.training.Pretraining`: full-batch Adam steps on the first batch (200,
             Table C.1's T_batch) at ``lr`` (5e-2) and ``lr_network`` (5e-3), cosine-annealed to zero; 0 steps make the
             first update an ordinary one. The rates are Table C.1's (skillcraft and powerplant rows).
         root: 'cholesky' (r = m) or 'lanczos' (rank ``rank`` root of K_UU, dense algebra; basis held fixed in the
@@ -382,12 +391,16 @@ class WISKI(Trained, KernelGP):
     """
 
     _dynamic = ("WtW", "Wty", "yty", "logdet_noise", "wtw_root", "wtw_inv_root", "held_x", "held_y", "held_noise")
-    #: the defaults of ``training`` (Stanton et al. 2021, Table C.1; ``steps`` None: B Adam steps for B points,
-    #: or L-BFGS to convergence)
+    #: the defaults of ``training`` (Stanton et al. 2021, Table C.1; ``steps`` None: up to B Adam steps for B points,
+    #: stopping once the objective settles (``tolerance``), or L-BFGS to convergence)
     TRAINING = Training(
-        optimizer="adam", lr=5e-3, lr_network=5e-4, pretrain=Pretraining(steps=200, lr=5e-2, lr_network=5e-3)
+        optimizer="adam",
+        lr=5e-3,
+        lr_network=5e-4,
+        tolerance=SETTLED,
+        pretrain=Pretraining(steps=200, lr=5e-2, lr_network=5e-3),
     )
-    TRAINING_FIELDS = ("optimizer", "steps", "lr", "lr_network", "pretrain")
+    TRAINING_FIELDS = ("optimizer", "steps", "lr", "lr_network", "tolerance", "pretrain")
 
     def __init__(
         self,
@@ -709,9 +722,10 @@ class WISKI(Trained, KernelGP):
                 params = [p for group in self.optimizer.param_groups for p in group["params"]]
                 value = lbfgs_fit(params, mll, self.kernel, self.num_steps, scale=n)
             else:
-                # one step per observation (Stanton et al. 2021, Algorithm 1) unless a count is given
+                # one step per observation (Stanton et al. 2021, Algorithm 1) unless a count is given, the rest of
+                # them skipped once the objective has settled
                 steps = xs.shape[0] if self.num_steps is None else self.num_steps
-                value = gradient_steps([self.optimizer], mll, steps, scale=n)
+                value = gradient_steps([self.optimizer], mll, steps, scale=n, tolerance=self.training.tolerance)
         self.held_x, self.held_y, self.held_noise = (xs, ys, noise) if hold else (None, None, None)
         with timer("caches"), torch.no_grad():
             if first_stats:

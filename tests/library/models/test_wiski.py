@@ -10,7 +10,7 @@ import torch
 from onlinegp.kronecker import GridFactors, grid_marginal, kron_congruence, kron_dense, kron_matmul
 from onlinegp.linalg import CholeskyError
 from onlinegp.models.registry import make_model
-from onlinegp.models.wiski import WISKI, CubicGrid, InputProjection, WISKIClassifier
+from onlinegp.models.wiski import SETTLED, WISKI, CubicGrid, InputProjection, WISKIClassifier
 from onlinegp.posterior import kuu
 from onlinegp.training import Pretraining, Training
 from tests.conftest import state_equal
@@ -473,11 +473,15 @@ def test_prediction_caches_rebuilt_lazily_and_on_parameter_change():
 
 
 def test_default_steps_one_per_point():
-    """Every point takes one Adam step (Algorithm 1), in a batch of B too (B steps), the first batch its pre-training
-    steps on a fresh Adam; ``num_steps`` overrides."""
+    """Every point takes one Adam step (Algorithm 1), in a batch of B too (B steps, with ``tolerance=0``), the first
+    batch its pre-training steps on a fresh Adam; ``num_steps`` overrides."""
     X, y = toy(200)
     model = WISKI(
-        2, grid_size=6, training=Training(pretrain=Pretraining(steps=3)), x_bounds=BOUNDS2, y_stats=(0.0, 1.0)
+        2,
+        grid_size=6,
+        training=Training(tolerance=0.0, pretrain=Pretraining(steps=3)),
+        x_bounds=BOUNDS2,
+        y_stats=(0.0, 1.0),
     )
 
     def online_steps() -> set[int]:
@@ -497,11 +501,41 @@ def test_default_steps_one_per_point():
     assert online_steps() == {115 + 2}
 
 
+def test_batch_steps_stop_once_settled():
+    """By default a batch of B takes up to B steps and stops once the objective per point has settled: on two large
+    2-D batches after pre-training a fifth fewer at least, and the predictions stay within a small fraction
+    of the target's spread of the model that takes all B (``tolerance=0``); a batch that has not settled takes all
+    B."""
+    X, y = toy(1400)
+    Xt = torch.rand(300, 2, dtype=D, generator=torch.Generator().manual_seed(5)) * 2 - 1
+
+    def run(training: Training) -> tuple[WISKI, list[int]]:
+        model = WISKI(2, grid_size=10, training=training, x_bounds=BOUNDS2, y_stats=(0.0, 1.0))
+        model.update(X[:200], y[:200])
+        counts = []
+        for start in (200, 800):
+            model.update(X[start : start + 600], y[start : start + 600])
+            counts.append(max(int(s["step"]) for s in model.optimizer.state.values()))
+        return model, [counts[0], counts[1] - counts[0]]
+
+    settled, taken = run(Training())
+    every, all_steps = run(Training(tolerance=0.0))
+    assert all_steps == [600, 600] and sum(taken) < 0.8 * sum(all_steps)
+    spread = float(y.std())
+    assert float((settled.predict(Xt).mean - every.predict(Xt).mean).abs().max()) < 0.05 * spread
+    _, never = run(Training(tolerance=1e-300))
+    assert never == [600, 600]
+
+
 def test_paper_setup_defaults():
     """Stanton et al. 2021, Table C.1 and the authors' feature map: rates, pre-training schedule, length-scale 0.693."""
     model = WISKI(5, x_bounds=[[-1.0] * 5, [1.0] * 5])
     assert model.training == Training(
-        optimizer="adam", lr=5e-3, lr_network=5e-4, pretrain=Pretraining(steps=200, lr=5e-2, lr_network=5e-3)
+        optimizer="adam",
+        lr=5e-3,
+        lr_network=5e-4,
+        tolerance=SETTLED,  # ours: the paper's Algorithm 1 takes one point at a time
+        pretrain=Pretraining(steps=200, lr=5e-2, lr_network=5e-3),
     )
     assert torch.allclose(model.kernel.base_kernel.lengthscale, torch.full((1, 2), 0.693, dtype=D))
     assert model.grid.size == 256 and model.algebra == "kronecker"
