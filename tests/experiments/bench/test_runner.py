@@ -232,12 +232,13 @@ def test_leftovers_of_killed_writers_are_removed(tmp_path):
     assert [p.name for p in store.iterdir() if p.name.startswith(".")] == [live]
 
 
-def test_results_options(tmp_path):
+def test_results_options(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="plain directory name"):
         run_sweep(specs(), toy_job, tmp_path, RunnerOptions(quiet=True, results=tmp_path / "r"), title="a/b")
     assert resolve_results(None, enabled=False) is None and resolve_results("x", enabled=False) is None
     assert resolve_results("x") == Path("x") and resolve_results(None) == default_results_root()
-    assert default_results_root() == Path(__file__).resolve().parents[3] / "results"  # this checkout's, from anywhere
+    monkeypatch.chdir(tmp_path)  # this checkout's results/, from anywhere
+    assert default_results_root() == Path(__file__).resolve().parents[3] / "results"
 
 
 def test_cli_on_a_fresh_clone_restores_every_kept_run(tmp_path):

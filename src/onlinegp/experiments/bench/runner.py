@@ -252,7 +252,7 @@ def _check_specs(specs: Sequence[RunSpec]) -> None:
 def default_results_root() -> Path:
     """``results/`` of the git checkout onlinegp runs from (an editable install or a source tree), wherever the
     command runs; for an installed package, ``results/`` in the current directory."""
-    checkout = Path(__file__).resolve().parents[3]
+    checkout = Path(__file__).resolve().parents[4]  # src/onlinegp/experiments/bench/runner.py
     if (checkout / ".git").exists() and (checkout / "pyproject.toml").is_file():
         return checkout / RESULTS_DIR
     return Path.cwd() / RESULTS_DIR
