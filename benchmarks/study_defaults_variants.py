@@ -201,7 +201,7 @@ def cell(run: dict, exact: dict) -> dict:
 
 def study_dataset(dataset: str, method: str, labels: list[str], entry: dict) -> Iterator[dict]:
     """Run ``labels`` of ``method`` on ``dataset`` into ``entry`` (yielding it after each variant)."""
-    exact_spec, spec = bench.specs([dataset], [method], 1, 2000, 1000, 100)
+    exact_spec, spec = bench.specs(bench.DefaultsOptions([dataset], [method], 1, 2000, 1000, 100))
     versions = list(dict.fromkeys((*VERSIONS, __version__)))
     exacts = {v: kept(exact_spec, v) for v in versions}
     # this version's exact GP, else the newest kept one (the exact GP has not changed since 0.4.0), else run here

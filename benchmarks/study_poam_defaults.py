@@ -11,8 +11,8 @@ simulator profile; taken before POAM pre-trained on its first batch):
 ``pretrain``: does pre-training on the first batch (the pilot survey in a mission) change a mission beyond seed
 noise? ``pretrain-200`` (the library default) vs ``pretrain-0`` (the paper's Algorithm 1).
 
-Each mission runs through ``onlinegp.experiments.bench.poam.table1`` (resumable: finished missions are skipped on rerun), so an
-interrupted study continues where it stopped. Output: ``benchmarks/results/poam_defaults_study.{json,md}`` with,
+Each mission runs through the ``poam-table1`` bench (``onlinegp.experiments.bench.poam.BENCHES``; resumable:
+finished missions are skipped on rerun), so an interrupted study continues where it stopped. Output: ``benchmarks/results/poam_defaults_study.{json,md}`` with,
 per pair of variants, the mean difference of final and mission-averaged SMSE/MSLL, wins out of the pairs and a
 two-sided sign test.
 
@@ -99,16 +99,15 @@ def main() -> None:
     for name, model_options in variants.items():
         if args.run_only and name not in args.run_only.split(","):
             continue
-        report = bench_poam.table1(
+        own = bench_poam.Table1Options(
             envs=args.envs,
             methods="poam",
             seeds=args.seeds,
             budget=args.budget,
-            out=Path(args.out) / args.study / name,
-            options=options,
             paper_options=False,
-            model_options=model_options,
+            mission={"model_options": model_options},
         )
+        report = bench_poam.BENCHES["poam-table1"].start(own, Path(args.out) / args.study / name, options)
         root = report.sweep.root
         specs = [RunSpec(**run) for run in json.loads((root / SWEEP_FILE).read_text())["runs"]]
         records = bench_poam.collect(root, specs)

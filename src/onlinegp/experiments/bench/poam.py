@@ -25,7 +25,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -38,7 +38,7 @@ from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENV
 from ..simulator.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
 from .parse import parse_names, parse_seeds
 from .protocol import Bench, Echo
-from .runner import MARKER, RunnerOptions, RunSpec, SweepResult, is_finished
+from .runner import MARKER, RunSpec, SweepResult, is_finished
 
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
 ABLATION_METHODS = ("poam", "z-opt", "z-rand", "z-kmeans", "var-opt", "var-ssgp", "online-elbo")
@@ -700,25 +700,6 @@ def specs(options: PoamOptions) -> list[RunSpec]:
 def summarise_sweep(out: Path, sweep: SweepResult, options: PoamOptions, quiet: bool, log: Echo) -> Report:
     """:func:`write_report` of the options' experiment."""
     return write_report(options.experiment(), out, sweep, options.CURVES, options.LENGTHSCALES)
-
-
-def table1(
-    envs: str | Sequence[str] = PAPER_ENVS,
-    methods: str | Sequence[str] = TABLE1_METHODS,
-    seeds: str | Sequence[int] = "0-9",
-    budget: int = 5000,
-    num_inducing: int = 500,
-    num_steps: int = 10,
-    out: str | Path = "runs/poam-table1",
-    options: RunnerOptions | None = None,
-    paper_options: bool = True,
-    **mission: Any,
-) -> Report:
-    """``poam-table1`` by keyword, as benchmarks/study_poam_defaults.py calls it (``mission``: other MissionConfig
-    fields, ``profile`` among them)."""
-    own = Table1Options(envs, methods, seeds, budget, num_inducing, num_steps, paper_options=paper_options)
-    own = replace(own, profile=mission.pop("profile", own.profile), mission=mission)
-    return BENCHES["poam-table1"].start(own, out, options)
 
 
 def show(report: Report, quiet: bool, echo: Callable[..., Any]) -> int:
