@@ -24,6 +24,22 @@ TINY = dict(
     num_candidates=100,
     eval_grid=20,
 )
+#: the Table I bench at the tiny settings above (the mission settings beyond the bench's own options go in ``mission``)
+TINY_OPTIONS = poam.Table1Options(
+    envs=TINY["envs"],
+    methods=TINY["methods"],
+    seeds=TINY["seeds"],
+    budget=TINY["budget"],
+    num_inducing=TINY["num_inducing"],
+    num_steps=TINY["num_steps"],
+    mission={k: TINY[k] for k in ("init", "num_random_init", "num_candidates", "eval_grid")},
+)
+
+
+def tiny_table1(out: Path, runner: RunnerOptions) -> poam.Report:
+    return poam.BENCHES["poam-table1"].start(TINY_OPTIONS, out, runner)
+
+
 RUN_IDS = [
     "valley-ridges/poam/seed-0",
     "valley-ridges/poam/seed-1",
@@ -55,7 +71,7 @@ def read_summary(path: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def tiny_sweep(tmp_path_factory):
     out = tmp_path_factory.mktemp("table1")
-    return out, poam.table1(out=out, options=RunnerOptions(quiet=True, threads=1), **TINY)
+    return out, tiny_table1(out, RunnerOptions(quiet=True, threads=1))
 
 
 def test_tiny_table1_completes_with_outputs(tiny_sweep):
@@ -99,7 +115,7 @@ def test_summary_matches_hand_computation(tiny_sweep):
 def test_rerun_skips_finished_runs(tiny_sweep):
     out, first = tiny_sweep
     stamps = {rid: (out / rid / "metrics.csv").stat().st_mtime_ns for rid in RUN_IDS}
-    again = poam.table1(out=out, options=RunnerOptions(quiet=True, threads=1), **TINY)
+    again = tiny_table1(out, RunnerOptions(quiet=True, threads=1))
     assert [r.status for r in again.sweep.runs] == ["skipped"] * 4
     assert {rid: (out / rid / "metrics.csv").stat().st_mtime_ns for rid in RUN_IDS} == stamps
     assert again.files["summary_csv"].read_text() == first.files["summary_csv"].read_text()
@@ -162,9 +178,7 @@ def test_ray_backend_gives_the_same_summary(tiny_sweep, tmp_path):
     ray = pytest.importorskip("ray")
     out, local = tiny_sweep
     try:
-        remote = poam.table1(
-            out=tmp_path, options=RunnerOptions(workers=2, backend="ray", quiet=True, threads=1), **TINY
-        )
+        remote = tiny_table1(tmp_path, RunnerOptions(workers=2, backend="ray", quiet=True, threads=1))
     finally:
         ray.shutdown()
     assert remote.sweep.ok and [r.status for r in remote.sweep.runs] == ["done"] * 4
