@@ -34,7 +34,7 @@ step (``KernelGP.update`` restores its copy of the state if the step fails). The
 (O(16^d) each), are the whole cost of an update. A batch of B points takes up to B steps by default, one per
 observation as Algorithm 1 streams them, and skips the rest once the objective has settled: once the marginal
 likelihood per point has changed by less than ``training.tolerance`` (:data:`SETTLED`) per step over the last ten
-steps, the remaining steps would move θ within Adam's own jitter (ours: Algorithm 1 takes one point at a time and
+steps, the remaining steps would barely move the objective (ours: Algorithm 1 takes one point at a time and
 says nothing of batches; ``Training(tolerance=0)`` takes all B). ``training=Training(steps=k)`` takes k per update
 instead (faster, and less accurate where the projection must still be learnt:
 ``benchmarks/study_defaults_variants.py --method wiski``).
@@ -106,8 +106,9 @@ GILL_JITTER = 1e-8
 #: initial RBF length-scale (gpytorch's default, softplus(0), which the authors' runs kept; Stanton et al. 2021, App. C)
 DEFAULT_LENGTHSCALE = 0.693
 #: the default ``training.tolerance``: a batch's per-observation steps stop once the marginal likelihood per point
-#: changes by less than this per step (over the last ten); level with every step on the defaults bench's sets,
-#: five times faster on batches of 1000 in 2-D (``benchmarks/bench_wiski.py --batch``)
+#: changes by less than this per step (over the last ten); level with every step on the defaults bench's sets
+#: (``benchmarks/results/study_wiski_defaults_060.json``), a settled 2-D batch of 1000 23x cheaper than all 1000 steps
+#: (``benchmarks/bench_wiski.py --batch``, ``benchmarks/results/wiski-batch.json``)
 SETTLED = 1e-6
 
 
