@@ -91,7 +91,7 @@ def test_no_sample_lost_and_final_metrics_reproducible_from_files(runs):
     a = runs["a"]
     ckpt = torch.load(a / "checkpoint.pt", weights_only=False)
     assert ckpt["X"].shape == (700, 2) and ckpt["y"].shape == (700,)
-    config = MissionConfig(**{**ckpt["config"], "task_extent": tuple(ckpt["config"]["task_extent"])})
+    config = MissionConfig.from_record(ckpt["config"])
     model = build_model(config)
     model.load_state_dict(torch.load(a / "model.pt", weights_only=False))
     assert model.num_data == 700
@@ -246,7 +246,7 @@ def test_mission_over_a_dem_in_its_own_extent_and_units(tmp_path):
         num_steps=0,
         noise_std=0.1,
         speed=2.0,
-    )
+    ).resolved()
     assert config.task_extent == pytest.approx((20 / 62, 30 - 20 / 62, 20 / 62, 20 - 20 / 62))
     mission = Mission(config)
     assert mission.field.extent == (0.0, 30.0, 0.0, 20.0) and mission.field.unit == "m"
@@ -264,9 +264,41 @@ def test_mission_over_a_dem_in_its_own_extent_and_units(tmp_path):
 
 def test_settings_added_later_stay_out_of_default_configs():
     """Sweep hashes and checkpoints of missions recorded before field options, noise and speed existed still match."""
-    saved = MissionConfig().to_dict()
+    saved = MissionConfig().resolved().to_dict()
     assert not {"field_options", "noise_std", "speed"} & set(saved)
     assert saved["task_extent"] == [-30.0, 30.0, -30.0, 30.0]
+
+
+def test_a_config_reads_no_file_and_records_only_when_resolved(monkeypatch):
+    from onlinegp.experiments.simulator import mission as mission_module
+
+    def no_file(*args, **kwargs):
+        raise AssertionError("a config read its field")
+
+    monkeypatch.setattr(mission_module, "load_field", no_file)
+    config = MissionConfig(env="/nowhere/dem.tif", robots=2, fleet="decentralised")
+    assert config.task_extent is None and config.comm_radius is None
+    with pytest.raises(ValueError, match="resolved"):
+        config.to_dict()
+    monkeypatch.undo()
+    given = MissionConfig(task_extent=(0, 10, 0, 20), robots=2, fleet="decentralised").resolved()
+    assert given.task_extent == (0.0, 10.0, 0.0, 20.0) and given.comm_radius == 5.0  # half the shorter side
+
+
+def test_records_of_every_schema_are_read_back():
+    from onlinegp.experiments.simulator.mission import ADDED_IN, SCHEMA
+
+    fleet = MissionConfig(robots=3, fleet="decentralised", noise_std=0.5).resolved()
+    assert MissionConfig.from_record(fleet.to_dict()) == fleet
+    first = MissionConfig().resolved().to_dict()  # a default mission's record is the same under every schema
+    assert not set(first) & set(ADDED_IN)
+    assert MissionConfig.from_record(first, schema=1) == MissionConfig().resolved()
+    with pytest.raises(ValueError, match=r"schema 1.*noise_std"):
+        MissionConfig.from_record({**first, "noise_std": 0.5}, schema=1)
+    with pytest.raises(ValueError, match="upgrade"):
+        MissionConfig.from_record(first, schema=SCHEMA + 1)
+    with pytest.raises(ValueError, match="warp"):
+        MissionConfig.from_record({**first, "warp": 9})
 
 
 def test_figures_name_model_environment_and_units(tmp_path, monkeypatch):
@@ -302,7 +334,7 @@ def test_figures_name_model_environment_and_units(tmp_path, monkeypatch):
 def test_config_json_records_the_model_defaults_it_used():
     from onlinegp.experiments.simulator.mission import _recorded_config
 
-    config = MissionConfig(budget=100, num_steps=1)
+    config = MissionConfig(budget=100, num_steps=1).resolved()
     recorded = _recorded_config(config, build_model(config))
     assert recorded["config"]["num_inducing"] == 500 and recorded["config"]["kernel"] == "ak"
     assert recorded["config"]["num_steps"] == 1 and recorded["model_defaults"] == ["num_inducing", "kernel"]
@@ -320,8 +352,8 @@ def test_a_vehicle_too_fast_to_turn_onto_its_waypoints_is_a_clear_error(tmp_path
 def test_missions_run_poam_without_pretraining_unless_asked():
     """The pilot survey is not a batch to pre-train on (benchmarks/results/poam_pretrain_study.json): POAM's family
     runs the paper's Algorithm 1 in a mission, other models keep their defaults, and an explicit option wins."""
-    assert build_model(MissionConfig(budget=100)).options()["training"].pretrain.steps == 0
-    assert build_model(MissionConfig(budget=100, model="ovc++")).options()["training"].pretrain.steps == 0
-    assert "pretrain_steps" not in MissionConfig(budget=100, model="ssgp++").model_kwargs()
-    asked = MissionConfig(budget=100, model_options={"pretrain_steps": 20})
+    assert build_model(MissionConfig(budget=100).resolved()).options()["training"].pretrain.steps == 0
+    assert build_model(MissionConfig(budget=100, model="ovc++").resolved()).options()["training"].pretrain.steps == 0
+    assert "pretrain_steps" not in MissionConfig(budget=100, model="ssgp++").resolved().model_kwargs()
+    asked = MissionConfig(budget=100, model_options={"pretrain_steps": 20}).resolved()
     assert build_model(asked).options()["training"].pretrain.steps == 20

@@ -394,6 +394,7 @@ def _blame_options(config, items: list[str], err: Exception) -> str:
 
     parsed = {item: parse_options([item]) for item in items}
     base = {k: v for k, v in config.model_options.items() if not any(k in p for p in parsed.values())}
+    config = config.resolved()  # as the mission builds its model
 
     def failure(extra: dict) -> Exception | None:
         try:

@@ -46,9 +46,9 @@ def _numbers(rows):
 
 
 def test_one_vehicle_is_the_mission_of_before_bit_for_bit(tmp_path, monkeypatch):
-    assert "robots" not in MissionConfig().to_dict()
+    assert "robots" not in MissionConfig().resolved().to_dict()
     monkeypatch.setattr(onlinegp, "__version__", "0.2.0")
-    assert RunSpec("x", MissionConfig().to_dict()).config_hash == DEFAULT_HASH
+    assert RunSpec("x", MissionConfig().resolved().to_dict()).config_hash == DEFAULT_HASH
     monkeypatch.undo()
     single = run_mission(MissionConfig(**SMALL), tmp_path / "single", quiet=True)
     fleet = run_mission(MissionConfig(**SMALL, robots=1), tmp_path / "fleet", quiet=True)
@@ -62,7 +62,7 @@ def test_one_vehicle_is_the_mission_of_before_bit_for_bit(tmp_path, monkeypatch)
     # asynchronous replanning with one vehicle: the same again, and the same clock
     alone = run_mission(MissionConfig(**SMALL, robots=1, schedule="async"), tmp_path / "async", quiet=True)
     assert _numbers(alone.rows) == _numbers(fleet.rows)
-    assert "schedule" not in MissionConfig(robots=2).to_dict()
+    assert "schedule" not in MissionConfig(robots=2).resolved().to_dict()
 
 
 def test_one_vehicle_drives_in_lock_step_as_alone():

@@ -149,9 +149,9 @@ def test_a_killed_decentralised_mission_resumes_exactly(tmp_path, schedule):
     assert int(a[-1]["merges"]) > 0 and int(a[0]["samples_held"]) < 900 <= int(a[-1]["num_samples"])
     config = json.loads((tmp_path / "a" / "config.json").read_text())["config"]
     assert (config["fleet"], config["comm_radius"], config["merge_theta"]) == ("decentralised", 25.0, "richer")
-    default = MissionConfig(robots=2, fleet="decentralised")  # resolved, so recorded: half the 60 m task
+    default = MissionConfig(robots=2, fleet="decentralised").resolved()  # so recorded: half the 60 m task
     assert (default.comm_radius, default.merge_theta) == (30.0, "richer")
-    assert "comm_radius" not in MissionConfig(robots=2).to_dict()
+    assert "comm_radius" not in MissionConfig(robots=2).resolved().to_dict()
 
 
 def test_one_decentralised_vehicle_is_the_shared_one_bit_for_bit(tmp_path):

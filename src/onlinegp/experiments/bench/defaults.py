@@ -61,16 +61,10 @@ REFERENCES = ("exact", "sgpr")
 NLPD_CEILING = 10.0
 #: the starts of the exact GP's fit (the best objective is kept): the kernel's default, the batch sparse GP's θ
 EXACT_STARTS = ("default", "sgpr")
-#: part of every run's config, so its hash: raised whenever a default changes, so that the results tree never serves
-#: a run of older defaults as done (2: the log-normal length-scale prior above 3 inputs; 3: five times the Adam steps
-#: per batch above 3 inputs, for the methods in ``REVISION_3``, whose older runs alone it retires)
-DEFAULTS_REVISION = 3
-REVISION_3 = ("ssgp++", "poam", "ovc++")
-
-
-def defaults_revision(method: str) -> int:
-    """The revision of a method's defaults: the last revision that changed them."""
-    return DEFAULTS_REVISION if method in REVISION_3 else 2
+#: each method's defaults revision, part of its runs' config, so of their key: raised for a method whenever one of its
+#: defaults changes, so that the results tree never serves a run of older defaults as done. 2: the log-normal
+#: length-scale prior above 3 inputs (every method); 3: five times the Adam steps per batch above 3 inputs
+DEFAULTS_REVISIONS = {**dict.fromkeys(REFERENCES + METHODS, 2), "ssgp++": 3, "poam": 3, "ovc++": 3}
 
 
 #: the files of a run kept in the results tree (onlinegp.experiments.bench.runner)
@@ -183,7 +177,7 @@ def specs(options: DefaultsOptions) -> list[RunSpec]:
                     train_size=o.train_size,
                     test_size=o.test_size,
                     batch_size=o.batch_size,
-                    defaults_revision=defaults_revision(method),
+                    defaults_revision=DEFAULTS_REVISIONS[method],
                 )
                 if method == "exact":
                     config |= {"exact_iterations": o.exact_iterations, "exact_starts": list(EXACT_STARTS)}

@@ -127,7 +127,7 @@ def fleet_specs(
                     )
                     config.validate()
                     run_id = f"{_slug(env)}/{group(k, coordination, schedule, how)}/seed-{seed}"
-                    specs.append(RunSpec(run_id, config.to_dict()))
+                    specs.append(RunSpec(run_id, config.resolved().to_dict()))
     return specs
 
 

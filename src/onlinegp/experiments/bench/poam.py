@@ -119,7 +119,9 @@ class Experiment:
                             raise ValueError(f"unknown mission option: {err}") from err
                         config.validate()
                         parts = [setting] if setting else []
-                        specs.append(RunSpec("/".join([*parts, _slug(env), method, f"seed-{seed}"]), config.to_dict()))
+                        specs.append(
+                            RunSpec("/".join([*parts, _slug(env), method, f"seed-{seed}"]), config.resolved().to_dict())
+                        )
         return specs
 
 
@@ -130,7 +132,7 @@ def _slug(env: str) -> str:
 def mission_job(config: dict, run_dir: Path) -> dict:
     """Runner job: one mission into ``run_dir``, resuming the checkpoint of an interrupted attempt; a directory
     that holds a finished run of other settings (the runner only calls this when the config changed) starts afresh."""
-    mission = open_mission(MissionConfig(**config), run_dir, resume=not is_finished(run_dir))
+    mission = open_mission(MissionConfig.from_record(config), run_dir, resume=not is_finished(run_dir))
     result = run_mission(mission, run_dir, quiet=True)
     write_lengthscales(mission, run_dir / LENGTHSCALE_FILE)
     return {k: result.final[k] for k in ("num_samples", "smse", "msll", "rmse")}
@@ -508,7 +510,7 @@ def lengthscale_figure(records: Sequence[RunRecord], specs: Sequence[RunSpec], r
     truths, maps = {}, {}
     n = LENGTHSCALE_RESOLUTION
     for (env, method), r in first.items():
-        config = MissionConfig(**config_of[r.run_dir.relative_to(root).as_posix()])
+        config = MissionConfig.from_record(config_of[r.run_dir.relative_to(root).as_posix()])
         fld = load_field(config.env)
         truths.setdefault(env, (fld(fld.grid(n, tuple(config.task_extent))).reshape(n, n), list(config.task_extent)))
         if not (r.run_dir / LENGTHSCALE_FILE).is_file():

@@ -243,6 +243,7 @@ class FleetMission(Mission):
 
     def __init__(self, config: Any, field: Any = None):
         super().__init__(config, field)
+        config = self.config  # resolved
         self.vehicles: list[DiffDrive] = []
         self.owner = np.zeros(0, dtype=np.int64)
         self.max_distance = math.inf if config.budget_distance is None else float(config.budget_distance)

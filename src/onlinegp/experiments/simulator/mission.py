@@ -22,7 +22,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from dataclasses import field as dc_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,25 +53,22 @@ INITS = ("bezier", "random")
 #: seconds between checkpoints (each rewrites about 10 MB for POAM at M = 500, and metrics.csv with it): a killed
 #: mission loses at most this much work; a stopped or finished one is checkpointed at its last epoch
 CHECKPOINT_EVERY_S = 30.0
-#: settings added after sweeps were recorded: left out of :meth:`MissionConfig.to_dict` at their default (None), so
-#: earlier runs' configs (sweep hashes, checkpoints) stay the same
-LATER_KEYS = (
-    "field_options",
-    "noise_std",
-    "speed",
-    "robots",
-    "fleet",
-    "coordination",
-    "budget_distance",
-    "schedule",
-    "comm_radius",
-    "merge_theta",
-)
+#: the schema of a mission's record (``config.json``, checkpoints, sweep keys): each version adds settings, and
+#: :data:`ADDED_IN` says which version added which. A record lists every setting of schema 1 and a later one only
+#: when it is set (not None), so a run recorded under an earlier schema keeps its record, and its sweep key, exactly;
+#: :meth:`MissionConfig.from_record` reads a record of any version
+SCHEMA = 3
+ADDED_IN = {
+    **dict.fromkeys(("field_options", "noise_std", "speed"), 2),
+    **dict.fromkeys(
+        ("robots", "fleet", "coordination", "budget_distance", "schedule", "comm_radius", "merge_theta"), 3
+    ),
+}
 #: how a fleet keeps its map (:mod:`onlinegp.experiments.simulator.fleet`) and how it chooses its goals
 FLEETS = ("shared", "decentralised")
 COORDINATIONS = ("joint", "independent")
 #: the settings that run the fleet simulator when any is given
-FLEET_KEYS = ("robots", "fleet", "coordination", "budget_distance", "schedule", "comm_radius", "merge_theta")
+FLEET_KEYS = tuple(k for k, schema in ADDED_IN.items() if schema == 3)
 #: when a fleet's vehicles replan: all together once the slowest has arrived (``sync``), or each on its own arrival
 SCHEDULES = ("sync", "async")
 
@@ -118,13 +115,14 @@ class MissionConfig:
     ``field_options`` are :func:`~onlinegp.experiments.simulator.fields.load_field`'s (``extent``, ``cell_size``, ``array``,
     ``first_row``, ``nodata``, ``values``) for a DEM file; ``noise_std`` is the sensor's noise in the field's units
     (default 1) and ``speed`` the vehicle's in m/s (default 1). ``task_extent`` (where the vehicle goes) defaults to
-    the field's extent inset by 1/62 of its shorter side: [-30, 30]² for the bundled environments.
+    the field's extent inset by 1/62 of its shorter side: [-30, 30]² for the bundled environments. A config reads no
+    file: :meth:`resolved` fills in what it leaves to the field, and a mission runs and records the resolved config.
 
     ``robots`` (K), ``fleet`` (``shared`` or ``decentralised``), ``coordination``, ``budget_distance`` (metres per
     vehicle), ``schedule`` (``sync`` or ``async`` replanning; None:
     :data:`onlinegp.experiments.simulator.fleet.DEFAULT_SCHEDULE`) and ``comm_radius`` and ``merge_theta``
     (decentralised only; None: :func:`onlinegp.experiments.simulator.merge.default_comm_radius` and
-    :data:`~onlinegp.experiments.simulator.merge.DEFAULT_MERGE_THETA`, resolved here) run the fleet simulator
+    :data:`~onlinegp.experiments.simulator.merge.DEFAULT_MERGE_THETA`, filled in by :meth:`resolved`) run the fleet simulator
     (:mod:`onlinegp.experiments.simulator.fleet`) when any is set; left at None, the single-vehicle mission of before.
     """
 
@@ -169,13 +167,43 @@ class MissionConfig:
                 setattr(self, key, value)
         if isinstance(self.max_turn_rate, str):  # "inf", as :meth:`to_dict` records no turn limit
             self.max_turn_rate = float(self.max_turn_rate)
+        if self.task_extent is not None:
+            self.task_extent = tuple(self.task_extent)
+
+    def resolved(self, field: Field | None = None) -> MissionConfig:
+        """This mission with what it leaves to its field filled in, as it runs and is recorded: ``task_extent`` (the
+        field's extent inset by :func:`task_extent`) and, for a decentralised fleet, ``comm_radius`` and
+        ``merge_theta``. Loads the field (a file) only when ``task_extent`` is unset and ``field`` is not given."""
+        extent = self.task_extent
+        if extent is None:
+            if field is None:
+                with warnings.catch_warnings():  # the mission loads the field again and warns then
+                    warnings.simplefilter("ignore", FieldWarning)
+                    field = self.load_field()
+            extent = task_extent(field.extent)
+        fleet = {}
+        if self.fleet == "decentralised":
+            radius = default_comm_radius(extent) if self.comm_radius is None else self.comm_radius
+            fleet = {"comm_radius": radius, "merge_theta": self.merge_theta or DEFAULT_MERGE_THETA}
+        return replace(self, task_extent=extent, model_options=dict(self.model_options), **fleet)
+
+    def resolved_extent(self) -> tuple[float, float, float, float]:
+        """``task_extent``; a ValueError when it is unset (the config is not :meth:`resolved`)."""
         if self.task_extent is None:
-            with warnings.catch_warnings():  # the mission loads the field again and warns then
-                warnings.simplefilter("ignore", FieldWarning)
-                self.task_extent = task_extent(self.load_field().extent)
-        if self.fleet == "decentralised":  # record what runs
-            self.comm_radius = default_comm_radius(self.task_extent) if self.comm_radius is None else self.comm_radius
-            self.merge_theta = self.merge_theta or DEFAULT_MERGE_THETA
+            raise ValueError("task_extent is not set: use the resolved mission, config.resolved()")
+        return self.task_extent
+
+    @classmethod
+    def from_record(cls, record: dict, schema: int = SCHEMA) -> MissionConfig:
+        """The mission of a recorded ``config`` (:meth:`to_dict`) of schema ``schema``; settings it lacks, added by a
+        later schema (:data:`ADDED_IN`), take their default."""
+        if schema > SCHEMA:
+            raise ValueError(f"the record is of mission schema {schema}; this onlinegp reads up to {SCHEMA}: upgrade")
+        unknown = set(record) - {f.name for f in fields(cls)}
+        late = {k for k in record if ADDED_IN.get(k, 1) > schema}
+        if unknown or late:
+            raise ValueError(f"not a mission record of schema {schema}: {sorted(unknown | late)}")
+        return cls(**record)
 
     @property
     def is_fleet(self) -> bool:
@@ -187,6 +215,7 @@ class MissionConfig:
         return load_field(self.env, **(self.field_options or {}))
 
     def validate(self) -> None:
+        """A ValueError naming the first setting out of range (``task_extent`` when set)."""
         if isinstance(self.budget, bool) or not isinstance(self.budget, (int, np.integer)) or self.budget < 1:
             raise ValueError(f"budget must be a positive number of samples, got {self.budget!r}")
         if self.model.lower() not in MODELS:
@@ -206,8 +235,8 @@ class MissionConfig:
         for name in ("num_candidates", "num_pilot_waypoints", "num_random_init", "eval_grid"):
             if int(getattr(self, name)) < (2 if name in ("num_pilot_waypoints", "eval_grid") else 1):
                 raise ValueError(f"{name} is too small: {getattr(self, name)}")
-        xmin, xmax, ymin, ymax = self.task_extent
-        if not (xmax > xmin and ymax > ymin):
+        extent = self.task_extent
+        if extent is not None and not (extent[1] > extent[0] and extent[3] > extent[2]):
             raise ValueError(f"task_extent must be (xmin, xmax, ymin, ymax) with min < max, got {self.task_extent}")
         if not (0 < self.sensing_rate <= 10.0 and self.max_turn_rate > 0):
             raise ValueError(
@@ -218,6 +247,15 @@ class MissionConfig:
             raise ValueError(
                 f"need noise_std >= 0 (field units) and speed > 0 (m/s), got {self.noise_std}, {self.speed}"
             )
+        if self.interpolation not in ("linear", "nearest") or self.input_scaling not in ("task", "pilot"):
+            raise ValueError(
+                f"interpolation must be linear or nearest and input_scaling task or pilot, got "
+                f"{self.interpolation!r}, {self.input_scaling!r}"
+            )
+        self._validate_fleet()
+
+    def _validate_fleet(self) -> None:
+        """:meth:`validate`'s checks of the fleet's settings."""
         robots = self.robots
         if robots is not None and (isinstance(robots, bool) or not isinstance(robots, (int, np.integer)) or robots < 1):
             raise ValueError(f"robots must be a positive number of vehicles, got {robots!r}")
@@ -246,26 +284,23 @@ class MissionConfig:
             isinstance(self.budget_distance, (int, float, np.number)) and self.budget_distance > 0
         ):
             raise ValueError(f"budget_distance must be a positive distance in metres, got {self.budget_distance!r}")
-        if self.interpolation not in ("linear", "nearest") or self.input_scaling not in ("task", "pilot"):
-            raise ValueError(
-                f"interpolation must be linear or nearest and input_scaling task or pilot, got "
-                f"{self.interpolation!r}, {self.input_scaling!r}"
-            )
 
     def model_kwargs(self) -> dict:
         opts = {k: getattr(self, k) for k in ("num_inducing", "num_steps", "kernel") if getattr(self, k) is not None}
-        xmin, xmax, ymin, ymax = self.task_extent
+        xmin, xmax, ymin, ymax = self.resolved_extent()
         box = {"x_bounds": [[xmin, ymin], [xmax, ymax]]} if self.input_scaling == "task" else {}
         cls = model_class(self.model)
         in_mission = MISSION_MODEL_OPTIONS if cls is not None and issubclass(cls, POAM) else {}
         return {**in_mission, **opts, **self.model_options, **box, "seed": int(self.seed)}
 
     def to_dict(self) -> dict:
+        """The record of schema :data:`SCHEMA` (JSON): every setting of schema 1, a later one when it is set; of the
+        resolved mission (:meth:`resolved`), as it runs."""
         d = asdict(self)
-        d["task_extent"] = list(self.task_extent)
+        d["task_extent"] = list(self.resolved_extent())
         if math.isinf(d["max_turn_rate"]):  # JSON has no infinity
             d["max_turn_rate"] = "inf"
-        return {k: v for k, v in d.items() if not (k in LATER_KEYS and v is None)}
+        return {k: v for k, v in d.items() if not (ADDED_IN.get(k, 1) > 1 and v is None)}
 
 
 class ModelOptionsError(ValueError):
@@ -303,8 +338,9 @@ class Mission:
 
     def __init__(self, config: MissionConfig, field: Field | None = None):
         config.validate()
-        self.config = config
         self.field = config.load_field() if field is None else field
+        self.config = config = config.resolved(self.field)
+        config.validate()
         self.eval_x = self.field.grid(config.eval_grid, config.task_extent)
         self.eval_y = self.field(self.eval_x, config.interpolation)
         noise = 1.0 if config.noise_std is None else config.noise_std
@@ -714,6 +750,7 @@ def run_mission(
         for name in (*FINISHED, "mission.gif"):
             (out / name).unlink(missing_ok=True)
     info = {
+        "schema": SCHEMA,  # of ``config`` (MissionConfig.from_record reads it)
         **_recorded_config(config, mission.model),
         "model_class": type(mission.model).__name__,
         "field": {
