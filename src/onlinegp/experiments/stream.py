@@ -56,7 +56,27 @@ def standardised_scores(test: Dataset, mean: np.ndarray, var_y: np.ndarray, y_st
     return {"rmse": rmse(test.y, mean) / y_std, "nlpd": nlpd(test.y, mean, var_y) - math.log(y_std)}
 
 
-def run_stream(  # noqa: PLR0915 - the streaming protocol (to go with the run spec)
+def prepare(config: StreamConfig) -> tuple[Dataset, Dataset, list[np.ndarray], dict[str, Any], float]:
+    """The stream of ``config``: (train, test, the training part's batches as index arrays, the model's scaling
+    keywords, the target units' standard deviation), scaled as ``config.scaling`` says."""
+    ds = load_dataset(config.dataset, **config.dataset_options)
+    if config.max_size is not None:
+        ds = ds.subsample(config.max_size, seed=config.seed)
+    train, test = train_test_split(ds, seed=config.seed, test_fraction=config.test_fraction)
+    parts = batch_indices(train, config.order, config.batches, seed=config.seed)
+    y_mean, y_std = float(train.y.mean()), float(train.y.std()) or 1.0
+    if config.scaling == "standard":
+        x_mean, x_std = train.X.mean(0), train.X.std(0) + 1e-6
+        train, test = (replace(d, X=(d.X - x_mean) / x_std, y=(d.y - y_mean) / y_std) for d in (train, test))
+        ones = np.ones(train.input_dim)
+        return train, test, parts, dict(x_bounds=np.stack([-ones, ones]), y_stats=(0.0, 1.0), seed=config.seed), 1.0
+    if config.scaling == "minmax":
+        common = dict(x_bounds=np.stack([train.X.min(0), train.X.max(0)]), y_stats=(y_mean, y_std), seed=config.seed)
+        return train, test, parts, common, y_std
+    raise ValueError(f"scaling must be 'standard' or 'minmax', got {config.scaling!r}")
+
+
+def run_stream(
     config: StreamConfig,
     out: str | Path | None = None,
     quiet: bool = True,
@@ -69,28 +89,13 @@ def run_stream(  # noqa: PLR0915 - the streaming protocol (to go with the run sp
     every evaluated batch (e.g. to draw maps). With ``out``, ``metrics.csv`` is rewritten after every evaluated
     batch, so an interrupted run keeps the batches it finished.
     """
-    ds = load_dataset(config.dataset, **config.dataset_options)
-    if config.max_size is not None:
-        ds = ds.subsample(config.max_size, seed=config.seed)
-    train, test = train_test_split(ds, seed=config.seed, test_fraction=config.test_fraction)
-    parts = batch_indices(train, config.order, config.batches, seed=config.seed)
-    y_mean, y_std = float(train.y.mean()), float(train.y.std()) or 1.0
-    if config.scaling == "standard":
-        x_mean, x_std = train.X.mean(0), train.X.std(0) + 1e-6
-        train, test = (replace(d, X=(d.X - x_mean) / x_std, y=(d.y - y_mean) / y_std) for d in (train, test))
-        ones = np.ones(train.input_dim)
-        common = dict(x_bounds=np.stack([-ones, ones]), y_stats=(0.0, 1.0), seed=config.seed)
-        y_std = 1.0
-    elif config.scaling == "minmax":
-        common = dict(x_bounds=np.stack([train.X.min(0), train.X.max(0)]), y_stats=(y_mean, y_std), seed=config.seed)
-    else:
-        raise ValueError(f"scaling must be 'standard' or 'minmax', got {config.scaling!r}")
+    train, test, parts, common, y_std = prepare(config)
     exact = config.model.lower() == "exact"
     evals = set(config.eval_batches or range(1, len(parts) + 1))
     model = None if exact else make_model(config.model, train.input_dim, **common, **config.options)
     rows: list[dict] = []
     seen = 0
-    for b, idx in enumerate(tqdm(parts, desc=f"{config.model} on {ds.name}", disable=quiet, leave=False), start=1):
+    for b, idx in enumerate(tqdm(parts, desc=f"{config.model} on {train.name}", disable=quiet, leave=False), start=1):
         seen += len(idx)
         row: dict[str, Any] = {"batch": b, "num_data": seen}
         if exact:
