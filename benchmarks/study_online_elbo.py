@@ -16,6 +16,7 @@ through
 Identical data, so any difference is the model's. One thread, all replays in one process.
 
     OMP_NUM_THREADS=1 python benchmarks/study_online_elbo.py [--streams valley-ridges_seed0,...] [--updates N]
+        [--reference ../shared/reference/poam]
 """
 
 from __future__ import annotations
@@ -40,9 +41,12 @@ VARIANTS = {
 }
 
 
-def run(streams: list[str] | None, updates: int | None) -> dict:
+def run(streams: list[str] | None, updates: int | None, reference: Path = REFERENCE) -> dict:
     out: dict = {"threads": torch.get_num_threads(), "variants": list(VARIANTS), "streams": {}}
-    for path in sorted(REFERENCE.glob("*.npz")):
+    paths = sorted(reference.glob("*.npz"))
+    if not paths:
+        raise SystemExit(f"no reference streams in {reference}: pass --reference DIR")
+    for path in paths:
         if streams and path.stem not in streams:
             continue
         survey = load_survey(path)
@@ -78,8 +82,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", help="comma-separated stream names (default: every reference stream)")
     parser.add_argument("--updates", type=int, help="replay only the first N updates (a quick check)")
+    parser.add_argument("--reference", type=Path, default=REFERENCE, help="folder of the recorded streams")
     args = parser.parse_args()
-    result = run(args.streams.split(",") if args.streams else None, args.updates)
+    result = run(args.streams.split(",") if args.streams else None, args.updates, args.reference)
     name = "study_online_elbo" + ("" if args.updates is None else f"_first{args.updates}")
     print(write(name, result))
     print(table(result))
