@@ -398,6 +398,7 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         # state_dict() copies the extra state already; parameters and buffers are live views, so clone those
         snapshot = {k: v.clone() if isinstance(v, Tensor) else v for k, v in self.state_dict().items()}
         unbuilt = self._structure() if self.input_dim is None else None
+        size_before = self.num_inducing if self.num_updates else None
         timer = PhaseTimer()
         try:
             if unbuilt is not None:
@@ -409,8 +410,10 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
                 self._restore_structure(unbuilt)
             self.load_state_dict(snapshot)
             raise
+        before = (size_before, self.num_data)
         self.num_data += x.shape[0]
         self.num_updates += 1
+        warnings += health.size(before, (self.num_inducing, self.num_data))
         for warning in warnings:
             health.log.warning("%s update %d: %s", type(self).__name__, self.num_updates, warning)
         return UpdateReport(

@@ -29,6 +29,8 @@ Three symptoms, each cheap next to the update itself:
 * **ill-conditioned matrices**: a Cholesky of the update needed more than ``linalg.WARN_JITTER`` relative jitter
   (the model's matrices are near-singular: inducing inputs closer together than the length-scales resolve, a
   collapsing noise or output scale). The update went through, but repeated, this precedes a failed one.
+* **a model that stops being sparse**: one whose size adapts to its data (VIPS, OIPS, the Conditional Variance)
+  and keeps taking most of each batch as inducing inputs (:func:`size`) costs more with every update.
 * **hyper-parameters running away**: after the update, in scaled units (unit target variance, inputs in
   [-1, 1]), an output scale above ``MAX_OUTPUTSCALE``, a length-scale below ``LENGTHSCALE_RANGE[0]`` (the kernel
   interpolates the noise) or every length-scale above ``LENGTHSCALE_RANGE[1]`` (the model is a constant; one long
@@ -60,6 +62,10 @@ LENGTHSCALE_RANGE = (1e-4, 1e2)
 #: below this length-scale (scaled units) a kernel is not evaluated: the squared distances of inputs in [-1, 1]
 #: divided by it carry a rounding error of about eps·D·(2/ℓ)², 3e-4 at ℓ = 1e-5 with 32 inputs, 1 at ℓ ≈ 1e-8
 MIN_USABLE_LENGTHSCALE = 1e-5
+#: a model that has seen at least ``DENSE_AFTER`` points, holds more inducing inputs than ``DENSE_FRACTION`` of them
+#: and took more than that fraction of the latest batch as new ones is no longer sparse
+DENSE_AFTER = 500
+DENSE_FRACTION = 0.5
 
 
 def scaling(degenerate: list[str], num_points: int) -> list[str]:
@@ -127,6 +133,19 @@ def objective(value: float | None, num_points: int) -> list[str]:
         f"absurd objective: {value:.3g} on a batch of {num_points} (a fit in scaled units is within a few nats per "
         "point): the optimisation has run away and this model's answers are wrong from here on. Roll back to a "
         "checkpoint and use smaller steps (lr, num_steps), fewer inducing inputs or another model"
+    ]
+
+
+def size(before: tuple[int | None, int], after: tuple[int | None, int]) -> list[str]:
+    """Warn when a model whose size adapts to its data (``(num_inducing, num_data)`` before and after an update)
+    grows with it: each update then costs more than the last (O(M³)), and the stream slows down without end."""
+    (m0, n0), (m1, n1) = before, after
+    if m1 is None or n1 < DENSE_AFTER or m1 <= DENSE_FRACTION * n1 or (m1 - (m0 or 0)) <= DENSE_FRACTION * (n1 - n0):
+        return []
+    return [
+        f"the model is no longer sparse: {m1} inducing inputs for the {n1} points seen, {m1 - (m0 or 0)} of them "
+        f"new in this batch of {n1 - n0}, so each update costs more than the last; a collapsed noise variance or "
+        "short length-scales (every point looks new) is the usual cause: check report.extra's noise, or bound the size"
     ]
 
 

@@ -171,3 +171,30 @@ def test_a_first_batch_that_cannot_define_the_scaling_says_so():
     assert len(found) == 1 and "input column 1 took a single value" in found[0]
     given = make_model("osgpr", num_inducing=10, num_steps=2, x_bounds=[[0, 0], [0.01, 0.01]], y_stats=(0.0, 1.0))
     assert given.update(x[:1], y[:1]).warnings == []
+
+
+def test_size_threshold():
+    assert health.size((None, 0), (None, 10**6)) == []  # no inducing inputs (the exact GP)
+    assert health.size((400, 450), (450, 499)) == []  # too few points yet
+    assert health.size((500, 500), (500, 1000)) == []  # a fixed size: sparse from here on
+    assert health.size((240, 500), (300, 600)) == []  # dense, but no longer growing with the data
+    (warning,) = health.size((400, 500), (490, 600))
+    assert (
+        "no longer sparse: 490 inducing inputs for the 600 points seen, 90 of them new in this batch of 100" in warning
+    )
+
+
+def test_a_model_growing_with_its_data_is_reported(monkeypatch):
+    monkeypatch.setattr(health, "DENSE_AFTER", 60)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (100, 6))
+    y = np.sin(3 * X).sum(1)
+    bounds = np.stack([-np.ones(6), np.ones(6)])
+    growing, fixed = (
+        make_model("oips", rho=0.99, x_bounds=bounds),
+        make_model("osgpr", num_inducing=20, x_bounds=bounds),
+    )
+    for start in range(0, 100, 20):
+        grown, kept = (m.update(X[start : start + 20], y[start : start + 20]) for m in (growing, fixed))
+        assert any("no longer sparse" in w for w in grown.warnings) == (grown.num_data >= 60)
+        assert not any("no longer sparse" in w for w in kept.warnings)
