@@ -13,22 +13,24 @@ through
 * ``online-elbo``: POAM's E-step, its 10 steps on SSGP's online collapsed bound of the new batch given the previous
   summary (Bui et al. 2017), i.e. the ablation as the ablation bench runs it.
 
-Identical data, so any difference is the model's. One thread, all replays in one process.
+Identical data, so any difference is the model's. One thread. Each replay is saved as it finishes, and a rerun
+keeps the saved ones (a long study resumes).
 
-    OMP_NUM_THREADS=1 python benchmarks/study_online_elbo.py [--streams valley-ridges_seed0,...] [--updates N]
-        [--reference ../shared/reference/poam]
+    OMP_NUM_THREADS=1 python benchmarks/study_online_elbo.py [--streams valley-ridges_seed0,...] [--variants poam,...]
+        [--updates N] [--reference ../shared/reference/poam]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write  # noqa: E402
+from common import RESULTS, code_version, write  # noqa: E402
 
 from onlinegp.experiments.bench.poam import paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
@@ -41,8 +43,13 @@ VARIANTS = {
 }
 
 
-def run(streams: list[str] | None, updates: int | None, reference: Path = REFERENCE) -> dict:
-    out: dict = {"threads": torch.get_num_threads(), "variants": list(VARIANTS), "streams": {}}
+def run(streams: list[str] | None, variants: list[str], updates: int | None, reference: Path, name: str) -> dict:
+    """Replay every reference stream through ``variants``, saving after each replay; replays already saved under
+    ``name`` (an earlier, interrupted run of this study) are kept, not run again."""
+    saved = RESULTS / f"{name}.json"
+    out: dict = (
+        json.loads(saved.read_text()) if saved.is_file() else {"threads": torch.get_num_threads(), "streams": {}}
+    )
     paths = sorted(reference.glob("*.npz"))
     if not paths:
         raise SystemExit(f"no reference streams in {reference}: pass --reference DIR")
@@ -55,12 +62,16 @@ def run(streams: list[str] | None, updates: int | None, reference: Path = REFERE
             survey = type(survey)(
                 survey.x[: keep[-1]], survey.y[: keep[-1]], keep, survey.eval_x, survey.eval_y, {}, survey.meta
             )
-        runs = {}
-        for name, (model, extra) in VARIANTS.items():
+        runs = out["streams"].setdefault(path.stem, {})
+        for variant in variants:
+            if variant in runs:
+                continue
+            model, extra = VARIANTS[variant]
             options = {**paper_model_options(model), **extra}
-            runs[name] = summary(replay(survey, build_replay_model(model, survey, 0, options))) | {"options": options}
-            print(f"{path.stem} {name}: {runs[name]}", flush=True)
-        out["streams"][path.stem] = runs
+            rows = replay(survey, build_replay_model(model, survey, 0, options))
+            runs[variant] = summary(rows) | {"options": options, "code": code_version()}
+            print(f"{path.stem} {variant}: {runs[variant]}", flush=True)
+            write(name, out)
     return out
 
 
@@ -81,12 +92,15 @@ def table(result: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", help="comma-separated stream names (default: every reference stream)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants (default: all)")
     parser.add_argument("--updates", type=int, help="replay only the first N updates (a quick check)")
     parser.add_argument("--reference", type=Path, default=REFERENCE, help="folder of the recorded streams")
     args = parser.parse_args()
-    result = run(args.streams.split(",") if args.streams else None, args.updates, args.reference)
+    variants = [v.strip() for v in args.variants.split(",")]
+    if unknown := [v for v in variants if v not in VARIANTS]:
+        raise SystemExit(f"unknown variant(s) {unknown}; choose from {list(VARIANTS)}")
     name = "study_online_elbo" + ("" if args.updates is None else f"_first{args.updates}")
-    print(write(name, result))
+    result = run(args.streams.split(",") if args.streams else None, variants, args.updates, args.reference, name)
     print(table(result))
 
 
