@@ -413,7 +413,9 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         before = (size_before, self.num_data)
         self.num_data += x.shape[0]
         self.num_updates += 1
-        warnings += health.size(before, (self.num_inducing, self.num_data))
+        selector = getattr(self, "selector", None)  # a fixed M (num_inducing) or a cap (max_inducing) bounds its size
+        bound = getattr(selector, "num_inducing", None) or getattr(selector, "max_inducing", None)
+        warnings += health.size(before, (self.num_inducing, self.num_data), bound)
         for warning in warnings:
             health.log.warning("%s update %d: %s", type(self).__name__, self.num_updates, warning)
         return UpdateReport(

@@ -29,8 +29,9 @@ Three symptoms, each cheap next to the update itself:
 * **ill-conditioned matrices**: a Cholesky of the update needed more than ``linalg.WARN_JITTER`` relative jitter
   (the model's matrices are near-singular: inducing inputs closer together than the length-scales resolve, a
   collapsing noise or output scale). The update went through, but repeated, this precedes a failed one.
-* **a model that stops being sparse**: one whose size adapts to its data (VIPS, OIPS, the Conditional Variance)
-  and keeps taking most of each batch as inducing inputs (:func:`size`) costs more with every update.
+* **a model that stops being sparse**: one whose size adapts to its data with no cap (VIPS, OIPS and the Conditional
+  Variance by default) and keeps taking most of each batch as inducing inputs (:func:`size`) costs more with every
+  update.
 * **hyper-parameters running away**: after the update, in scaled units (unit target variance, inputs in
   [-1, 1]), an output scale above ``MAX_OUTPUTSCALE``, a length-scale below ``LENGTHSCALE_RANGE[0]`` (the kernel
   interpolates the noise) or every length-scale above ``LENGTHSCALE_RANGE[1]`` (the model is a constant; one long
@@ -136,11 +137,18 @@ def objective(value: float | None, num_points: int) -> list[str]:
     ]
 
 
-def size(before: tuple[int | None, int], after: tuple[int | None, int]) -> list[str]:
+def size(before: tuple[int | None, int], after: tuple[int | None, int], bound: int | None = None) -> list[str]:
     """Warn when a model whose size adapts to its data (``(num_inducing, num_data)`` before and after an update)
-    grows with it: each update then costs more than the last (O(M³)), and the stream slows down without end."""
+    grows with it: each update then costs more than the last (O(M³)), and the stream slows down without end. A model
+    with a ``bound`` on its size (a fixed M, or a cap) stops growing there and is not reported."""
     (m0, n0), (m1, n1) = before, after
-    if m1 is None or n1 < DENSE_AFTER or m1 <= DENSE_FRACTION * n1 or (m1 - (m0 or 0)) <= DENSE_FRACTION * (n1 - n0):
+    if (
+        m1 is None
+        or bound is not None
+        or n1 < DENSE_AFTER
+        or m1 <= DENSE_FRACTION * n1
+        or (m1 - (m0 or 0)) <= DENSE_FRACTION * (n1 - n0)
+    ):
         return []
     return [
         f"the model is no longer sparse: {m1} inducing inputs for the {n1} points seen, {m1 - (m0 or 0)} of them "

@@ -178,6 +178,7 @@ def test_size_threshold():
     assert health.size((400, 450), (450, 499)) == []  # too few points yet
     assert health.size((500, 500), (500, 1000)) == []  # a fixed size: sparse from here on
     assert health.size((240, 500), (300, 600)) == []  # dense, but no longer growing with the data
+    assert health.size((400, 500), (490, 600), bound=500) == []  # a capped size (POAM's M) stops growing there
     (warning,) = health.size((400, 500), (490, 600))
     assert (
         "no longer sparse: 490 inducing inputs for the 600 points seen, 90 of them new in this batch of 100" in warning
@@ -190,11 +191,10 @@ def test_a_model_growing_with_its_data_is_reported(monkeypatch):
     X = rng.uniform(-1, 1, (100, 6))
     y = np.sin(3 * X).sum(1)
     bounds = np.stack([-np.ones(6), np.ones(6)])
-    growing, fixed = (
-        make_model("oips", rho=0.99, x_bounds=bounds),
-        make_model("osgpr", num_inducing=20, x_bounds=bounds),
-    )
+    growing = make_model("oips", rho=0.99, x_bounds=bounds)
+    fixed = make_model("poam", num_inducing=90, num_steps=1, x_bounds=bounds)  # grows as fast, up to its M
     for start in range(0, 100, 20):
         grown, kept = (m.update(X[start : start + 20], y[start : start + 20]) for m in (growing, fixed))
         assert any("no longer sparse" in w for w in grown.warnings) == (grown.num_data >= 60)
         assert not any("no longer sparse" in w for w in kept.warnings)
+    assert kept.num_inducing == 90 and grown.num_inducing > 90
