@@ -13,11 +13,14 @@ through
 * ``online-elbo``: POAM's E-step, its 10 steps on SSGP's online collapsed bound of the new batch given the previous
   summary (Bui et al. 2017), i.e. the ablation as the ablation bench runs it.
 
-Identical data, so any difference is the model's. One thread. Each replay is saved as it finishes, and a rerun
+Identical data, so any difference is the model's. With ``--missions`` the closed loop is taken apart instead: a
+POAM and an ONLINE-ELBO mission per seed (the ablation bench's settings, the ``paper`` profile), each mission's
+samples replayed through the other model: map x path. One thread. Each replay is saved as it finishes, and a rerun
 keeps the saved ones (a long study resumes).
 
     OMP_NUM_THREADS=1 python benchmarks/study_online_elbo.py [--streams valley-ridges_seed0,...] [--variants poam,...]
         [--updates N] [--reference ../shared/reference/poam]
+    OMP_NUM_THREADS=1 python benchmarks/study_online_elbo.py --missions 0,1 [--env valley-ridges]
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, code_version, write  # noqa: E402
 
-from onlinegp.experiments.bench.poam import paper_model_options  # noqa: E402
+from onlinegp.experiments.bench.poam import PAPER_SETTINGS, paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
+from onlinegp.experiments.simulator.mission import SURVEY, MissionConfig, run_mission  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
 VARIANTS = {
@@ -75,12 +79,47 @@ def run(streams: list[str] | None, variants: list[str], updates: int | None, ref
     return out
 
 
+def run_missions(seeds: list[int], env: str, name: str, work: Path) -> dict:
+    """The closed loop taken apart (map x path): a POAM and an ONLINE-ELBO mission per seed at the ablation bench's
+    settings, then each mission's survey replayed through the other model. A replay through the mission's own model
+    gives the mission's metrics exactly (tests/experiments/test_replay.py), so the four cells are comparable."""
+    saved = RESULTS / f"{name}.json"
+    out: dict = (
+        json.loads(saved.read_text()) if saved.is_file() else {"threads": torch.get_num_threads(), "streams": {}}
+    )
+    models = ("poam", "online-elbo")
+    for seed in seeds:
+        cells = out.setdefault("missions", {}).setdefault(f"{env}_seed{seed}", {})
+        for path_model in models:
+            mission_dir = work / f"{env}-{path_model}-seed{seed}"
+            for map_model in sorted(models, key=lambda m: m != path_model):  # its own mission first
+                cell = f"{map_model} on {path_model}'s path"
+                if cell in cells:
+                    continue
+                options = paper_model_options(map_model)
+                if map_model == path_model:
+                    config = MissionConfig(
+                        env=env, model=path_model, seed=seed, model_options=options, **PAPER_SETTINGS
+                    )
+                    rows = run_mission(config, mission_dir, quiet=True).rows
+                else:
+                    if not (mission_dir / SURVEY).is_file():  # an interrupted study: its own mission first
+                        continue
+                    survey = load_survey(mission_dir / SURVEY)
+                    options = {**survey.meta["model_options"], **options}  # the mission's M, steps and kernel
+                    rows = replay(survey, build_replay_model(map_model, survey, seed, options))
+                cells[cell] = summary(rows) | {"options": options, "code": code_version()}
+                print(f"{env} seed {seed} {cell}: {cells[cell]}", flush=True)
+                write(name, out)
+    return out
+
+
 def table(result: dict) -> str:
     lines = [
         "| stream | model | averaged SMSE | averaged MSLL | final SMSE | final MSLL | median update (s) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for stream, runs in result["streams"].items():
+    for stream, runs in (*result["streams"].items(), *result.get("missions", {}).items()):
         for name, s in runs.items():
             lines.append(
                 f"| {stream} | {name} | {s['mean_smse']:.4f} | {s['mean_msll']:+.3f} | {s['final_smse']:.4f} | "
@@ -95,7 +134,14 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants (default: all)")
     parser.add_argument("--updates", type=int, help="replay only the first N updates (a quick check)")
     parser.add_argument("--reference", type=Path, default=REFERENCE, help="folder of the recorded streams")
+    parser.add_argument("--missions", help="instead: closed-loop missions with these seeds (e.g. 0,1), crossed")
+    parser.add_argument("--env", default="valley-ridges", help="the missions' environment")
+    parser.add_argument("--work", type=Path, default=Path("runs/study_online_elbo"), help="the missions' folder")
     args = parser.parse_args()
+    if args.missions:
+        seeds = [int(s) for s in args.missions.split(",")]
+        print(table(run_missions(seeds, args.env, "study_online_elbo_missions", args.work)))
+        return
     variants = [v.strip() for v in args.variants.split(",")]
     if unknown := [v for v in variants if v not in VARIANTS]:
         raise SystemExit(f"unknown variant(s) {unknown}; choose from {list(VARIANTS)}")
