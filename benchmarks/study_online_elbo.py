@@ -9,7 +9,7 @@ through
 
 * ``poam``: POAM at the paper's settings (:func:`~onlinegp.experiments.bench.poam.paper_model_options`): its M-step
   takes 10 Adam steps on Eq. 10's uncollapsed ELBO, each on a mini-batch of 256 of all the data so far;
-* ``poam, full-batch M-step``: the same, each step on all the data (``batch_size`` 10⁶): isolates the mini-batch noise;
+* ``poam-full-batch``: the same, each step on all the data (``batch_size`` 10⁶): isolates the mini-batch noise;
 * ``online-elbo``: POAM's E-step, its 10 steps on SSGP's online collapsed bound of the new batch given the previous
   summary (Bui et al. 2017), i.e. the ablation as the ablation bench runs it.
 
@@ -42,7 +42,7 @@ from onlinegp.experiments.simulator.mission import SURVEY, MissionConfig, run_mi
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
 VARIANTS = {
     "poam": ("poam", {}),
-    "poam, full-batch M-step": ("poam", {"batch_size": 10**6}),
+    "poam-full-batch": ("poam", {"batch_size": 10**6}),
     "online-elbo": ("online-elbo", {}),
 }
 
