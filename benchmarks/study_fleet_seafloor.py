@@ -18,7 +18,8 @@ run's to 1e-9, so the numbers are those of the kept runs.
 
     OMP_NUM_THREADS=1 python benchmarks/study_fleet_seafloor.py [--runs DIR] [--seeds 0-4]
 
-writes ``benchmarks/results/study_fleet_seafloor.md``.
+writes ``benchmarks/results/study_fleet_seafloor.md`` and the figure ``docs/results/fleet-seafloor-early.png`` (the
+first samples of the first seed's two missions over the terrain).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import onlinegp
 from onlinegp.experiments.bench.runner import default_results_root
 
 RESULTS = Path(__file__).resolve().parent / "results"
+FIGURE = Path(__file__).resolve().parents[1] / "docs" / "results" / "fleet-seafloor-early.png"
 GROUPS = ("k1", "k4-joint-async")
 DEEP = 120.0  # elevation (0-255) below which a cell is in the basin
 MILESTONES = (1000, 1500, 2000, 3000, 4000, 5000)
@@ -173,6 +175,26 @@ def study(runs: Path, seeds: list[int]) -> str:
     return "\n".join(lines)
 
 
+def plot_early(runs: Path, seed: int, count: int = 1100) -> None:
+    """The first ``count`` samples of both missions of ``seed``, coloured by their index, over the terrain."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), sharey=True)
+    for ax, group in zip(axes, GROUPS):
+        survey = dict(np.load(runs / "seafloor" / group / f"seed-{seed}" / "survey.npz"))
+        grid = survey["eval_x"]
+        ax.scatter(grid[:, 0], grid[:, 1], c=survey["eval_y"], s=6, cmap="gray", marker="s")
+        path = ax.scatter(*survey["x"][:count].T, c=np.arange(count), s=3, cmap="viridis")
+        deep = np.flatnonzero(survey["y"] < DEEP)
+        ax.set_title(f"{group}, seed {seed}: first basin sample {deep[0] if len(deep) else 'never'}")
+        ax.set_xlabel("x (m)")
+        ax.set_aspect("equal")
+    axes[0].set_ylabel("y (m)")
+    fig.colorbar(path, ax=axes, label="sample index")
+    fig.savefig(FIGURE, dpi=80, bbox_inches="tight")
+    plt.close(fig)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs/fleet-seafloor"), help="a bench fleet --out directory")
@@ -183,6 +205,7 @@ def main() -> None:
     ensure_runs(args.runs, seeds)
     text = study(args.runs, seeds)
     (RESULTS / "study_fleet_seafloor.md").write_text(text)
+    plot_early(args.runs, seeds[0])
     print(text)
 
 
