@@ -183,10 +183,10 @@ def plot_early(runs: Path, seed: int, count: int = 1100) -> None:
     for ax, group in zip(axes, GROUPS):
         survey = dict(np.load(runs / "seafloor" / group / f"seed-{seed}" / "survey.npz"))
         grid = survey["eval_x"]
-        ax.scatter(grid[:, 0], grid[:, 1], c=survey["eval_y"], s=6, cmap="gray", marker="s")
+        ax.scatter(grid[:, 0], grid[:, 1], c=survey["eval_y"], s=14, cmap="gray", marker="s")
         path = ax.scatter(*survey["x"][:count].T, c=np.arange(count), s=3, cmap="viridis")
         deep = np.flatnonzero(survey["y"] < DEEP)
-        ax.set_title(f"{group}, seed {seed}: first basin sample {deep[0] if len(deep) else 'never'}")
+        ax.set_title(f"{group}, seed {seed}: basin first sampled at {deep[0] if len(deep) else 'never'}", fontsize=10)
         ax.set_xlabel("x (m)")
         ax.set_aspect("equal")
     axes[0].set_ylabel("y (m)")
