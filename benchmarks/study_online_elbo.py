@@ -11,7 +11,11 @@ through
   takes 10 Adam steps on Eq. 10's uncollapsed ELBO, each on a mini-batch of 256 of all the data so far;
 * ``poam-full-batch``: the same, each step on all the data (``batch_size`` 10⁶): isolates the mini-batch noise;
 * ``online-elbo``: POAM's E-step, its 10 steps on SSGP's online collapsed bound of the new batch given the previous
-  summary (Bui et al. 2017), i.e. the ablation as the ablation bench runs it.
+  summary (Bui et al. 2017), i.e. the ablation as the ablation bench runs it;
+* ``poam-new-batch``: POAM's objective (Eq. 10, q fixed) on ONLINE-ELBO's data, the new batch alone: separates the
+  data the steps see from the objective;
+* ``online-elbo-no-memory``: ONLINE-ELBO's steps on the collapsed bound of the new batch alone, without the previous
+  summary's terms (Titsias 2009's bound of the batch): separates the online bound's memory from its collapsing.
 
 Identical data, so any difference is the model's. With ``--missions`` the closed loop is taken apart instead: a
 POAM and an ONLINE-ELBO mission per seed (the ablation bench's settings, the ``paper`` profile), each mission's
@@ -38,12 +42,39 @@ from common import RESULTS, code_version, write  # noqa: E402
 from onlinegp.experiments.bench.poam import PAPER_SETTINGS, paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
 from onlinegp.experiments.simulator.mission import SURVEY, MissionConfig, run_mission  # noqa: E402
+from onlinegp.models import POAM, OnlineELBO, register  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
+
+
+@register("study-poam-new-batch", "study: POAM's M-step (Eq. 10) on the new batch alone")
+class POAMNewBatch(POAM):
+    """POAM whose M-step draws its mini-batches from the latest batch only, as ONLINE-ELBO's steps see."""
+
+    def _e_step(self, xs: torch.Tensor, ys: torch.Tensor) -> None:
+        self._latest = (xs, ys)
+        super()._e_step(xs, ys)
+
+    def _m_step_data(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._latest
+
+
+@register("study-online-elbo-no-memory", "study: ONLINE-ELBO's steps on the new batch's bound, no previous summary")
+class OnlineELBONoMemory(OnlineELBO):
+    """ONLINE-ELBO whose bound forgets the previous summary: the collapsed bound of the new batch alone."""
+
+    def _e_step(self, xs: torch.Tensor, ys: torch.Tensor) -> None:
+        super()._e_step(xs, ys)
+        self._previous = None
+
+
+#: variant: (registered model, the model whose paper options it runs with, extra options)
 VARIANTS = {
-    "poam": ("poam", {}),
-    "poam-full-batch": ("poam", {"batch_size": 10**6}),
-    "online-elbo": ("online-elbo", {}),
+    "poam": ("poam", "poam", {}),
+    "poam-full-batch": ("poam", "poam", {"batch_size": 10**6}),
+    "online-elbo": ("online-elbo", "online-elbo", {}),
+    "poam-new-batch": ("study-poam-new-batch", "poam", {}),
+    "online-elbo-no-memory": ("study-online-elbo-no-memory", "online-elbo", {}),
 }
 
 
@@ -70,8 +101,8 @@ def run(streams: list[str] | None, variants: list[str], updates: int | None, ref
         for variant in variants:
             if variant in runs:
                 continue
-            model, extra = VARIANTS[variant]
-            options = {**paper_model_options(model), **extra}
+            model, settings, extra = VARIANTS[variant]
+            options = {**paper_model_options(settings), **extra}
             rows = replay(survey, build_replay_model(model, survey, 0, options))
             runs[variant] = summary(rows) | {"options": options, "code": code_version()}
             print(f"{path.stem} {variant}: {runs[variant]}", flush=True)

@@ -242,11 +242,15 @@ class POAM(Trained, KernelGP):
         )
 
     # ------------------------------------------------------------------ M-step
+    def _m_step_data(self) -> tuple[Tensor, Tensor]:
+        """The data the M-step's mini-batches are drawn from: all data so far (Chen et al. 2024, §IV-C)."""
+        return self.data.data
+
     def _m_step(self, optimizer: torch.optim.Optimizer, num_steps: int, schedules: tuple = ()) -> float | None:
         """``num_steps`` steps of ``optimizer`` (and its ``schedules``) on the ELBO of Chen et al. 2024, Eq. 10."""
         if num_steps == 0:
             return None
-        X_all, y_all = self.data.data
+        X_all, y_all = self._m_step_data()
         n = X_all.shape[0]
         extra: list[torch.nn.Parameter] = []
         Z = self.Z
