@@ -1,6 +1,7 @@
 """A fleet maps one field (onlinegp.experiments.simulator.fleet): one vehicle as before, joint goals, budgets, exact resume, CLI."""
 
 import csv
+import math
 
 import numpy as np
 import pytest
@@ -258,3 +259,21 @@ def test_bench_fleet_end_to_end_at_a_tiny_budget(tmp_path):
         bench_fleet.fleet_specs(["valley-ridges"], [2], ["joint"], [0], {}, ["later"])
     bad = runner.invoke(app, ["bench", "fleet", "--robots", "0", "--out", str(tmp_path / "x"), "--no-results"])
     assert bad.exit_code == 2 and "positive numbers of vehicles" in bad.output
+
+
+def test_fleet_summary_tells_a_run_without_a_target_from_one_that_never_reached_it():
+    nan = math.nan
+
+    def row(seed, target, time):
+        values = dict.fromkeys(bench_fleet.SUMMARY_COLUMNS, 1.0)
+        values.update(time_to_target=time, time_ratio_to_k1=nan if math.isnan(time) else 0.25)
+        return {"env": "e", "group": "k4-joint-async", "seed": seed, "target_smse": target, **values}
+
+    rows = [row(0, 0.1, 400.0), row(1, 0.1, nan), row(2, nan, nan)]
+    (summary,) = bench_fleet.summarise(rows)
+    assert summary["time_to_target_runs"] == 1 and summary["time_to_target_targets"] == 2
+    assert summary["final_smse_targets"] == 3
+    assert bench_fleet._fmt(summary, "time_to_target") == "400 ± 0 (1 never, 1 without K = 1)"
+    assert bench_fleet._fmt(summary, "final_smse") == "1 ± 0"
+    (untargeted,) = bench_fleet.summarise([row(2, nan, nan)])
+    assert bench_fleet._fmt(untargeted, "time_ratio_to_k1") == "– (1 without K = 1)"

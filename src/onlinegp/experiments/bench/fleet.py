@@ -176,6 +176,8 @@ def per_run(root: Path, specs: Sequence[RunSpec], target_smse: float | None) -> 
     return rows
 
 
+#: the columns that need a target SMSE
+TARGET_COLUMNS = ("time_to_target", "time_ratio_to_k1")
 SUMMARY_COLUMNS = (
     "final_smse",
     "final_msll",
@@ -188,18 +190,22 @@ SUMMARY_COLUMNS = (
 
 
 def summarise(rows: Sequence[dict]) -> list[dict[str, Any]]:
-    """Mean and std over seeds (NaN left out: a run that never reached its target) per (environment, group)."""
+    """Mean and std over seeds per (environment, group); NaN left out: a run that never reached its target, or one
+    with no target (no K = 1 run of its environment and seed in the sweep, and no ``--target-smse``), counted apart
+    (``{key}_targets``: the runs that had one)."""
     table = []
     for env in dict.fromkeys(r["env"] for r in rows):
         for name in dict.fromkeys(r["group"] for r in rows if r["env"] == env):
             runs = [r for r in rows if (r["env"], r["group"]) == (env, name)]
             row: dict[str, Any] = {"env": env, "group": name, "seeds": len(runs)}
+            with_target = sum(not math.isnan(r["target_smse"]) for r in runs)
             for key in SUMMARY_COLUMNS:
                 values = np.array([r[key] for r in runs], dtype=np.float64)
                 kept = values[~np.isnan(values)]
                 row[f"{key}_mean"] = float(kept.mean()) if len(kept) else math.nan
                 row[f"{key}_std"] = float(kept.std()) if len(kept) else math.nan
                 row[f"{key}_runs"] = len(kept)
+                row[f"{key}_targets"] = with_target if key in TARGET_COLUMNS else len(runs)
             table.append(row)
     return table
 
@@ -239,8 +245,10 @@ def paired_comparisons(rows: Sequence[dict]) -> list[dict[str, Any]]:
 
 def _fmt(row: dict, key: str) -> str:
     mean, std = row[f"{key}_mean"], row[f"{key}_std"]
-    missing = row["seeds"] - row[f"{key}_runs"]
-    return ("–" if math.isnan(mean) else f"{mean:.3g} ± {std:.2g}") + (f" ({missing} never)" if missing else "")
+    targets = row[f"{key}_targets"]
+    never, untargeted = targets - row[f"{key}_runs"], row["seeds"] - targets
+    notes = ([f"{never} never"] if never else []) + ([f"{untargeted} without K = 1"] if untargeted else [])
+    return ("–" if math.isnan(mean) else f"{mean:.3g} ± {std:.2g}") + (f" ({', '.join(notes)})" if notes else "")
 
 
 def write_report(root: Path, rows: Sequence[dict], caption: str) -> dict[str, Path]:
