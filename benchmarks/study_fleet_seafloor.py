@@ -35,6 +35,7 @@ import torch
 from scipy.spatial import cKDTree
 
 import onlinegp
+from onlinegp.experiments.bench.parse import parse_seeds
 from onlinegp.experiments.bench.runner import default_results_root
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -204,10 +205,9 @@ def plot_early(runs: Path, seed: int, count: int = 1100) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs/fleet-seafloor"), help="a bench fleet --out directory")
-    parser.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4")
+    parser.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4, 0,3 or 0-2,7")
     args = parser.parse_args()
-    first, _, last = args.seeds.partition("-")
-    seeds = list(range(int(first), int(last or first) + 1))
+    seeds = parse_seeds(args.seeds)
     ensure_runs(args.runs, seeds)
     text = study(args.runs, seeds)
     (RESULTS / "study_fleet_seafloor.md").write_text(text)

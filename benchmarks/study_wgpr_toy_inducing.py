@@ -35,6 +35,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import code_version  # noqa: E402
 
+from onlinegp.experiments.bench.parse import parse_seeds  # noqa: E402
 from onlinegp.experiments.bench.wgpr import build, load_stream, two_regime_toy  # noqa: E402
 from onlinegp.metrics import rmse  # noqa: E402
 
@@ -91,10 +92,9 @@ def trial(seed: int, moved: bool) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", default="0-4", help="trials, e.g. 0-4")
+    parser.add_argument("--seeds", default="0-4", help="trials, e.g. 0-4, 0,3 or 0-2,7")
     args = parser.parse_args()
-    first, _, last = args.seeds.partition("-")
-    seeds = list(range(int(first), int(last or first) + 1))
+    seeds = parse_seeds(args.seeds)
     lines = [
         "# Toy WGPR with moved and fixed pseudo-inputs",
         "",
