@@ -838,7 +838,7 @@ _WISKI_OPTIONS = {
 }
 
 
-@bench_command("wiski-bo", "wiski", quiet="no progress bar", sweep=False)
+@bench_command("wiski-bo", "wiski", workers=True)
 def bench_wiski_bo(
     functions: str = list_option(
         "levy,ackley,styblinski-tang,rastrigin,griewank,michalewicz",

@@ -130,6 +130,56 @@ def test_bo_loop(tmp_path, fit):
     assert all(r["best"] <= 0 for r in rows) and (tmp_path / "bo.png").is_file()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["wiski", "exact"])
+def test_bo_run_killed_and_rerun_resumes_its_checkpoint_exactly(tmp_path, monkeypatch, model):
+    """A run killed after its checkpoint at iteration 2 and run again chooses the candidates and finds the values of
+    an uninterrupted run (the model, the evaluations and torch's random state all come back)."""
+    pytest.importorskip("botorch")
+    import onlinegp.experiments.bench.wiski as bench
+
+    options = BoOptions(functions=["ackley"], models=[model], iterations=4, init_steps=2, steps=2, grid_size=5,
+                        num_restarts=1, raw_samples=8, mc_samples=16)  # fmt: skip
+    (spec,) = bench.bo_specs(options)
+    chosen, kill_at = [], [None]
+    candidates = bench.BatchUCB.candidates
+
+    def recording(self, gp, bounds, iteration):
+        if iteration == kill_at[0]:
+            raise KeyboardInterrupt
+        cand = candidates(self, gp, bounds, iteration)
+        chosen.append((iteration, cand))
+        return cand
+
+    monkeypatch.setattr(bench.BatchUCB, "candidates", recording)
+    whole = bench.bo_job(spec.config, tmp_path / "whole", checkpoint_every=0.0)
+    uninterrupted, chosen[:] = list(chosen), []
+    kill_at[0] = 3
+    with pytest.raises(KeyboardInterrupt):
+        bench.bo_job(spec.config, tmp_path / "killed", checkpoint_every=0.0)
+    assert (tmp_path / "killed" / bench.BO_CHECKPOINT).is_file()
+    kill_at[0], chosen[:] = None, []
+    resumed = bench.bo_job(spec.config, tmp_path / "killed", checkpoint_every=0.0)
+    assert [i for i, _ in chosen] == [3, 4]  # iterations 1-2 came from the checkpoint
+    for (i, cand), (j, expected) in zip(chosen, uninterrupted[2:]):
+        assert i == j and torch.equal(cand, expected)
+    rows = {name: json.loads((tmp_path / name / "metrics.json").read_text()) for name in ("whole", "killed")}
+    assert [r["best"] for r in rows["killed"]] == [r["best"] for r in rows["whole"]]
+    assert resumed == whole and not (tmp_path / "killed" / bench.BO_CHECKPOINT).exists()
+
+
+def test_bo_table_marks_the_iterations_and_counts_the_seeds_that_reached_them():
+    from onlinegp.experiments.bench.wiski import bo_table
+
+    def run(seed, bests):
+        return [{"function": "levy", "model": "wiski", "seed": seed, "iteration": i + 1, "best": b,
+                 "acquisition_time": 1.0, "update_time": 0.5} for i, b in enumerate(bests)]  # fmt: skip
+
+    table = bo_table(run(0, [-3.0, -2.0, -1.0]) + run(1, [-5.0, -4.0]), marks=(2,))
+    assert "| best after 2 | best after 3 |" in table
+    assert "| levy | wiski | 0,1 | -3.000 ± 1.000 (2) | -1.000 ± 0.000 (1) | 1 | 0.5 |" in table
+
+
 def test_bo_functions_are_the_papers_with_table_2_noise():
     """Stanton et al. 2021, appendix C.2 and Table 2: six noisy 3-D BoTorch functions, the default everywhere."""
     assert {name: noise for name, (_, noise) in BO_FUNCTIONS.items()} == {

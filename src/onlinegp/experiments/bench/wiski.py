@@ -21,13 +21,15 @@ banana, and batch Bayesian optimisation with qUCB.
   at each evaluation point (:func:`hindsight_exact`; streams up to ``batch_exact_max`` points): a curve.
 * ``wiski-banana`` (§5.2, Fig. 4): the WISKI Dirichlet classifier, 5% pre-training then one point at a time; test
   accuracy and NLL against points seen, with the hindsight classifier trained on all the data in one batch.
-* ``wiski-bo`` (:func:`run_bo`, §5.3, appendix C.2): the paper's noisy 3-D test functions from
+* ``wiski-bo`` (:func:`bo_job`, §5.3, appendix C.2): the paper's noisy 3-D test functions from
   ``botorch.test_functions`` with Table 2's noise stds (:data:`BO_FUNCTIONS`: Levy, Ackley, StyblinskiTang, Rastrigin,
   Griewank, Michalewicz), 5 random initial points, then qUCB with q = 3 optimised by ``optimize_acqf`` on WISKI and an
   exact GP, each updated online with the new batch and ``steps`` Adam steps; the best noise-free value found and the
-  time per iteration (acquisition optimisation + update).
+  time per iteration (acquisition optimisation + update). A sweep of one run per function, model and seed, kept in
+  ``results/wiski-bo/``; a run checkpoints itself every :data:`BO_CHECKPOINT_EVERY_S` seconds and resumes exactly.
 
-Every run writes config.json, the metrics as CSV and JSON, and a figure to ``out``.
+``wiski-uci`` writes config.json, the metrics as CSV and JSON, and a figure to ``out``; the sweeps write the same of
+their finished runs and a ``table.md``.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import torch
 
 from ...base import model_record
 from ...data import load_dataset, train_test_split
-from ...io import write_csv
+from ...io import atomic_write, write_csv
 from ...linalg import CholeskyError
 from ...metrics import nlpd, rmse
 from ...models.osvgp import OSVGP
@@ -558,49 +560,120 @@ def _bo_model_options(model_name: str, kernel: str, fit: str, grid_size: int, in
     return opts
 
 
-def _bo_iterations(
-    gp: Any, f: Any, bounds: torch.Tensor, X0: torch.Tensor, ucb: BatchUCB, iterations: int, run: dict, bar: Any
-) -> tuple[list[dict], str]:
-    """One BO run from the initial design ``X0`` (``gp`` fitted on it): a row per iteration (``run``'s labels, then
-    the evaluations so far, the best noise-free value found and the times), and how it stopped early ('' if not)."""
-    X_all = X0.clone()
-    rows: list[dict] = []
-    try:
-        for it in range(1, iterations + 1):
-            t0 = time.perf_counter()
+#: seconds between a BO run's checkpoints (model, evaluations, rows, torch's random state): a killed run loses at most
+#: this much work and its rerun resumes from the checkpoint, exactly
+BO_CHECKPOINT_EVERY_S = 120.0
+BO_CHECKPOINT = "checkpoint.pt"
+#: a BO run's files kept in the results tree (``results/wiski-bo/``): its rows and the options its model ran with
+BO_SUMMARY = ("metrics.json", "model.json")
+
+
+def _bo_problem(config: dict) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The run's noisy test function, its bounds and the seed's random initial design with its evaluations."""
+    from botorch import test_functions
+
+    cls, noise_std = BO_FUNCTIONS[config["function"]]
+    f = getattr(test_functions, cls)(dim=3, noise_std=noise_std, negate=True).to(torch.float64)
+    bounds = f.bounds.to(torch.float64)
+    g = torch.Generator().manual_seed(config["seed"])
+    X0 = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(config["n_init"], 3, dtype=torch.float64, generator=g)
+    torch.manual_seed(config["seed"])
+    return f, bounds, X0, f(X0)
+
+
+def bo_job(config: dict, run_dir: Path, checkpoint_every: float = BO_CHECKPOINT_EVERY_S) -> dict:
+    """One BO run (one function, model and seed) into ``run_dir``: a row per iteration in metrics.json (the best
+    noise-free value found, the acquisition and update times), the model's options in model.json. A checkpoint is
+    written at most ``checkpoint_every`` seconds apart; a rerun of the same config resumes it and gives the rows an
+    uninterrupted run gives. A numerical failure (CholeskyError) ends the run with the rows it finished, reported in
+    the returned value."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    c = config
+    f, bounds, X0, Y0 = _bo_problem(c)
+    opts = _bo_model_options(c["model"], c["kernel"], c["fit"], c["grid_size"], c["init_steps"])
+    gp = make_model(c["model"], 3, x_bounds=bounds, seed=c["seed"], **opts)
+    ucb = BatchUCB(c["q"], c["beta"], c["beta_decay"], c["num_restarts"], c["raw_samples"], c["mc_samples"])
+    X_all, rows = X0.clone(), []
+    path = run_dir / BO_CHECKPOINT
+    saved = torch.load(path, weights_only=False) if path.is_file() else None
+    if saved is not None and saved["config"] == config:
+        gp.load_state_dict(saved["model"])
+        X_all, rows = saved["X"], saved["rows"]
+        torch.set_rng_state(saved["rng"])
+    else:
+        _set_steps(gp, c["init_steps"])
+        gp.update(X0, Y0)
+        torch.manual_seed(c["seed"] + 1)
+    _set_steps(gp, c["steps"])
+    run = {"function": c["function"], "model": c["model"], "seed": c["seed"], "run": f"{c['model']}/seed{c['seed']}"}
+    failure, last_saved = "", time.perf_counter()
+    for it in range(len(rows) + 1, c["iterations"] + 1):
+        t0 = time.perf_counter()
+        try:
             cand = ucb.candidates(gp, bounds, it)
             t1 = time.perf_counter()
             gp.update(cand, f(cand))
-            t2 = time.perf_counter()
-            X_all = torch.cat([X_all, cand])
-            best = float(f(X_all, noise=False).max())  # noise-free, negated: maximised
-            rows.append(
-                {
-                    **run,
-                    "iteration": it,
-                    "num_data": X_all.shape[0],
-                    "best": best,
-                    "acquisition_time": t1 - t0,
-                    "update_time": t2 - t1,
-                    "time": t2 - t0,
-                }
-            )
-            bar.update(1)
-    except CholeskyError as err:  # a numerical failure ends this run only; the others go on
-        bar.update(iterations - it + 1)
-        return rows, f"; stopped at iteration {it}: {type(err).__name__}: {err}"
-    return rows, ""
+        except CholeskyError as err:  # a numerical failure ends this run; its finished iterations are its result
+            failure = f"stopped at iteration {it}: {type(err).__name__}: {err}"
+            break
+        t2 = time.perf_counter()
+        X_all = torch.cat([X_all, cand])
+        best = float(f(X_all, noise=False).max())  # noise-free, negated: maximised
+        rows.append(
+            {**run, "iteration": it, "num_data": X_all.shape[0], "best": best, "acquisition_time": t1 - t0,
+             "update_time": t2 - t1, "time": t2 - t0}
+        )  # fmt: skip
+        if time.perf_counter() - last_saved >= checkpoint_every and it < c["iterations"]:
+            state = {"config": config, "model": gp.state_dict(), "X": X_all, "rows": rows, "rng": torch.get_rng_state()}
+            atomic_write(path, lambda fh: torch.save(state, fh))
+            atomic_write(run_dir / "metrics.json", json.dumps(rows, indent=1))
+            last_saved = time.perf_counter()
+    atomic_write(run_dir / "metrics.json", json.dumps(rows, indent=1))
+    atomic_write(run_dir / "model.json", json.dumps(model_record(gp), indent=1))
+    path.unlink(missing_ok=True)
+    return {"iterations": len(rows), "best": rows[-1]["best"] if rows else None, "failure": failure}
 
 
 def _bo_summary(rows: list[dict], failure: str) -> str:
     """One BO run in a line: its best value, evaluations and mean time per iteration."""
     if not rows:
-        return f"no iteration finished{failure}"
+        return f"no iteration finished{'; ' + failure if failure else ''}"
     last = rows[-1]
     return (
         f"best {last['best']:.3f} after {last['num_data']} evaluations, mean "
-        f"{np.mean([r['time'] for r in rows]):.2f} s/iter{failure}"
+        f"{np.mean([r['time'] for r in rows]):.2f} s/iter{'; ' + failure if failure else ''}"
     )
+
+
+def bo_table(rows: list[dict], marks: Sequence[int] = (100, 500, 1000, 1500)) -> str:
+    """table.md: per function and model, the best noise-free value found after each of ``marks`` iterations (mean ±
+    std over the seeds that reached it) and the mean acquisition and update time per iteration."""
+    runs: dict[tuple[str, str], dict[int, list[dict]]] = {}
+    for r in rows:
+        runs.setdefault((r["function"], r["model"]), {}).setdefault(r["seed"], []).append(r)
+    last = max((len(seq) for by_seed in runs.values() for seq in by_seed.values()), default=0)
+    marks = [m for m in marks if m < last] + [last]
+    lines = [
+        "Batch UCB (q = 3): the best noise-free value found (negated: higher is better) after each number of "
+        "iterations, mean ± std over the seeds that reached it (their number in brackets), and the mean wall-clock "
+        "time per iteration of the acquisition's optimisation and of the model's update.",
+        "",
+        "| function | model | seeds | "
+        + " | ".join(f"best after {m}" for m in marks)
+        + " | acquisition (s) | update (s) |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in marks) + " | --- | --- |",
+    ]
+    for (fname, model), by_seed in runs.items():
+        cells = []
+        for m in marks:
+            best = np.array([seq[m - 1]["best"] for seq in by_seed.values() if len(seq) >= m])
+            cells.append(f"{best.mean():.3f} ± {best.std():.3f} ({len(best)})" if len(best) else "")
+        every = [r for seq in by_seed.values() for r in seq]
+        times = [np.mean([r[k] for r in every]) for k in ("acquisition_time", "update_time")]
+        seeds = ",".join(str(s) for s in by_seed)
+        lines.append(f"| {fname} | {model} | {seeds} | " + " | ".join(cells) + f" | {times[0]:.3g} | {times[1]:.3g} |")
+    return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)
@@ -633,41 +706,36 @@ class BoOptions:
     mc_samples: int = 128
 
 
-def run_bo(out: Path, options: BoOptions, quiet: bool, log: Callable[[str], None] = print) -> list[dict]:
-    """Batch UCB (Stanton et al. 2021, §5.3); one row per iteration (function, model, seed, iteration, best, times)."""
-    config = _config("wiski-bo", asdict(options))
+def bo_specs(options: BoOptions) -> list[RunSpec]:
+    """One run per function, model and seed, ``<function>/<model>/seed<k>``; its config is every option but the
+    lists."""
     o = options
-    functions, models, seeds, iterations, init_steps = o.functions, o.models, o.seeds, o.iterations, o.init_steps
-    _check_bo_options(functions, o.fit, o.kernel, o.beta, o.beta_decay)
-    from botorch import test_functions
+    _check_bo_options(o.functions, o.fit, o.kernel, o.beta, o.beta_decay)
+    shared = {k: v for k, v in asdict(o).items() if k not in ("functions", "models", "seeds")}
+    return [
+        RunSpec(f"{fname}/{model}/seed{seed}", {"function": fname, "model": model, "seed": int(seed), **shared})
+        for fname in o.functions
+        for model in o.models
+        for seed in o.seeds
+    ]
 
-    ucb = BatchUCB(o.q, o.beta, o.beta_decay, o.num_restarts, o.raw_samples, o.mc_samples)
+
+def bo_summarise(out: Path, sweep: SweepResult, options: BoOptions, quiet: bool, log: Echo) -> list[dict]:
+    """Batch UCB (Stanton et al. 2021, §5.3) of the finished runs: a line per run, metrics.json/csv (a row per
+    iteration of every run), ``table.md`` (:func:`bo_table`) and ``bo.png``; returns the rows."""
+    for failed in sweep.failed:
+        log(f"[wiski-bo] run {failed.run_id} failed: {failed.error}")
     rows: list[dict] = []
-    bar = _progress(len(functions) * len(models) * len(seeds) * iterations, quiet, "wiski-bo")
-    for fname in functions:
-        cls, noise_std = BO_FUNCTIONS[fname]
-        f = getattr(test_functions, cls)(dim=3, noise_std=noise_std, negate=True).to(torch.float64)
-        bounds = f.bounds.to(torch.float64)
-        for seed in seeds:
-            g = torch.Generator().manual_seed(int(seed))
-            X0 = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(o.n_init, 3, dtype=torch.float64, generator=g)
-            torch.manual_seed(int(seed))
-            Y0 = f(X0)
-            for model_name in models:
-                opts = _bo_model_options(model_name, o.kernel, o.fit, o.grid_size, init_steps)
-                gp = make_model(model_name, 3, x_bounds=bounds, seed=int(seed), **opts)
-                _set_steps(gp, init_steps)
-                gp.update(X0, Y0)
-                _set_steps(gp, o.steps)
-                torch.manual_seed(int(seed) + 1)
-                run = {"function": fname, "model": model_name, "seed": int(seed), "run": f"{model_name}/seed{seed}"}
-                run_rows, failure = _bo_iterations(gp, f, bounds, X0, ucb, iterations, run, bar)
-                rows += run_rows
-                _write(out, "metrics", rows, config)  # after every run: an interrupted sweep keeps what finished
-                log(f"[wiski-bo] {fname:15s} {model_name:6s} seed {seed}: {_bo_summary(run_rows, failure)}")
-    bar.close()
-    _write(out, "metrics", rows, config)
+    for result in sweep.runs:
+        if result.status not in ("done", "skipped"):
+            continue
+        run_rows = json.loads((out / result.run_id / "metrics.json").read_text())
+        value = result.value or {}
+        log(f"[wiski-bo] {result.run_id}: {_bo_summary(run_rows, value.get('failure', ''))}")
+        rows += run_rows
+    _write(out, "metrics", rows, _config("wiski-bo", asdict(options)))
     if rows:
+        (out / "table.md").write_text(bo_table(rows))
         plot_panel_curves(
             rows,
             out / "bo.png",
@@ -677,6 +745,8 @@ def run_bo(out: Path, options: BoOptions, quiet: bool, log: Callable[[str], None
             line_key="run",
             title="Batch UCB (q = 3) on noisy 3-D test functions (Stanton et al. 2021, §5.3)",
         )
+        if not quiet:
+            log((out / "table.md").read_text())
     return rows
 
 
@@ -835,6 +905,6 @@ BENCHES = {
     "wiski-banana": Bench(
         "wiski-banana", BananaOptions, banana_specs, banana_job, banana_summarise, BANANA_SUMMARY, threads=1
     ),
-    "wiski-bo": Bench("wiski-bo", BoOptions, loop=run_bo),
+    "wiski-bo": Bench("wiski-bo", BoOptions, bo_specs, bo_job, bo_summarise, BO_SUMMARY, threads=1),
     "wiski-rank": Bench("wiski-rank", RankOptions, rank_specs, rank_job, rank_summarise, RANK_SUMMARY, threads=1),
 }
