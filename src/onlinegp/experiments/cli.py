@@ -93,6 +93,20 @@ def list_option(default: str, flag: str, description: str, item: Callable = str)
     return typer.Option(default, flag, help=description, callback=lambda text: [item(x) for x in text.split(",") if x])
 
 
+def seeds_option(default: str, description: str):
+    """``--seeds`` of a bench that takes a list of seeds: '0-3', '0,3,5' or '0-2,7', as every bench's ``--seeds``
+    (:func:`~onlinegp.experiments.bench.parse.parse_seeds`); the command gets the sorted seeds."""
+    from .bench.parse import parse_seeds
+
+    def parse(text: str) -> list[int]:
+        try:
+            return parse_seeds(text)
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from err
+
+    return typer.Option(default, "--seeds", help=f"{description}, e.g. 0-3, 0,3 or 0-2,7", callback=parse)
+
+
 #: the settings of a mission, the options of ``mission`` that
 #: :func:`~onlinegp.experiments.simulator.mission_settings.mission_config` takes by the same names
 MISSION_SETTINGS: Options = {
@@ -847,7 +861,7 @@ def bench_wiski_bo(
     ),
     models: str = list_option("wiski,exact", "--models", "comma-separated registered models"),
     iterations: int = typer.Option(20, "--iterations", help="BO iterations (q points each)"),
-    seeds: str = list_option("0", "--seeds", "comma-separated seeds", int),
+    seeds: str = seeds_option("0", "seeds"),
     grid_size: int = typer.Option(8, "--grid-size", help="WISKI grid points per dimension (m = g³)"),
     steps: int = typer.Option(5, "--steps", help="Adam steps per BO iteration (50 on the initial points)"),
     fit: str = typer.Option(
@@ -906,7 +920,7 @@ def bench_wiski_rank(
         "16,32", "--grid-sizes", "grid points per dimension: 16 (m = 256), 32 (m = 1024)", int
     ),
     updates: str = list_option("gill,truncate", "--updates", "root updates: gill (the paper's), truncate (ours)"),
-    seeds: str = list_option("0", "--seeds", "comma-separated seeds (split and shuffle)", int),
+    seeds: str = seeds_option("0", "seeds (split and shuffle)"),
     max_points: int = typer.Option(None, "--max-points", help="cut the stream to this many points (default: all)"),
     eval_every: int = typer.Option(500, "--eval-every", help="evaluate on the test set every this many points"),
     pretrain_steps: int = typer.Option(
@@ -1068,7 +1082,7 @@ def bench_vips_magnetic(
 
 @bench_command("vips-synthetic", "vips", workers=True)
 def bench_vips_synthetic(
-    seeds: str = list_option("0,1,2,3,4", "--seeds", "comma-separated seeds (data, test noise and model)", int),
+    seeds: str = seeds_option("0-4", "seeds (data, test noise and model)"),
     datasets: str = list_option(
         "synthetic1,synthetic2,synthetic3", "--datasets", "comma-separated Fig. 1 sets (appendix F.1)"
     ),

@@ -226,6 +226,12 @@ def test_bo_unknown_function_fails_before_work(tmp_path):
     args = ["bench", "wiski-bo", "--functions", "hartmann", "--num-restarts", "2", "--raw-samples", "8"]
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path), "-q"])
     assert result.exit_code == 2 and "hartmann" in result.output
+    # --seeds reads ranges as every bench's does, and refuses what it cannot read before any work
+    result = CliRunner().invoke(app, ["bench", "wiski-bo", "--seeds", "3-1", "--out", str(tmp_path), "-q"])
+    assert result.exit_code == 2 and "cannot read seeds '3-1'" in result.output
+    assert BENCHES["wiski-bo"].specs(BoOptions(functions=["levy"], models=["wiski"], seeds=[0, 1, 2]))[2].run_id == (
+        "levy/wiski/seed2"
+    )
 
 
 def test_bo_beta_decays_as_asked(tmp_path, monkeypatch):

@@ -646,7 +646,7 @@ def _bo_summary(rows: list[dict], failure: str) -> str:
     )
 
 
-def bo_table(rows: list[dict], marks: Sequence[int] = (100, 500, 1000, 1500)) -> str:
+def bo_table(rows: list[dict], marks: Sequence[int] = (100, 300, 500, 1000, 1500)) -> str:
     """table.md: per function and model, the best noise-free value found after each of ``marks`` iterations (mean ±
     std over the seeds that reached it) and the mean acquisition and update time per iteration."""
     runs: dict[tuple[str, str], dict[int, list[dict]]] = {}
