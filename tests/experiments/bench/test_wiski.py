@@ -171,13 +171,15 @@ def test_bo_run_killed_and_rerun_resumes_its_checkpoint_exactly(tmp_path, monkey
 def test_bo_table_marks_the_iterations_and_counts_the_seeds_that_reached_them():
     from onlinegp.experiments.bench.wiski import bo_table
 
-    def run(seed, bests):
-        return [{"function": "levy", "model": "wiski", "seed": seed, "iteration": i + 1, "best": b,
-                 "acquisition_time": 1.0, "update_time": 0.5} for i, b in enumerate(bests)]  # fmt: skip
+    def run(seed, bests, times):
+        return [{"function": "levy", "model": "wiski", "seed": seed, "iteration": i + 1, "best": b, "time": t}
+                for i, (b, t) in enumerate(zip(bests, times))]  # fmt: skip
 
-    table = bo_table(run(0, [-3.0, -2.0, -1.0]) + run(1, [-5.0, -4.0]), marks=(2,))
-    assert "| best after 2 | best after 3 |" in table
-    assert "| levy | wiski | 0,1 | -3.000 ± 1.000 (2) | -1.000 ± 0.000 (1) | 1 | 0.5 |" in table
+    rows = run(0, [-3.0, -2.0, -1.0], [1.0, 2.0, 4.0]) + run(1, [-5.0, -4.0], [3.0, 5.0])
+    table = bo_table(rows, marks=(2,), window=1)
+    assert "| best after 2 | best after 3 | s/iteration, first 1 | s/iteration, last 1 |" in table
+    # first iterations: (1 + 3) / 2; last: (4 + 5) / 2
+    assert "| levy | wiski | 0,1 | -3.000 ± 1.000 (2) | -1.000 ± 0.000 (1) | 2 | 4.5 |" in table
 
 
 def test_bo_functions_are_the_papers_with_table_2_noise():
