@@ -920,6 +920,9 @@ def bench_wiski_rank(
         "16,32", "--grid-sizes", "grid points per dimension: 16 (m = 256), 32 (m = 1024)", int
     ),
     updates: str = list_option("gill,truncate", "--updates", "root updates: gill (the paper's), truncate (ours)"),
+    ranks: str = list_option(
+        "", "--ranks", "comma-separated ranks r of the paper's table to run (default: all of each grid size's)", int
+    ),
     seeds: str = seeds_option("0", "seeds (split and shuffle)"),
     max_points: int = typer.Option(None, "--max-points", help="cut the stream to this many points (default: all)"),
     eval_every: int = typer.Option(500, "--eval-every", help="evaluate on the test set every this many points"),

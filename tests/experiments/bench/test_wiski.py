@@ -93,6 +93,20 @@ def test_rank_ablation_runs_the_papers_ranks_and_a_full_root_equals_wtw_whole(tm
         run_rank_ablation(tmp_path, grid_sizes=[8])
 
 
+def test_rank_ablation_runs_the_ranks_asked_for_beside_wtw_whole():
+    from onlinegp.experiments.bench.wiski import RankOptions, rank_specs
+
+    specs = rank_specs(RankOptions(grid_sizes=[32], updates=["gill"], ranks=[256, 512], seeds=[0, 1]))
+    assert [s.run_id for s in specs] == [
+        f"m1024/{v}/seed{k}" for v in ("whole", "r256-gill", "r512-gill") for k in (0, 1)
+    ]
+    # the runs' configs (their keys in the results tree) are those of the whole table's
+    whole_table = {s.run_id: s.config for s in rank_specs(RankOptions(grid_sizes=[32], updates=["gill"], seeds=[0, 1]))}
+    assert all(whole_table[s.run_id] == s.config for s in specs)
+    with pytest.raises(ValueError, match=r"ranks \[128\]"):
+        rank_specs(RankOptions(grid_sizes=[32], ranks=[128]))
+
+
 def test_banana_stream(tmp_path):
     rows = run_banana(
         tmp_path,

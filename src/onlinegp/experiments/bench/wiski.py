@@ -783,12 +783,14 @@ def rank_job(config: dict, run_dir: str) -> dict:
 @dataclass(frozen=True)
 class RankOptions:
     """``onlinegp bench wiski-rank``: the ``dataset``, the ``grid_sizes`` of :data:`RANK_ABLATION`, the root
-    ``updates`` and ``seeds`` (a split and shuffle each); ``max_points`` cuts the stream (None: all), evaluation every
+    ``updates``, the ``ranks`` of the table to run (empty: all of each grid size's; WᵀW whole always runs) and
+    ``seeds`` (a split and shuffle each); ``max_points`` cuts the stream (None: all), evaluation every
     ``eval_every`` points, ``pretrain_steps`` on the 5% pre-training batch."""
 
     dataset: str = "skillcraft"
     grid_sizes: Sequence[int] = tuple(RANK_ABLATION)
     updates: Sequence[str] = ("gill", "truncate")
+    ranks: Sequence[int] = ()
     seeds: Sequence[int] = (0,)
     max_points: int | None = None
     eval_every: int = 500
@@ -799,13 +801,17 @@ def rank_specs(options: RankOptions) -> list[RunSpec]:
     """The ablation's runs: per grid size, WᵀW whole and each rank of :data:`RANK_ABLATION` with each root update, per
     seed."""
     o = options
+    unknown = sorted(set(o.ranks) - {r for g in o.grid_sizes for r in RANK_ABLATION.get(g, ())})
+    if unknown:
+        raise ValueError(f"ranks {unknown} are not in the paper's table for grid sizes {list(o.grid_sizes)}")
     specs = []
     for g in o.grid_sizes:
         if g not in RANK_ABLATION:
             raise ValueError(f"grid size {g} is not in the paper's ablation; choose from {sorted(RANK_ABLATION)}")
+        ranks = [r for r in RANK_ABLATION[g] if not o.ranks or r in o.ranks]
         # the truncating root of full rank r = m is WᵀW whole, exactly: not run again
         variants = [(None, "whole")] + [
-            (r, u) for r in RANK_ABLATION[g] for u in o.updates if not (u == "truncate" and r == g * g)
+            (r, u) for r in ranks for u in o.updates if not (u == "truncate" and r == g * g)
         ]
         for rank, update in variants:
             for seed in o.seeds:
