@@ -872,7 +872,7 @@ def _rank_table(dataset: str, finals: dict[tuple[int, str], list[dict]]) -> str:
     for (m, variant), rows in ordered:
         nll, err = (np.array([r[k] for r in rows]) for k in ("nll", "rmse"))
         lines.append(
-            f"| {m} | {variant} | {len(rows)} | {nll.mean():.3g} ± {nll.std():.2g} | {err.mean():.3f} ± {err.std():.3f} |"
+            f"| {m} | {variant} | {len(rows)} | {nll.mean():.3g} ± {nll.std():.2g} | {_number(err.mean())} ± {_number(err.std())} |"
         )
     lines += [
         "",
