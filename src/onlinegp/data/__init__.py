@@ -8,7 +8,16 @@ Pescador-Barrios et al. 2024.
 ...     pass
 """
 
-from .dataset import ORDERS, Dataset, batch_indices, order_indices, split_batches, stream, train_test_split
+from .dataset import (
+    ORDERS,
+    Dataset,
+    batch_indices,
+    chunked_fold_split,
+    order_indices,
+    split_batches,
+    stream,
+    train_test_split,
+)
 from .sources import LOADERS, UCI, list_datasets, load_dataset, synthetic, synthetic_function
 
 __all__ = [
@@ -17,6 +26,7 @@ __all__ = [
     "UCI",
     "LOADERS",
     "batch_indices",
+    "chunked_fold_split",
     "list_datasets",
     "load_dataset",
     "order_indices",

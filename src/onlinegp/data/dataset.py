@@ -99,6 +99,38 @@ def train_test_split(ds: Dataset, seed: int = 0, test_fraction: float = 0.2) -> 
     return ds.subset(train, f"{ds.name}-train"), ds.subset(test, f"{ds.name}-test")
 
 
+def chunked_fold_split(
+    ds: Dataset, fold: int, folds: int = 5, chunks: int = 20, shuffle_seed: int = 0
+) -> tuple[Dataset, Dataset, list[np.ndarray]]:
+    """The split and batches of Pescador-Barrios et al.'s published code (their paper's text says "five 80%-training
+    and 20%-testing random splits" of the sorted data, :func:`train_test_split`): the whole set sorted by the first
+    input and cut into ``chunks`` contiguous chunks (``len // chunks`` rows each, the remainder in the last), each
+    chunk's rows permuted (one generator seeded ``shuffle_seed`` for every fold, as their code), and contiguous fold
+    ``fold`` of ``folds`` of every permuted chunk held out (scikit-learn's ``KFold`` sizes: the first ``len % folds``
+    folds one row longer). Returns (train, test, batches): the training rows chunk after chunk, the held-out rows
+    likewise, and each chunk's training rows as one batch of ``train``.
+    """
+    if not (isinstance(folds, (int, np.integer)) and folds >= 2 and 0 <= fold < folds):
+        raise ValueError(f"fold must be one of 0..folds-1 with folds >= 2, got fold {fold!r} of {folds!r}")
+    if not isinstance(chunks, (int, np.integer)) or not 1 <= chunks <= len(ds) // folds:
+        raise ValueError(f"chunks must be an integer from 1 to {len(ds) // folds} for {len(ds)} rows, got {chunks!r}")
+    order = np.argsort(ds.X[:, 0], kind="stable")
+    size = len(ds) // chunks
+    rng = np.random.default_rng(shuffle_seed)
+    train_rows, test_rows, batches = [], [], []
+    for c in range(chunks):
+        chunk = rng.permutation(order[c * size : (c + 1) * size if c < chunks - 1 else len(ds)])
+        lengths = [len(chunk) // folds + (k < len(chunk) % folds) for k in range(folds)]
+        start = sum(lengths[:fold])
+        held = np.zeros(len(chunk), dtype=bool)
+        held[start : start + lengths[fold]] = True
+        batches.append(np.arange(len(chunk) - lengths[fold]) + sum(len(t) for t in train_rows))
+        train_rows.append(chunk[~held])
+        test_rows.append(chunk[held])
+    train = ds.subset(np.concatenate(train_rows), f"{ds.name}-train")
+    return train, ds.subset(np.concatenate(test_rows), f"{ds.name}-test"), batches
+
+
 def order_indices(ds: Dataset, order: str, seed: int = 0) -> np.ndarray:
     """Row order of a stream: 'sorted' by the first input (stable), 'random', 'time' or 'given' (as stored)."""
     if order == "sorted":

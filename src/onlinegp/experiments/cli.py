@@ -959,6 +959,11 @@ def stream_command(
     max_size: int = typer.Option(None, "--max-size", help="subsample the dataset to at most this many rows first"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="held-out fraction"),
     scaling: str = typer.Option("standard", "--scaling", help="standard (as Pescador-Barrios et al. 2024) or minmax"),
+    split: str = typer.Option(
+        "random",
+        "--split",
+        help="random (an 80/20 split of --seed) or chunked (fold --seed of sorted chunks: Pescador-Barrios et al.'s code)",
+    ),
     option: list[str] = typer.Option(
         [],
         "--option",
@@ -992,6 +997,7 @@ def stream_command(
         options=parse_model_options(option),
         scaling=scaling,
         dataset_options=columns,
+        split=split,
     )
     ds = _open_dataset(dataset, test_fraction, columns, out, force)
     _check_models([model] if model.lower() != "exact" else [], ds.input_dim, option, config.options, dataset, ds.meta)
@@ -1047,6 +1053,17 @@ def bench_vips_table1(
         1.0,
         "--lengthscale",
         help="initial length-scale in standard deviations (Pescador-Barrios et al. 2024: 1)",
+    ),
+    lengthscale_prior: bool = typer.Option(
+        False,
+        "--lengthscale-prior/--no-lengthscale-prior",
+        help="the library's log-normal length-scale prior above 3 inputs (Pescador-Barrios et al. 2024: none)",
+    ),
+    split: str = typer.Option(
+        "random",
+        "--split",
+        help="random 80/20 splits (Pescador-Barrios et al. 2024's text) or chunked: the folds of sorted chunks of "
+        "the authors' code",
     ),
 ) -> None:
     """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted

@@ -24,7 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..base import OnlineGP, model_record
-from ..data import Dataset, batch_indices, load_dataset, train_test_split
+from ..data import Dataset, batch_indices, chunked_fold_split, load_dataset, train_test_split
 from ..io import write_csv
 from ..metrics import nlpd, rmse
 from ..models.registry import make_model
@@ -33,7 +33,10 @@ from .bench.exact import lbfgs_exact_gp
 
 @dataclass
 class StreamConfig:
-    """One streaming run. ``options`` go to the model constructor (e.g. ``{"delta": 0.05}`` for VIPS)."""
+    """One streaming run. ``options`` go to the model constructor (e.g. ``{"delta": 0.05}`` for VIPS). ``split``:
+    'random' (:func:`~onlinegp.data.train_test_split` of ``seed``, then the training part in ``order`` and
+    ``batches``) or 'chunked' (:func:`~onlinegp.data.chunked_fold_split`, Pescador-Barrios et al.'s code: ``seed``
+    is the fold of ``round(1 / test_fraction)``, the batches its sorted chunks; ``order`` must be unset or 'sorted')."""
 
     dataset: str
     model: str = "vips"
@@ -46,9 +49,14 @@ class StreamConfig:
     eval_batches: list[int] | None = None
     scaling: str = "standard"
     dataset_options: dict[str, Any] = field(default_factory=dict)
+    split: str = "random"
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The config as JSON; ``split`` only when not 'random' (the runs kept before it existed keep their keys)."""
+        record = asdict(self)
+        if self.split == "random":
+            del record["split"]
+        return record
 
 
 def standardised_scores(test: Dataset, mean: np.ndarray, var_y: np.ndarray, y_std: float) -> dict[str, float]:
@@ -62,8 +70,20 @@ def prepare(config: StreamConfig) -> tuple[Dataset, Dataset, list[np.ndarray], d
     ds = load_dataset(config.dataset, **config.dataset_options)
     if config.max_size is not None:
         ds = ds.subsample(config.max_size, seed=config.seed)
-    train, test = train_test_split(ds, seed=config.seed, test_fraction=config.test_fraction)
-    parts = batch_indices(train, config.order, config.batches, seed=config.seed)
+    if config.split == "random":
+        train, test = train_test_split(ds, seed=config.seed, test_fraction=config.test_fraction)
+        parts = batch_indices(train, config.order, config.batches, seed=config.seed)
+    elif config.split == "chunked":
+        folds = round(1 / config.test_fraction)
+        if config.order not in (None, "sorted") or not math.isclose(folds * config.test_fraction, 1.0):
+            raise ValueError(
+                "split='chunked' streams the chunks sorted by the first input and holds out one fold of "
+                f"1 / test_fraction; got order {config.order!r} and test_fraction {config.test_fraction}"
+            )
+        chunks = config.batches or ds.default_batches
+        train, test, parts = chunked_fold_split(ds, config.seed, folds, chunks)
+    else:
+        raise ValueError(f"split must be 'random' or 'chunked', got {config.split!r}")
     y_mean, y_std = float(train.y.mean()), float(train.y.std()) or 1.0
     if config.scaling == "standard":
         x_mean, x_std = train.X.mean(0), train.X.std(0) + 1e-6

@@ -26,7 +26,7 @@ DEFAULT_KEYS = {
     "poam-table1": "05d23d2819ef4e16",
     "vips-magnetic": "27dd19fcd6574d8d",
     "vips-synthetic": "962e1450dc3257b8",
-    "vips-table1": "48b97b50215bc311",
+    "vips-table1": "9cd022c98b9d74b7",  # since 0.6.0 without the library's length-scale prior (the paper's)
     "wgpr": "600a30bb3f448b1b",
     "wiski-banana": "0546948a19ef4c96",
     "wiski-rank": "f0ed7096c5f4d930",

@@ -75,3 +75,34 @@ def test_vips_magnetic_tiny(tmp_path):
     assert len(results["paths"]) == 4 and len(results["trajectory3-vips"]) == 4
     sizes = [r["num_inducing"] for r in results["trajectory3-vips"]]
     assert sizes == sorted(sizes)  # old inducing inputs are kept
+
+
+def test_table1_runs_without_the_library_prior_and_keeps_the_old_keys_with_it():
+    """The paper's Table 1 has no length-scale prior: the models the default specs build have none (the library puts
+    one on every stationary kernel above three inputs); ``lengthscale_prior=True`` gives the configs of the runs
+    made before the option existed (no key)."""
+    from onlinegp.experiments.bench.vips import Table1Options, table1_specs
+    from onlinegp.models.registry import make_model
+
+    paper = table1_specs(Table1Options(datasets=("concrete",), methods=("vips",), splits=1))[0].config
+    model = make_model("vips", 8, **paper["options"])
+    assert paper["options"]["kernel_options"]["lengthscale_prior"] is None
+    assert not list(model.kernel.named_priors())
+    older = table1_specs(Table1Options(datasets=("concrete",), methods=("vips",), splits=1, lengthscale_prior=True))
+    assert older[0].config["options"]["kernel_options"] == {"lengthscale": 1.0, "ard": False}
+    assert [name for name, *_ in make_model("vips", 8, **older[0].config["options"]).kernel.named_priors()]
+
+
+def test_chunked_split_streams_the_authors_folds(tmp_path):
+    from onlinegp.experiments.stream import StreamConfig, prepare
+
+    config = StreamConfig(dataset="concrete", model="oips", seed=2, split="chunked", batches=10)
+    train, test, parts, _, _ = prepare(config)
+    assert len(parts) == 10 and len(train) + len(test) == 1030 and len(test) == 210  # ten chunks of 103: fold 2 holds 21 of each
+    assert config.to_json()["split"] == "chunked" and "split" not in StreamConfig(dataset="concrete").to_json()
+    # a chunk's training rows lie below the next chunk's in the first input (standardised alike)
+    assert max(train.X[parts[0], 0]) <= min(train.X[parts[1], 0])
+    with pytest.raises(ValueError, match="split='chunked'"):
+        prepare(StreamConfig(dataset="concrete", split="chunked", order="random"))
+    res = runner.invoke(app, ["stream", "--dataset", "concrete", "--split", "nope", "--out", str(tmp_path / "s"), "-q"])
+    assert res.exit_code == 2 and "split must be" in res.output

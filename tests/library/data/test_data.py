@@ -9,6 +9,7 @@ from onlinegp.data import (
     UCI,
     Dataset,
     batch_indices,
+    chunked_fold_split,
     list_datasets,
     load_dataset,
     order_indices,
@@ -80,6 +81,31 @@ def test_split_is_deterministic_disjoint_and_80_20():
     tr, te = train_test_split(ids, seed=0)
     assert set(tr.y).isdisjoint(te.y) and len(set(tr.y) | set(te.y)) == 50
     assert np.all(np.diff(tr.y) > 0)  # original order kept
+
+
+def test_chunked_folds_are_kfold_of_each_permuted_sorted_chunk():
+    """The authors' code's split against a direct computation: sort, chunk, permute each chunk with one generator,
+    hold out scikit-learn's KFold fold of it; over the folds every row is held out exactly once."""
+    from sklearn.model_selection import KFold
+
+    rng = np.random.default_rng(3)
+    ds = Dataset(rng.normal(size=(103, 2)), rng.normal(size=103), "d")
+    held = []
+    for fold in range(5):
+        train, test, batches = chunked_fold_split(ds, fold, folds=5, chunks=4, shuffle_seed=7)
+        order, gen = np.argsort(ds.X[:, 0], kind="stable"), np.random.default_rng(7)
+        chunks = [gen.permutation(order[c * 25 : (c + 1) * 25 if c < 3 else 103]) for c in range(4)]
+        expected = [list(KFold(5).split(chunk))[fold] for chunk in chunks]
+        np.testing.assert_array_equal(train.X, ds.X[np.concatenate([c[tr] for c, (tr, _) in zip(chunks, expected)])])
+        np.testing.assert_array_equal(test.y, ds.y[np.concatenate([c[te] for c, (_, te) in zip(chunks, expected)])])
+        assert [len(b) for b in batches] == [len(tr) for tr, _ in expected]
+        np.testing.assert_array_equal(np.concatenate(batches), np.arange(len(train)))
+        held.append(test.y)
+    np.testing.assert_array_equal(np.sort(np.concatenate(held)), np.sort(ds.y))
+    with pytest.raises(ValueError, match="fold must be"):
+        chunked_fold_split(ds, 5)
+    with pytest.raises(ValueError, match="chunks must be"):
+        chunked_fold_split(ds, 0, chunks=30)
 
 
 def test_orders_and_batches():
