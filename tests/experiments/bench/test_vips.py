@@ -98,7 +98,9 @@ def test_chunked_split_streams_the_authors_folds(tmp_path):
 
     config = StreamConfig(dataset="concrete", model="oips", seed=2, split="chunked", batches=10)
     train, test, parts, _, _ = prepare(config)
-    assert len(parts) == 10 and len(train) + len(test) == 1030 and len(test) == 210  # ten chunks of 103: fold 2 holds 21 of each
+    assert (
+        len(parts) == 10 and len(train) + len(test) == 1030 and len(test) == 210
+    )  # ten chunks of 103: fold 2 holds 21 of each
     assert config.to_json()["split"] == "chunked" and "split" not in StreamConfig(dataset="concrete").to_json()
     # a chunk's training rows lie below the next chunk's in the first input (standardised alike)
     assert max(train.X[parts[0], 0]) <= min(train.X[parts[1], 0])
