@@ -42,7 +42,7 @@ VARIANTS = {
     "num_predict 1": {"num_predict": 1},
     "num_predict 10": {"num_predict": 10},
     "fit on 4000 points": {"max_fit_points": 4000},
-    "max_local 1000, fit on 4000": {"max_local": 1000, "max_fit_points": 4000},
+    "max_local 1000 and fit on 4000": {"max_local": 1000, "max_fit_points": 4000},
 }
 
 
@@ -91,13 +91,13 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0-1")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names of VARIANTS")
+    parser.add_argument("--variants", default=";".join(VARIANTS), help="names of VARIANTS separated by semicolons")
     args = parser.parse_args()
     version = code_version()
     path = RESULTS / f"{NAME}.json"
     kept = json.loads(path.read_text()) if path.exists() else {}
     rows = kept.get("runs", []) if kept.get("code") == version else []
-    for variant in args.variants.split(","):
+    for variant in args.variants.split(";"):
         if variant not in VARIANTS:
             raise SystemExit(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
         for seed in parse_seeds(args.seeds):
