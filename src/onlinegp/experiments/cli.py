@@ -959,11 +959,7 @@ def stream_command(
     max_size: int = typer.Option(None, "--max-size", help="subsample the dataset to at most this many rows first"),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="held-out fraction"),
     scaling: str = typer.Option("standard", "--scaling", help="standard (as Pescador-Barrios et al. 2024) or minmax"),
-    split: str = typer.Option(
-        "random",
-        "--split",
-        help="random (an 80/20 split of --seed) or chunked (fold --seed of sorted chunks: Pescador-Barrios et al.'s code)",
-    ),
+    split: str = typer.Option("random", "--split", help="random (80/20), or chunked: the VIPS authors' code's folds"),
     option: list[str] = typer.Option(
         [],
         "--option",
