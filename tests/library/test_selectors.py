@@ -101,10 +101,11 @@ def test_vips_selector_keeps_old_points_and_stops_where_the_rule_says():
     b = online_bounds(k, s2, Z, X, y, old)
     l_noise = float(noise_log_lik(y, float(yo.mean()), float(yo.var())))
     assert step.noise_log_lik == pytest.approx(l_noise)
-    assert step.alpha == pytest.approx(0.05 * abs(step.upper - l_noise))
-    assert step.upper - float(b.lower[-1].detach()) <= step.alpha + 1e-9  # rule met at M_b
+    assert step.reference == pytest.approx(float(step.lower_path[-1]))  # the greedy set spans the batch: L*
+    assert step.alpha == pytest.approx(0.05 * abs(step.reference - l_noise))
+    assert step.reference - float(b.lower[-1].detach()) <= step.alpha + 1e-9  # rule met at M_b
     if m > 13:
-        assert step.upper - float(b.lower[-2].detach()) > step.alpha  # and not one point earlier
+        assert step.reference - float(b.lower[-2].detach()) > step.alpha  # and not one point earlier
     tighter = VIPSSelector(delta=0.005)(k, Zold, X, context=context)
     assert tighter.shape[0] >= m
 

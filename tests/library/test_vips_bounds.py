@@ -147,3 +147,49 @@ def test_noise_log_lik_is_independent_gaussian_code():
     y = torch.tensor([0.5, -1.0, 2.0], dtype=D)
     ref = torch.distributions.Normal(0.3, 1.5**0.5).log_prob(y).sum()
     assert float(noise_log_lik(y, 0.3, 1.5)) == pytest.approx(float(ref))
+
+
+def _select(old, X, y, s2, kernel, **options):
+    from onlinegp.inducing import SelectionContext, VIPSSelector
+
+    context = SelectionContext(targets=y, noise=s2, past=lambda: old, target_moments=lambda: (0.0, float(y.var())))
+    selector = VIPSSelector(**options)
+    with torch.no_grad():
+        Z = selector(kernel, old.Z, X, context=context)
+    return Z, selector.last
+
+
+def test_vips_rule_measures_from_l_star_when_the_greedy_set_spans_the_batch():
+    """The greedy set reaches every candidate to rel_tol: the rule's reference is L* (dense), and M is the first
+    prefix within δ|L* − L_noise| of it (Pescador-Barrios et al. 2024, eqs. 20-21 with M = N_n + M_a)."""
+    k_old, _, old, X, y, s2 = problem(200, 30, 40, 2, "rbf", seed=4, noise=0.01)
+    Z, step = _select(old, X, y, s2, k_old)
+    with torch.no_grad():
+        l_star, _, _ = dense_reference(k_old, k_old, old, X, y, s2, Z)
+    assert step.bound_size < 30 + 40 and step.reference == float(step.lower_path[-1])
+    assert step.reference == pytest.approx(float(l_star), abs=1e-3)
+    alpha = 0.05 * abs(float(l_star) - step.noise_log_lik)
+    first = int(((float(l_star) - step.lower_path[29:]) <= alpha + 1e-3).nonzero()[0])
+    assert Z.shape[0] == 30 + first and step.gap <= step.alpha
+
+
+def test_vips_rule_measures_from_the_upper_bound_when_the_greedy_set_is_cut():
+    k_old, _, old, X, y, s2 = problem(200, 30, 40, 2, "rbf", seed=4, noise=0.01)
+    Z, step = _select(old, X, y, s2, k_old, max_new=5)
+    with torch.no_grad():
+        b = online_bounds(k_old, s2, Z, X, y, old)
+    assert step.bound_size == 35 and step.reference == step.upper
+    assert step.alpha == pytest.approx(0.05 * abs(step.upper - step.noise_log_lik))
+    assert Z.shape[0] <= 35 and float(b.lower[-1]) == pytest.approx(step.lower)
+
+
+def test_vips_rule_is_not_misled_by_the_upper_bound_of_a_sharp_old_posterior():
+    """Û over a set that spans the batch sits above L* by t·‖·‖² on the old pseudo-targets, which grows with the old
+    posterior's precision: here by more than α, so a rule measured from Û would take every candidate (as VIPS did on
+    elevators before 0.7.0); measured from L* it stops early."""
+    k_old, _, old, X, y, s2 = problem(500, 10, 80, 1, "rbf", seed=7, noise=0.01)
+    Z, step = _select(old, X, y, s2, k_old, rel_tol=1e-6)
+    assert step.bound_size < 10 + 80  # the set spans the batch
+    assert step.upper - step.reference > step.alpha  # Û's slack alone exceeds the tolerance
+    assert step.upper >= step.reference  # Û ≥ L* ≥ L̂
+    assert Z.shape[0] < step.bound_size

@@ -84,6 +84,7 @@ class VIPS(OSGPR):
         info.update(
             num_added=step.num_added,
             upper_bound=step.upper,
+            reference_bound=step.reference,
             lower_bound_at_selection=step.lower,
             noise_log_lik=step.noise_log_lik,
             alpha=step.alpha,

@@ -78,9 +78,10 @@ def test_report_and_options():
     model = VIPS(1, **SYNTH)
     for b in parts[:3]:
         report = model.update(ds.X[b], ds.y[b])
-    for key in ("num_added", "upper_bound", "lower_bound_at_selection", "noise_log_lik", "alpha"):
+    for key in ("num_added", "upper_bound", "reference_bound", "lower_bound_at_selection", "noise_log_lik", "alpha"):
         assert key in report.extra
-    assert report.extra["upper_bound"] - report.extra["lower_bound_at_selection"] <= report.extra["alpha"] + 1e-9
+    assert report.extra["reference_bound"] - report.extra["lower_bound_at_selection"] <= report.extra["alpha"] + 1e-9
+    assert report.extra["reference_bound"] <= report.extra["upper_bound"] + 1e-9
     assert float(model.target_moments[0]) == sum(len(b) for b in parts[:3])
     with pytest.raises(ValueError, match="chooses its own"):
         VIPS(1, inducing="pivoted")
