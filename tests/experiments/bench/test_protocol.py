@@ -38,7 +38,7 @@ KEPT = {
     "poam-robustness": ("0.1.0", 20),
     "poam-table1": ("0.3.0", 50),
     "vips-synthetic": ("0.3.0", 40),
-    "vips-table1": ("0.6.0", 40),
+    "vips-table1": ("0.7.0", 45),
     "wgpr": ("0.1.0", 47),
     "wiski-banana": ("0.3.0", 1),
     "wiski-rank": ("0.1.0", 13),
