@@ -37,7 +37,7 @@ KEPT = {
     "fleet": ("0.4.0", 30),
     "poam-robustness": ("0.1.0", 20),
     "poam-table1": ("0.3.0", 50),
-    "vips-synthetic": ("0.3.0", 40),
+    "vips-synthetic": ("0.7.0", 40),
     "vips-table1": ("0.7.0", 45),
     "wgpr": ("0.1.0", 47),
     "wiski-banana": ("0.3.0", 1),
