@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from onlinegp.inducing import SelectionContext, VIPSSelector
 from onlinegp.kernels import dense, make_kernel
 from onlinegp.objectives import exact_mll, noise_log_lik, online_bound, online_bounds
 from onlinegp.posterior import InducingPosterior, kuu
@@ -150,8 +151,7 @@ def test_noise_log_lik_is_independent_gaussian_code():
 
 
 def _select(old, X, y, s2, kernel, **options):
-    from onlinegp.inducing import SelectionContext, VIPSSelector
-
+    """The selector's choice on the new batch and its record (ȳ = 0, s² the batch's variance for L_noise)."""
     context = SelectionContext(targets=y, noise=s2, past=lambda: old, target_moments=lambda: (0.0, float(y.var())))
     selector = VIPSSelector(**options)
     with torch.no_grad():
