@@ -597,15 +597,13 @@ def bench_command(
     options: Options | None = None,
     workers: bool = False,
     ray: bool = False,
-    sweep: bool = True,
 ):
     """Register ``onlinegp bench NAME``, the one way every bench is registered: the command runs the
     :class:`~onlinegp.experiments.bench.protocol.Bench` ``BENCHES[NAME]`` of ``onlinegp.experiments.bench.<module>``
     (imported when run; see :func:`_run_bench`). The decorated function declares the bench's own options, named as the
     fields of the bench's options dataclass (its docstring is the help); *options* (name: (type, ``typer.Option``))
     follow them, then the options every bench shares (:func:`_common_options`: ``--quiet`` with help *quiet*,
-    ``--workers`` where *workers*, ``--backend`` and ``--address`` where *ray*, the results tree's options for a
-    *sweep*)."""
+    ``--workers`` where *workers*, ``--backend`` and ``--address`` where *ray*, the results tree's options)."""
 
     BENCH_MODULES[name] = module
 
@@ -614,26 +612,28 @@ def bench_command(
         def command(**arguments: Any) -> None:
             _run_bench(name, module, arguments)
 
-        common = _common_options(name, quiet, workers, ray, sweep)
+        common = _common_options(name, quiet, workers, ray)
         command.__signature__ = _signature_with(declaration, {**(options or {}), **common})
         return bench_app.command(name)(command)
 
     return register
 
 
-def _common_options(name: str, quiet: str, workers: bool, ray: bool, sweep: bool) -> Options:
-    """The options every bench takes (``--out``, ``--quiet``, ``--force``) and those a bench takes where it runs a
-    sweep (``--results``, ``--no-results``, ``--resume/--fresh``), in parallel (``--workers``) or on Ray
-    (``--backend``, ``--address``): :func:`_run_bench` takes them off before calling the bench."""
+def _common_options(name: str, quiet: str, workers: bool, ray: bool) -> Options:
+    """The options every bench takes (``--out``, ``--quiet``, ``--force``, the results tree's ``--results``,
+    ``--no-results``, ``--resume/--fresh``) and those a bench takes where it runs in parallel (``--workers``) or on
+    Ray (``--backend``, ``--address``): :func:`_run_bench` takes them off before calling the bench."""
     from .bench.protocol import default_out
 
-    out_help = "output directory (finished runs are skipped on rerun)" if sweep else "output directory"
     return {
-        "out": (str, typer.Option(default_out(name), "--out", help=out_help)),
+        "out": (
+            str,
+            typer.Option(default_out(name), "--out", help="output directory (finished runs are skipped on rerun)"),
+        ),
         **({"workers": (int, WORKERS(ray))} if workers else {}),
         **(_ray_options() if ray else {}),
         "quiet": (bool, typer.Option(False, "--quiet", "-q", help=quiet)),
-        **(_results_options() if sweep else {}),
+        **_results_options(),
         "force": (
             bool,
             typer.Option(False, "--force", help="replace an --out that holds another run (its own runs are resumed)"),
@@ -887,7 +887,7 @@ def bench_wiski_bo(
     """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D test functions with WISKI and an exact GP."""
 
 
-@bench_command("wiski-uci", "wiski", quiet="no progress bar", sweep=False)
+@bench_command("wiski-uci", "wiski", workers=True)
 def bench_wiski_uci(
     datasets: str = list_option("skillcraft,elevators,protein,kin40k", "--datasets", "comma-separated UCI sets"),
     models: str = list_option(
@@ -908,7 +908,7 @@ def bench_wiski_uci(
         "--batch-exact-max",
         help="the hindsight exact GP (L-BFGS on all points seen, at every evaluation) on streams up to this many points",
     ),
-    seed: int = _WISKI_OPTIONS["seed"](),
+    seeds: str = seeds_option("0", "seeds (split and shuffle)"),
 ) -> None:
     """Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
 

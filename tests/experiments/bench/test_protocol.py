@@ -69,8 +69,7 @@ def test_a_bench_command_takes_the_common_options_and_its_bench_options(name):
     params = _params(name)
     assert params["out"].default == bench.out == default_out(name) == f"runs/{name}"
     assert {"quiet", "force"} <= params.keys()
-    assert {"results", "no_results", "resume"} <= params.keys() if bench.sweep else not params.keys() & {"results"}
-    assert "workers" not in params or bench.sweep
+    assert {"results", "no_results", "resume"} <= params.keys()
     fields = {f.name for f in dataclasses.fields(bench.options)}
     own = params.keys() - {"out", "quiet", "force", "results", "no_results", "resume", "workers", "backend", "address"}
     assert own <= fields, f"{name}: options its options class lacks: {own - fields}"
@@ -104,24 +103,12 @@ def test_start_runs_the_sweep_between_specs_job_and_summarise(tmp_path):
 
     specs = lambda o: [RunSpec(f"r{i}", {"i": i}) for i in range(o.size)]  # noqa: E731
     bench = Bench("b", Options, specs, _job, summarise, threads=1, runs="runs")
-    assert bench.sweep and bench.out == "runs/b"
+    assert bench.out == "runs/b"
     assert bench.start(Options(3), tmp_path, RunnerOptions(quiet=True)) == "table"
     assert seen == [(tmp_path, ["done"] * 3, ["r0", "r1", "r2"], 3, True)]
     assert (tmp_path / "runs" / "r2" / "DONE.json").is_file()
     with pytest.raises(TypeError, match="takes Options"):
         bench.start(object(), tmp_path)
-
-
-def test_a_loop_bench_is_started_with_its_options_only(tmp_path):
-    calls = []
-    loop = Bench("l", RunnerOptions, loop=lambda out, options, quiet, log: calls.append((out, options.workers, quiet)))
-    assert not loop.sweep
-    loop.start(None, tmp_path, RunnerOptions(quiet=True))
-    assert calls == [(tmp_path, 1, True)]
-    with pytest.raises(ValueError, match="specs, job and summarise"):
-        Bench("e", RunnerOptions, specs=lambda o: [], loop=lambda *a: None)
-    with pytest.raises(ValueError, match="specs, job and summarise"):
-        Bench("e", RunnerOptions)
 
 
 def _job(config: dict, run_dir: Path) -> int:

@@ -13,6 +13,7 @@ from onlinegp.experiments.bench.wiski import (
     BENCHES,
     BO_FUNCTIONS,
     BoOptions,
+    UciOptions,
     _wiski_options,
     authors_bo_kernel,
     hindsight_exact,
@@ -27,10 +28,6 @@ def _start(name, out, log=lambda s: None, **options):
     return bench.start(bench.options(**options), out, RunnerOptions(quiet=True), log)
 
 
-def run_uci(out, **options):
-    return _start("wiski-uci", out, **options)
-
-
 def run_banana(out, **options):
     return _start("wiski-banana", out, **options)
 
@@ -43,18 +40,22 @@ def run_rank_ablation(out, **options):
     return _start("wiski-rank", out, **options)
 
 
-def test_uci_stream_writes_metrics(tmp_path):
-    rows = run_uci(
-        tmp_path,
-        datasets=["skillcraft"],
-        models=["wiski", "exact", "not-a-model"],
-        all_input_models=["osgpr"],
-        max_points=6,
-        eval_every=3,
-        max_test=50,
-        pretrain_steps=2,
-        log=lambda s: None,
-    )
+UCI_SMOKE = dict(
+    datasets=["skillcraft"],
+    models=["wiski", "exact"],
+    all_input_models=["osgpr"],
+    max_points=6,
+    eval_every=3,
+    max_test=50,
+    pretrain_steps=2,
+)
+
+
+def test_uci_stream_is_a_sweep_of_one_run_per_model_kept_and_restored(tmp_path):
+    results = tmp_path / "results"
+    bench = BENCHES["wiski-uci"]
+    runner = RunnerOptions(quiet=True, results=results)
+    rows = bench.start(bench.options(**UCI_SMOKE), tmp_path / "out", runner, lambda s: None)
     assert {(r["inputs"], r["model"]) for r in rows} == {
         ("shared", "wiski"),
         ("shared", "exact"),
@@ -65,9 +66,40 @@ def test_uci_stream_writes_metrics(tmp_path):
     # the hindsight reference: a curve at the streams' evaluation points, on the shared features only
     assert [r["num_data"] for r in rows if r["model"] == "exact GP (batch)"] == [151, 154, 157]
     assert all(r["rmse"] > 0 and r["update_time"] > 0 for r in rows)
-    for name in ("config.json", "metrics.csv", "metrics.json", "uci.png"):
-        assert (tmp_path / name).is_file()
-    assert json.loads((tmp_path / "metrics.json").read_text()) == rows
+    for name in ("config.json", "metrics.csv", "metrics.json", "uci.png", "table.md"):
+        assert (tmp_path / "out" / name).is_file()
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text()) == rows
+    # each run records the model it ran: the options asked of the instance
+    record = json.loads((tmp_path / "out" / "skillcraft/shared/wiski/seed0/model.json").read_text())
+    assert record["class"] == "WISKI" and record["options"]["grid_size"] == 16
+    kept = sorted(p.parent.name for p in (results / "wiski-uci").glob("*/DONE.json"))
+    assert len(kept) == 4
+    # a rerun elsewhere restores every run from the results tree, to the same rows
+    again = bench.start(bench.options(**UCI_SMOKE), tmp_path / "again", runner, lambda s: None)
+    assert again == rows
+
+
+def test_uci_runs_of_a_dataset_see_the_same_learnt_features():
+    """Every run learns the shared projection again, seeded: the same features bit for bit in every run of a dataset
+    and seed (what makes the models' comparison one of approximations), other features for another seed."""
+    from onlinegp.experiments.bench.wiski import shared_projection, uci_stream
+
+    X, y, _, _, bounds, n0 = uci_stream("skillcraft", 0)
+    stats = (float(y.mean()), float(y.std()))
+    h1, h2, h3 = (shared_projection("skillcraft", X[:n0], y[:n0], bounds, stats, 2, seed) for seed in (0, 0, 1))
+    assert torch.equal(h1(X), h2(X))
+    assert not torch.equal(h1(X), h3(X))
+    assert h1(X).shape == (len(X), 2) and h1(X).abs().max() <= 1
+
+
+def test_uci_rejects_unknown_models_and_skips_the_exact_gp_on_long_streams():
+    from onlinegp.experiments.bench.wiski import uci_specs
+
+    with pytest.raises(ValueError, match=r"unknown models \['not-a-model'\]"):
+        uci_specs(UciOptions(**(UCI_SMOKE | {"models": ["wiski", "not-a-model"]})))
+    specs = uci_specs(UciOptions(**(UCI_SMOKE | {"max_points": 200, "exact_max": 300, "batch_exact_max": 300})))
+    assert [s.run_id.split("/")[2] for s in specs] == ["wiski", "osgpr"]  # 151 + 200 points > 300
+    assert len(uci_specs(UciOptions(**(UCI_SMOKE | {"seeds": [0, 1]})))) == 8
 
 
 def test_rank_ablation_runs_the_papers_ranks_and_a_full_root_equals_wtw_whole(tmp_path):
@@ -300,14 +332,15 @@ def test_hindsight_exact_is_an_exact_gp_fitted_on_the_points_seen():
     X = torch.rand(60, 2, dtype=torch.float64, generator=g) * 2 - 1
     y = torch.sin(3 * X[:, 0]) + 0.1 * torch.randn(60, dtype=torch.float64, generator=g)
     Xt, yt = X[40:], y[40:]
-    (row,) = hindsight_exact(X, y, Xt, yt, [40], (0.0, 1.0))
+    (row,), fitted = hindsight_exact(X, y, Xt, yt, [40], (0.0, 1.0))
     box = torch.tensor([[-1.0, -1.0], [1.0, 1.0]], dtype=torch.float64)
     gp = make_model("exact", 2, num_steps=0, max_data=40, x_bounds=box, y_stats=(0.0, 1.0))
     lbfgs_exact_gp(gp, X[:40], y[:40], max_iter=100)
     pred = gp.predict(Xt)
     assert row["num_data"] == 40
     assert row["rmse"] == pytest.approx(float((pred.mean - yt).pow(2).mean().sqrt()), rel=1e-12)
-    curve = hindsight_exact(X, y, Xt, yt, [10, 25, 40], (0.0, 1.0))
+    assert fitted.num_data == 40
+    curve, _ = hindsight_exact(X, y, Xt, yt, [10, 25, 40], (0.0, 1.0))
     assert [r["num_data"] for r in curve] == [10, 25, 40]
     assert curve[-1]["rmse"] == pytest.approx(row["rmse"], rel=1e-3)  # warm start, same optimum
 

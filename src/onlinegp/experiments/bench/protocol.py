@@ -32,52 +32,39 @@ def quiet_show(value: Any, quiet: bool, echo: Echo) -> int:
 
 @dataclass(frozen=True)
 class Bench:
-    """One ``onlinegp bench NAME``; ``options`` is the frozen dataclass of its own options.
+    """One ``onlinegp bench NAME``, a sweep (resumable, its runs kept in the results tree); ``options`` is the frozen
+    dataclass of its own options.
 
-    A sweep gives ``specs(options)``, the ``job`` of one run, the ``summary`` files kept in the results tree, the
-    ``threads`` of a run (None: the runner's default), ``runs`` (the sweep's root under ``out``) and
-    ``summarise(out, sweep, options, quiet, log)``, which writes the tables and figures of the finished runs and
-    returns the bench's result. A loop (one in-process run, nothing kept or resumed) gives
-    ``loop(out, options, quiet, log)`` instead. ``show(value, quiet, echo)`` prints the result and gives the exit code.
+    ``specs(options)`` gives the runs and ``job`` runs one; ``summary``: the files of a run kept in the results tree,
+    ``threads``: a run's (None: the runner's default), ``runs``: the sweep's root under ``out``;
+    ``summarise(out, sweep, options, quiet, log)`` writes the tables and figures of the finished runs and returns the
+    bench's result. ``show(value, quiet, echo)`` prints the result and gives the exit code.
     """
 
     name: str
     options: type
-    specs: Callable[[Any], list[RunSpec]] | None = None
-    job: JobFn | None = None
-    summarise: Callable[[Path, SweepResult, Any, bool, Echo], Any] | None = None
+    specs: Callable[[Any], list[RunSpec]]
+    job: JobFn
+    summarise: Callable[[Path, SweepResult, Any, bool, Echo], Any]
     summary: tuple[str, ...] = ()
     threads: int | None = None
     runs: str = ""
-    loop: Callable[[Path, Any, bool, Echo], Any] | None = None
     show: Callable[[Any, bool, Echo], int] = quiet_show
-
-    def __post_init__(self) -> None:
-        given = [part is not None for part in (self.specs, self.job, self.summarise)]
-        if not (all(given) if self.loop is None else not any(given)):
-            raise ValueError(f"bench {self.name}: give specs, job and summarise (a sweep) or loop, not both")
 
     @property
     def out(self) -> str:
         """The default ``--out``."""
         return default_out(self.name)
 
-    @property
-    def sweep(self) -> bool:
-        """Whether the bench runs a sweep (resumable, its runs kept in the results tree)."""
-        return self.loop is None
-
     def start(
         self, options: Any = None, out: str | Path | None = None, runner: RunnerOptions | None = None, log: Echo = print
     ) -> Any:
         """Run the bench with its ``options`` (default: their defaults) into ``out`` (default :attr:`out`) under
-        ``runner``; returns what ``summarise`` (or ``loop``) returns."""
+        ``runner``; returns what ``summarise`` returns."""
         options = self.options() if options is None else options
         if not isinstance(options, self.options):
             raise TypeError(f"bench {self.name} takes {self.options.__name__}, got {type(options).__name__}")
         out, runner = Path(self.out if out is None else out), runner or RunnerOptions()
-        if self.loop is not None:
-            return self.loop(out, options, runner.quiet, log)
         if runner.threads is None and self.threads is not None:
             runner = replace(runner, threads=self.threads)
         sweep = run_sweep(self.specs(options), self.job, out / self.runs, runner, self.name, self.summary)

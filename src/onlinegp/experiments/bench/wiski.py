@@ -1,7 +1,7 @@
 """The experiments of Stanton et al. 2021 (WISKI, §5): online regression on UCI sets, online Dirichlet classification on
 banana, and batch Bayesian optimisation with qUCB.
 
-* ``wiski-uci`` (:func:`run_uci`, §5.1, Fig. 3, Table C.1): a 90/10 split, inputs min-max to [-1, 1] over the whole set,
+* ``wiski-uci`` (:func:`uci_job`, §5.1, Fig. 3, Table C.1): a 90/10 split, inputs min-max to [-1, 1] over the whole set,
   targets standardised with the training mean and std (all models share this scaling); the first 5% of the (shuffled)
   training stream pre-trains each model (``pretrain_steps`` full-batch steps; WISKI's cosine-annealed at Table C.1's
   batch rates), then points arrive one at a time with one optimiser step each (WISKI at Table C.1's online rates, per
@@ -18,7 +18,8 @@ banana, and batch Bayesian optimisation with qUCB.
 
   An exact GP streamed like the others runs only when the stream fits in ``exact_max`` points; the hindsight
   reference, ``exact GP (batch)``, is an exact GP fitted by L-BFGS on the shared features of every point seen so far,
-  at each evaluation point (:func:`hindsight_exact`; streams up to ``batch_exact_max`` points): a curve.
+  at each evaluation point (:func:`hindsight_exact`; streams up to ``batch_exact_max`` points): a curve. A sweep of
+  one run per dataset, seed and model (each learns the seeded projection again), kept in ``results/wiski-uci/``.
 * ``wiski-banana`` (§5.2, Fig. 4): the WISKI Dirichlet classifier, 5% pre-training then one point at a time; test
   accuracy and NLL against points seen, with the hindsight classifier trained on all the data in one batch.
 * ``wiski-bo`` (:func:`bo_job`, §5.3, appendix C.2): the paper's noisy 3-D test functions from
@@ -28,8 +29,8 @@ banana, and batch Bayesian optimisation with qUCB.
   time per iteration (acquisition optimisation + update). A sweep of one run per function, model and seed, kept in
   ``results/wiski-bo/``; a run checkpoints itself every :data:`BO_CHECKPOINT_EVERY_S` seconds and resumes exactly.
 
-``wiski-uci`` writes config.json, the metrics as CSV and JSON, and a figure to ``out``; the sweeps write the same of
-their finished runs and a ``table.md``.
+Every bench here is a sweep (:mod:`onlinegp.experiments.bench.runner`): its runs are kept in the results tree, and it
+writes the table (``table.md``) and figures of its finished runs to ``out``.
 """
 
 from __future__ import annotations
@@ -135,10 +136,18 @@ def _wiski_options(dataset: str, pretrain_steps: int) -> dict[str, Any]:
 
 
 def shared_projection(
-    dataset: str, X0: torch.Tensor, y0: torch.Tensor, bounds: torch.Tensor, y_stats: tuple[float, float], **kw: Any
+    dataset: str,
+    X0: torch.Tensor,
+    y0: torch.Tensor,
+    bounds: torch.Tensor,
+    y_stats: tuple[float, float],
+    pretrain_steps: int,
+    seed: int,
 ) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The frozen map x ↦ h(x) ∈ [-1, 1]² that a WISKI learns in pre-training on (X0, y0) (Stanton et al. 2021, §5.1)."""
-    projector = make_model("wiski", X0.shape[1], x_bounds=bounds, y_stats=y_stats, **_wiski_options(dataset, **kw))
+    """The frozen map x ↦ h(x) ∈ [-1, 1]² that a WISKI seeded with ``seed`` learns in ``pretrain_steps`` pre-training
+    steps on (X0, y0) (Stanton et al. 2021, §5.1)."""
+    options = _wiski_options(dataset, pretrain_steps)
+    projector = make_model("wiski", X0.shape[1], x_bounds=bounds, y_stats=y_stats, seed=seed, **options)
     projector.update(X0, y0)
 
     @torch.no_grad()
@@ -157,10 +166,12 @@ def hindsight_exact(
     y_stats: tuple[float, float],
     seed: int = 0,
     quiet: bool = True,
-) -> list[dict]:
-    """The exact GP in hindsight at each of ``checkpoints``: fitted by L-BFGS (100 iterations) on the first n points
-    of the stream, warm-started from the fit at the previous checkpoint; test NLL and RMSE in standardised units and
-    the fit's seconds (``update_time``). The reference curve of the streamed models (features in [-1, 1])."""
+    max_iter: int = 100,
+) -> tuple[list[dict], Any]:
+    """The exact GP in hindsight at each of ``checkpoints``: fitted by L-BFGS (``max_iter`` iterations) on the first n
+    points of the stream, warm-started from the fit at the previous checkpoint; test NLL and RMSE in standardised
+    units and the fit's seconds (``update_time``). The reference curve of the streamed models (features in
+    [-1, 1]). Returns the rows and the last checkpoint's GP."""
     y_mean, y_std = y_stats
     box = torch.tensor([[-1.0] * X.shape[1], [1.0] * X.shape[1]], dtype=torch.float64)
     rows, previous = [], None
@@ -171,7 +182,7 @@ def hindsight_exact(
             gp.kernel.load_state_dict(previous.kernel.state_dict())
             gp.likelihood.load_state_dict(previous.likelihood.state_dict())
         t0 = time.perf_counter()
-        lbfgs_exact_gp(gp, X[:n], y[:n], max_iter=100)
+        lbfgs_exact_gp(gp, X[:n], y[:n], max_iter=max_iter)
         seconds = time.perf_counter() - t0
         pred = gp.predict(X_test)
         ys, ms, vs = (y_test - y_mean) / y_std, (pred.mean - y_mean) / y_std, pred.var_y / y_std**2
@@ -179,7 +190,7 @@ def hindsight_exact(
         previous = gp
         bar.update(1)
     bar.close()
-    return rows
+    return rows, previous
 
 
 def uci_stream(name: str, seed: int, pretrain_fraction: float = 0.05, max_test: int = 1000):
@@ -244,7 +255,7 @@ class UciOptions:
     ``all_input_models`` on all D inputs; ``max_points`` streamed one at a time after pre-training on
     ``pretrain_fraction`` of the training rows (``pretrain_steps`` full-batch steps); evaluation every
     ``eval_every`` points on at most ``max_test`` test points; the streamed exact GP up to ``exact_max`` points, the
-    hindsight one up to ``batch_exact_max``; the split and shuffle's ``seed``."""
+    hindsight one up to ``batch_exact_max``; ``seeds``: one split and shuffle each."""
 
     datasets: Sequence[str] = UCI_SETS
     models: Sequence[str] = UCI_MODELS
@@ -256,68 +267,142 @@ class UciOptions:
     pretrain_steps: int = 200
     exact_max: int = 1500
     batch_exact_max: int = 5000
-    seed: int = 0
+    seeds: Sequence[int] = (0,)
 
 
-def run_uci(out: Path, options: UciOptions, quiet: bool, log: Callable[[str], None] = print) -> list[dict]:
-    """Online regression (Stanton et al. 2021, §5.1); one row per evaluation (dataset, inputs, model, num_data, ...)."""
-    config = _config("wiski-uci", asdict(options), options=STREAM_OPTIONS, table_c1=TABLE_C1)
+#: the run id's model part of the hindsight exact GP (:func:`hindsight_exact`), and its label in tables and figures
+HINDSIGHT, HINDSIGHT_LABEL = "exact-batch", "exact GP (batch)"
+#: a wiski-uci run's files kept in the results tree (``results/wiski-uci/``); model.json: the options its model ran
+#: with (base.model_record)
+UCI_SUMMARY = ("metrics.json", "model.json")
+#: the shared projection's box: h(x) lies in [-1, 1]²
+UNIT_SQUARE = torch.tensor([[-1.0, -1.0], [1.0, 1.0]], dtype=torch.float64)
+
+
+def _uci_model_options(dataset: str, model: str, pretrain_steps: int) -> dict[str, Any]:
+    """``model``'s constructor options in a wiski-uci stream (WISKI: Table C.1's rates for ``dataset``)."""
+    return _wiski_options(dataset, pretrain_steps) if model == "wiski" else dict(STREAM_OPTIONS.get(model, {}))
+
+
+def uci_specs(options: UciOptions) -> list[RunSpec]:
+    """The runs of ``wiski-uci``, per dataset and seed: ``<dataset>/shared/<model>/seed<k>`` for each of ``models``
+    on the shared projection and ``exact-batch`` (the hindsight reference, where the stream fits ``batch_exact_max``
+    points), ``<dataset>/all/<model>/seed<k>`` for each of ``all_input_models``; the streamed exact GP only where the
+    stream fits ``exact_max`` points."""
     o = options
-    datasets, models, all_input_models, seed = o.datasets, o.models, o.all_input_models, o.seed
-    max_points, eval_every, pretrain_steps, exact_max = o.max_points, o.eval_every, o.pretrain_steps, o.exact_max
-    rows: list[dict] = []
-    for name in datasets:
-        X, y, Xt, yt, bounds, n0 = uci_stream(name, seed, o.pretrain_fraction, o.max_test)
-        n_stream = min(max_points, len(y) - n0)
-        y_mean, y_std = float(y.mean()), float(y.std())
-        t0 = time.perf_counter()
-        h = shared_projection(name, X[:n0], y[:n0], bounds, (y_mean, y_std), pretrain_steps=pretrain_steps)
-        log(f"[wiski-uci] {name}: shared projection learnt in {time.perf_counter() - t0:.1f} s")
-        unit = torch.tensor([[-1.0, -1.0], [1.0, 1.0]], dtype=torch.float64)
-        comparisons = (("shared", models, h(X), h(Xt), unit), ("all", all_input_models, X, Xt, bounds))
-        for inputs, names, Xin, Xtin, box in comparisons:
-            for model_name in names:
-                if model_name not in MODELS:
-                    log(f"[wiski-uci] skipping {model_name}: not a registered model")
-                    continue
-                if model_name == "exact" and n0 + n_stream > exact_max:
-                    log(f"[wiski-uci] skipping exact on {name}: {n0 + n_stream} points > exact_max={exact_max}")
-                    continue
-                opts = (
-                    _wiski_options(name, pretrain_steps)
-                    if model_name == "wiski"
-                    else dict(STREAM_OPTIONS.get(model_name, {}))
-                )
-                gp = make_model(model_name, Xin.shape[1], x_bounds=box, y_stats=(y_mean, y_std), seed=seed, **opts)
-                label = model_name if inputs == "shared" else f"{model_name} (all inputs)"
-                curve, times = stream_one_at_a_time(
-                    gp, Xin, y, Xtin, yt, n0, n_stream, eval_every, pretrain_steps, quiet, f"{name}/{label}"
-                )
-                rows += [{"dataset": name, "inputs": inputs, "model": label} | row for row in curve]
-                last = rows[-1]
-                log(
-                    f"[wiski-uci] {name:10s} {label:20s} n={last['num_data']:6d} nll={last['nll']:.3f} "
-                    f"rmse={last['rmse']:.3f} median update {1e3 * float(np.median(times)):.1f} ms"
-                )
-            if inputs == "shared" and n0 + n_stream <= o.batch_exact_max:
-                checkpoints = [n0, *range(n0 + eval_every, n0 + n_stream, eval_every), n0 + n_stream]
-                for row in hindsight_exact(Xin, y, Xtin, yt, checkpoints, (y_mean, y_std), seed, quiet):
-                    rows.append({"dataset": name, "inputs": inputs, "model": "exact GP (batch)"} | row)
-                last = rows[-1]
-                log(
-                    f"[wiski-uci] {name:10s} exact GP (batch)     n={last['num_data']:6d} nll={last['nll']:.3f} "
-                    f"rmse={last['rmse']:.3f} fitted in {last['update_time']:.1f} s"
-                )
-    _write(out, "metrics", rows, config)
+    unknown = sorted((set(o.models) | set(o.all_input_models)) - set(MODELS))
+    if unknown:
+        raise ValueError(f"unknown models {unknown}: choose registered models ({', '.join(sorted(MODELS))})")
+    if o.max_points < 1 or o.eval_every < 1:
+        raise ValueError(f"need max_points >= 1 and eval_every >= 1, got {o.max_points} and {o.eval_every}")
+    specs = []
+    for name in o.datasets:
+        for seed in o.seeds:
+            _, y, _, _, _, n0 = uci_stream(name, seed, o.pretrain_fraction, o.max_test)
+            end = n0 + min(o.max_points, len(y) - n0)
+            common = dict(
+                dataset=name,
+                seed=int(seed),
+                max_points=o.max_points,
+                max_test=o.max_test,
+                eval_every=o.eval_every,
+                pretrain_fraction=o.pretrain_fraction,
+                pretrain_steps=o.pretrain_steps,
+            )
+            runs = [("shared", m) for m in o.models if m != "exact" or end <= o.exact_max]
+            runs += [("shared", HINDSIGHT)] if end <= o.batch_exact_max else []
+            runs += [("all", m) for m in o.all_input_models if m != "exact" or end <= o.exact_max]
+            for inputs, model in runs:
+                opts = {"max_iter": 100} if model == HINDSIGHT else _uci_model_options(name, model, o.pretrain_steps)
+                config = common | {"inputs": inputs, "model": model, "options": opts}
+                specs.append(RunSpec(f"{name}/{inputs}/{model}/seed{seed}", config))
+    return specs
+
+
+def uci_job(config: dict, run_dir: str) -> dict:
+    """One run of ``wiski-uci`` (Stanton et al. 2021, §5.1): ``config["model"]`` streamed one point at a time on the
+    shared projection (learnt by a WISKI pre-trained on the stream's first batch, seeded, so every run of a dataset and
+    seed sees the same features) or on all inputs, or the hindsight exact GP's curve; writes metrics.json and
+    model.json, returns the last evaluation with the median update time."""
+    c = config
+    X, y, Xt, yt, bounds, n0 = uci_stream(c["dataset"], c["seed"], c["pretrain_fraction"], c["max_test"])
+    n_stream = min(c["max_points"], len(y) - n0)
+    y_stats = (float(y.mean()), float(y.std()))
+    if c["inputs"] == "shared":
+        h = shared_projection(c["dataset"], X[:n0], y[:n0], bounds, y_stats, c["pretrain_steps"], c["seed"])
+        X, Xt, bounds = h(X), h(Xt), UNIT_SQUARE
+    every = c["eval_every"]
+    if c["model"] == HINDSIGHT:
+        checkpoints = [n0, *range(n0 + every, n0 + n_stream, every), n0 + n_stream]
+        rows, gp = hindsight_exact(X, y, Xt, yt, checkpoints, y_stats, c["seed"], max_iter=c["options"]["max_iter"])
+        times = [r["update_time"] for r in rows]
+    else:
+        gp = make_model(c["model"], X.shape[1], x_bounds=bounds, y_stats=y_stats, seed=c["seed"], **c["options"])
+        rows, times = stream_one_at_a_time(gp, X, y, Xt, yt, n0, n_stream, every, c["pretrain_steps"], True, "")
+    atomic_write(Path(run_dir) / "metrics.json", json.dumps(rows, indent=1))
+    atomic_write(Path(run_dir) / "model.json", json.dumps(model_record(gp), indent=1))
+    return {**rows[-1], "median_update_s": float(np.median(times))}
+
+
+def _uci_label(config: dict) -> str:
+    if config["model"] == HINDSIGHT:
+        return HINDSIGHT_LABEL
+    return config["model"] if config["inputs"] == "shared" else f"{config['model']} (all inputs)"
+
+
+def uci_table(finals: dict[tuple[str, str], list[dict]]) -> str:
+    """table.md: per dataset and model, the final test NLL and RMSE (mean ± std over seeds) and the median update."""
+    lines = [
+        "Test NLL and RMSE (standardised targets) at the end of each stream, mean ± std over the seeds, and the median",
+        "single-point update over the stream (the hindsight exact GP: its median L-BFGS fit at the evaluation points).",
+        "",
+        "| dataset | model | seeds | points | NLL | RMSE | median update (ms) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for (name, label), rows in finals.items():
+        nll, err, t = (np.array([r[k] for r in rows]) for k in ("nll", "rmse", "median_update_s"))
+        spread = (lambda v: f" ± {v.std():.3f}") if len(rows) > 1 else (lambda v: "")
+        lines.append(
+            f"| {name} | {label} | {len(rows)} | {rows[0]['num_data']} | {nll.mean():.3f}{spread(nll)} | "
+            f"{err.mean():.3f}{spread(err)} | {1000 * t.mean():.3g} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def uci_summarise(out: Path, sweep: SweepResult, options: UciOptions, quiet: bool, log: Echo) -> list[dict]:
+    """Online regression (Stanton et al. 2021, §5.1, Fig. 3) of the finished runs: every evaluation in metrics.json and
+    metrics.csv (one row per run and evaluation), ``uci.png`` and ``table.md``; returns the rows."""
+    for failed in sweep.failed:
+        log(f"run {failed.run_id} failed: {failed.error}")
+    values = {r.run_id: r.value for r in sweep.runs if r.status in ("done", "skipped")}
+    several = len(options.seeds) > 1
+    rows, finals = [], {}
+    for spec in sweep.specs:
+        if spec.run_id not in values:
+            continue
+        c, label = spec.config, _uci_label(spec.config)
+        line = f"{label}, seed {c['seed']}" if several else label
+        curve = json.loads((out / spec.run_id / "metrics.json").read_text())
+        rows += [
+            {"dataset": c["dataset"], "inputs": c["inputs"], "model": label, "seed": c["seed"], "line": line} | r
+            for r in curve
+        ]
+        finals.setdefault((c["dataset"], label), []).append(values[spec.run_id])
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out, "metrics", rows, {"experiment": "wiski-uci", **asdict(options)})
+    (out / "table.md").write_text(uci_table(finals))
     if rows:
         plot_panel_curves(
             rows,
             out / "uci.png",
             ("nll", "rmse", "update_time"),
+            line_key="line",
             log_keys=("update_time",),
             title="WISKI online regression\n(Stanton et al. 2021, Fig. 3)"
             + ("\n'(all inputs)': not on the shared projection" if any(r["inputs"] == "all" for r in rows) else ""),
         )
+    if not quiet:
+        log((out / "table.md").read_text())
     return rows
 
 
@@ -909,7 +994,7 @@ def rank_summarise(out: Path, sweep: SweepResult, options: RankOptions, quiet: b
 
 #: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
 BENCHES = {
-    "wiski-uci": Bench("wiski-uci", UciOptions, loop=run_uci),
+    "wiski-uci": Bench("wiski-uci", UciOptions, uci_specs, uci_job, uci_summarise, UCI_SUMMARY, threads=1),
     "wiski-banana": Bench(
         "wiski-banana", BananaOptions, banana_specs, banana_job, banana_summarise, BANANA_SUMMARY, threads=1
     ),
