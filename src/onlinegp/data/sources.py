@@ -39,12 +39,16 @@ def _read(path: Path, delimiter: str | None = ",") -> np.ndarray:
         return np.loadtxt(f, delimiter=delimiter, ndmin=2)
 
 
-def uci(name: str) -> Dataset:
-    """A UCI regression set: every column but the last is an input, the last is the target."""
+def uci(name: str, row_index: bool = False) -> Dataset:
+    """A UCI regression set: every column but the last is an input, the last is the target. ``row_index`` prepends
+    each row's index in the bundled file as the first input, as the data files of Pescador-Barrios et al.'s code do
+    for elevators and bike (their loader reads it as an input, so that sorting by the first input streams file
+    order)."""
     data = _read(HERE / "uci" / f"{name}.csv.gz")
     n = data.shape[0]
+    X = np.column_stack([np.arange(n, dtype=np.float64), data[:, :-1]]) if row_index else data[:, :-1]
     return Dataset(
-        data[:, :-1],
+        X,
         data[:, -1],
         name,
         default_order="sorted",

@@ -1061,6 +1061,12 @@ def bench_vips_table1(
         help="random 80/20 splits (Pescador-Barrios et al. 2024's text) or chunked: the folds of sorted chunks of "
         "the authors' code",
     ),
+    row_index: bool = typer.Option(
+        False,
+        "--row-index",
+        help="the row's index in the file as the first input, as the authors' elevators and bike files: the stream "
+        "is then in file order",
+    ),
 ) -> None:
     """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted
     UCI streams."""

@@ -29,6 +29,7 @@ DEFAULT_KEYS = {
     "vips-table1": "9cd022c98b9d74b7",  # since 0.6.0 without the library's length-scale prior (the paper's)
     "wgpr": "600a30bb3f448b1b",
     "wiski-banana": "0546948a19ef4c96",
+    "wiski-uci": "b08f423182d7967c",  # a sweep since 0.7.0 (before, a loop that kept nothing)
     "wiski-rank": "f0ed7096c5f4d930",
 }
 #: (version, at least this many of the default options' runs kept in results/ for it)

@@ -108,3 +108,26 @@ def test_chunked_split_streams_the_authors_folds(tmp_path):
         prepare(StreamConfig(dataset="concrete", split="chunked", order="random"))
     res = runner.invoke(app, ["stream", "--dataset", "concrete", "--split", "nope", "--out", str(tmp_path / "s"), "-q"])
     assert res.exit_code == 2 and "split must be" in res.output
+
+
+def test_row_index_streams_file_order_with_the_index_as_an_input():
+    """``--row-index``: the authors' bike and elevators files begin each row with its index, which their loader reads
+    as the first input; sorted by it, the training rows stream in file order, and the other inputs are ours."""
+    import numpy as np
+
+    from onlinegp.data import load_dataset
+    from onlinegp.experiments.bench.vips import Table1Options, table1_specs
+    from onlinegp.experiments.stream import StreamConfig, prepare
+
+    plain, indexed = (
+        table1_specs(Table1Options(datasets=("concrete",), methods=("oips",), splits=1, row_index=r))[0]
+        for r in (False, True)
+    )
+    assert "row_index" not in plain.config["dataset_options"]  # the kept runs' keys are unchanged
+    train, _, parts, _, _ = prepare(StreamConfig(**indexed.config))
+    order = np.concatenate(parts)
+    assert train.input_dim == 9 and np.all(np.diff(train.X[order, 0]) > 0)  # file order
+    raw = load_dataset("concrete", row_index=True)
+    assert np.array_equal(raw.X[:, 0], np.arange(1030)) and np.array_equal(raw.X[:, 1:], load_dataset("concrete").X)
+    sorted_by_input = prepare(StreamConfig(**plain.config))[0]
+    assert sorted_by_input.input_dim == 8
