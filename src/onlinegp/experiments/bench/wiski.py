@@ -350,6 +350,11 @@ def _uci_label(config: dict) -> str:
     return config["model"] if config["inputs"] == "shared" else f"{config['model']} (all inputs)"
 
 
+def _milliseconds(seconds: float) -> str:
+    """3 significant digits, whole milliseconds from a second on."""
+    return f"{1000 * seconds:.3g}" if seconds < 1 else f"{1000 * seconds:.0f}"
+
+
 def uci_table(finals: dict[tuple[str, str], list[dict]]) -> str:
     """table.md: per dataset and model, the final test NLL and RMSE (mean ± std over seeds) and the median update."""
     lines = [
@@ -364,7 +369,7 @@ def uci_table(finals: dict[tuple[str, str], list[dict]]) -> str:
         spread = (lambda v: f" ± {v.std():.3f}") if len(rows) > 1 else (lambda v: "")
         lines.append(
             f"| {name} | {label} | {len(rows)} | {rows[0]['num_data']} | {nll.mean():.3f}{spread(nll)} | "
-            f"{err.mean():.3f}{spread(err)} | {1000 * t.mean():.3g} |"
+            f"{err.mean():.3f}{spread(err)} | {_milliseconds(t.mean())} |"
         )
     return "\n".join(lines) + "\n"
 
