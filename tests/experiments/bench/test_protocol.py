@@ -40,7 +40,7 @@ KEPT = {
     "poam-table1": ("0.3.0", 50),
     "vips-synthetic": ("0.7.0", 40),
     "vips-table1": ("0.7.0", 45),
-    "wgpr": ("0.1.0", 47),
+    "wgpr": ("0.7.0", 57),  # moved pseudo-inputs: toy, pumadyn32nm x 4 methods x 5; kin40k and lake in part
     "wiski-banana": ("0.3.0", 1),
     "wiski-rank": ("0.1.0", 13),
 }
