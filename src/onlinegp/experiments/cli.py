@@ -723,7 +723,9 @@ def bench_wgpr(
     datasets: str = typer.Option("toy,kin40k,pumadyn32nm,bathymetry", "--datasets", help="comma-separated"),
     methods: str = typer.Option("lgpr,wgpr,solar-gp,ovfe", "--methods", help="comma-separated"),
     sweep: str = typer.Option(
-        "kin40k", "--sweep", help="datasets for the models-vs-threshold sweep (Fig. 2); '' for none"
+        "kin40k",
+        "--sweep",
+        help="datasets for the models-vs-threshold sweep (Fig. 2: the grids of WGPR and SOLAR-GP among --methods); '' for none",
     ),
     max_points: int = typer.Option(
         None, "--max-points", help="cut every stream to this many points (default: the paper's sizes, see the docs)"

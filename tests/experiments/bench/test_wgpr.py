@@ -10,6 +10,7 @@ import torch
 from onlinegp.experiments.bench.runner import RunnerOptions
 from onlinegp.experiments.bench.wgpr import (
     BENCHES,
+    SETTINGS,
     WgprOptions,
     bathymetry_stream,
     build,
@@ -87,3 +88,14 @@ def test_fixed_inducing_runs_keep_their_config():
     assert "optimize_inducing" not in fixed.config and "optimize_inducing" not in fixed.config.get("params", {})
     moved = specs_for(["toy"], ["wgpr"], [], [4], {**base, "optimize_inducing": True})[0]
     assert moved.config_hash != fixed.config_hash
+
+
+def test_the_fig2_sweep_runs_the_grids_of_the_chosen_methods_only():
+    base = {"max_points": None, "max_test": 2000, "batch_size": 100, "member_steps": None}
+    both = specs_for(["kin40k"], ["wgpr", "solar-gp"], ["kin40k"], [0], base)
+    solar = specs_for(["kin40k"], ["solar-gp"], ["kin40k"], [0], base)
+    grid = SETTINGS["kin40k"]["wgen_grid"]
+    assert [s.config["params"]["w_gen"] for s in solar] == [0.5, *[w for w in grid if w != 0.5]]
+    assert {s.config["method"] for s in solar} == {"solar-gp"}
+    assert {s.run_id for s in solar} < {s.run_id for s in both}
+    assert len(both) == len(solar) + len(SETTINGS["kin40k"]["eps_grid"])

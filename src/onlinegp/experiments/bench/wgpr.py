@@ -293,8 +293,9 @@ def _param_id(params: dict) -> str:
 def specs_for(
     datasets: Sequence[str], methods: Sequence[str], sweep: Sequence[str], seeds: Sequence[int], base: dict
 ) -> list[RunSpec]:
-    """Table runs (every dataset × method at its settings) and Fig. 2 runs (ε and w_gen grids on ``sweep``), each
-    once per seed (a trial: its own split, subsample and model seed)."""
+    """Table runs (every dataset × method at its settings) and Fig. 2 runs (on ``sweep``: WGPR's ε grid and SOLAR's
+    w_gen grid, each where its method is among ``methods``), each once per seed (a trial: its own split, subsample
+    and model seed)."""
     specs: dict[str, RunSpec] = {}
 
     def add(dataset: str, method: str, params: dict) -> None:
@@ -308,9 +309,9 @@ def specs_for(
         for m in methods:
             add(d, m, dict(SETTINGS[d].get(m, {})))
     for d in sweep:
-        for eps in SETTINGS[d]["eps_grid"]:
+        for eps in SETTINGS[d]["eps_grid"] if "wgpr" in methods else ():
             add(d, "wgpr", {"epsilon": eps})
-        for w in SETTINGS[d]["wgen_grid"]:
+        for w in SETTINGS[d]["wgen_grid"] if "solar-gp" in methods else ():
             add(d, "solar-gp", {**SETTINGS[d]["solar-gp"], "w_gen": w})
     return list(specs.values())
 
@@ -434,7 +435,8 @@ def write_figures(
 
 @dataclass(frozen=True)
 class WgprOptions:
-    """``onlinegp bench wgpr``: datasets, methods, the datasets of the models-vs-threshold sweep (Fig. 2) and the
+    """``onlinegp bench wgpr``: datasets, methods, the datasets of the models-vs-threshold sweep (Fig. 2: the grids of
+    WGPR and SOLAR-GP, those of them among ``methods``) and the
     seeds (lists, or text such as ``"toy,kin40k"`` and ``"0-4"``); ``max_points`` cuts every stream (None: the
     paper's sizes), ``max_test`` test points per UCI dataset, ``member_steps`` L-BFGS iterations per OSGPR update
     (None: 200); ``optimize_inducing`` moves the sparse models' pseudo-inputs with θ (one ``out`` holds one choice:
