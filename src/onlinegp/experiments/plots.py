@@ -340,34 +340,48 @@ def plot_panel_curves(
     x_key: str = "num_data",
     panel_key: str = "dataset",
     line_key: str = "model",
+    style_key: str | None = None,
     log_keys: Sequence[str] = (),
     title: str = "",
     dpi: int = 100,
 ) -> Path:
     """Curves of each ``y_key`` (a row of panels each) against ``x_key``: a column per ``panel_key`` value and a
-    line per ``line_key`` value; rows are flat dicts (one point each). Keys in ``log_keys`` get a log axis."""
+    colour per ``line_key`` value; with ``style_key`` (e.g. the seed) a line style per its value too, so a model's
+    runs share a colour. Rows are flat dicts (one point each). Keys in ``log_keys`` get a log axis."""
     path = Path(path)
     panels = list(dict.fromkeys(r[panel_key] for r in rows))
     lines = list(dict.fromkeys(r[line_key] for r in rows))
+    styles = list(dict.fromkeys(r[style_key] for r in rows)) if style_key else [None]
+    dashes = ("-", "--", ":", "-.")
     fig, axes = plt.subplots(len(y_keys), len(panels), figsize=(3.8 * len(panels), 2.9 * len(y_keys)), squeeze=False)
     for j, p in enumerate(panels):
         for i, k in enumerate(y_keys):
             ax = axes[i, j]
             for name in lines:
-                pts = [
-                    (r[x_key], r[k])
-                    for r in rows
-                    if r[panel_key] == p and r[line_key] == name and r.get(k) is not None and np.isfinite(r[k])
-                ]
-                if pts:
-                    x, y = zip(*pts)
-                    ax.plot(x, y, "-", lw=1.2, color=plt.cm.tab10(lines.index(name) % 10), label=str(name))
+                for s, style in enumerate(styles):
+                    pts = [
+                        (r[x_key], r[k])
+                        for r in rows
+                        if r[panel_key] == p
+                        and r[line_key] == name
+                        and (style_key is None or r[style_key] == style)
+                        and r.get(k) is not None
+                        and np.isfinite(r[k])
+                    ]
+                    if pts:
+                        x, y = zip(*pts)
+                        label = str(name) if s == 0 else None
+                        color = plt.cm.tab10(lines.index(name) % 10)
+                        ax.plot(x, y, dashes[s % len(dashes)], lw=1.2, color=color, label=label)
             if k in log_keys:
                 ax.set_yscale("log")
             ax.set_title(f"{p}: {metric_label(k)}", fontsize=9)
             ax.set_xlabel(metric_label(x_key))
             ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize=7)
+    if style_key and len(styles) > 1:
+        names = ", ".join(f"{dashes[s % len(dashes)]} {v}" for s, v in enumerate(styles))
+        title = f"{title}\n{style_key}: {names}" if title else f"{style_key}: {names}"
     return _finish(fig, path, title, dpi)
 
 

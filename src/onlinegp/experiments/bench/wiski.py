@@ -380,18 +380,13 @@ def uci_summarise(out: Path, sweep: SweepResult, options: UciOptions, quiet: boo
     for failed in sweep.failed:
         log(f"run {failed.run_id} failed: {failed.error}")
     values = {r.run_id: r.value for r in sweep.runs if r.status in ("done", "skipped")}
-    several = len(options.seeds) > 1
     rows, finals = [], {}
     for spec in sweep.specs:
         if spec.run_id not in values:
             continue
         c, label = spec.config, _uci_label(spec.config)
-        line = f"{label}, seed {c['seed']}" if several else label
         curve = json.loads((out / spec.run_id / "metrics.json").read_text())
-        rows += [
-            {"dataset": c["dataset"], "inputs": c["inputs"], "model": label, "seed": c["seed"], "line": line} | r
-            for r in curve
-        ]
+        rows += [{"dataset": c["dataset"], "inputs": c["inputs"], "model": label, "seed": c["seed"]} | r for r in curve]
         finals.setdefault((c["dataset"], label), []).append(values[spec.run_id])
     out.mkdir(parents=True, exist_ok=True)
     _write(out, "metrics", rows, {"experiment": "wiski-uci", **asdict(options)})
@@ -401,7 +396,7 @@ def uci_summarise(out: Path, sweep: SweepResult, options: UciOptions, quiet: boo
             rows,
             out / "uci.png",
             ("nll", "rmse", "update_time"),
-            line_key="line",
+            style_key="seed",
             log_keys=("update_time",),
             title="WISKI online regression\n(Stanton et al. 2021, Fig. 3)"
             + ("\n'(all inputs)': not on the shared projection" if any(r["inputs"] == "all" for r in rows) else ""),
