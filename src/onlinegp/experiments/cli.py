@@ -1069,6 +1069,12 @@ def bench_vips_table1(
         help="the row's index in the file as the first input, as the authors' elevators and bike files: the stream "
         "is then in file order",
     ),
+    order: str = typer.Option(
+        "sorted",
+        "--order",
+        help="the training stream's order: sorted by the first input (Pescador-Barrios et al. 2024's text), given "
+        "(the file's: the authors' stream without their index as an input) or random",
+    ),
 ) -> None:
     """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted
     UCI streams."""

@@ -131,3 +131,25 @@ def test_row_index_streams_file_order_with_the_index_as_an_input():
     assert np.array_equal(raw.X[:, 0], np.arange(1030)) and np.array_equal(raw.X[:, 1:], load_dataset("concrete").X)
     sorted_by_input = prepare(StreamConfig(**plain.config))[0]
     assert sorted_by_input.input_dim == 8
+
+
+def test_given_order_streams_the_indexed_runs_rows_without_the_index():
+    """``--order given`` separates the two parts of the authors' file protocol: the same training rows in the same
+    (file) order as ``--row-index``, without the index as an input; a bad order is refused before anything runs."""
+    import numpy as np
+
+    from onlinegp.experiments.bench.vips import Table1Options, table1_specs
+    from onlinegp.experiments.stream import StreamConfig, prepare
+
+    def stream(**kw):
+        spec = table1_specs(Table1Options(datasets=("concrete",), methods=("oips",), splits=1, **kw))[0]
+        train, _, parts, _, _ = prepare(StreamConfig(**spec.config))
+        return train.X[np.concatenate(parts)]
+
+    indexed, given = stream(row_index=True), stream(order="given")
+    assert given.shape[1] == indexed.shape[1] - 1 and np.array_equal(given, indexed[:, 1:])
+    assert not np.array_equal(given, stream())  # the paper's text: sorted by the first input
+    with pytest.raises(ValueError, match="order must be"):
+        table1_specs(Table1Options(datasets=("concrete",), order="nope"))
+    with pytest.raises(ValueError, match="order must be"):
+        table1_specs(Table1Options(datasets=("concrete",), order="given", split="chunked"))

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from ...base import OnlineGP
-from ...data import Dataset, batch_indices, load_dataset, synthetic_function
+from ...data import ORDERS, Dataset, batch_indices, load_dataset, synthetic_function
 from ...io import write_csv
 from ...metrics import nlpd, rmse
 from ...models.registry import make_model
@@ -74,7 +74,9 @@ class Table1Options:
     'chunked', the folds of sorted chunks of the authors' code (:func:`~onlinegp.data.chunked_fold_split`).
     ``row_index``: the row's index in the bundled file as the first input (the authors' elevators and bike files,
     whose rows are ours in the same order: 'sorted by the first input' then streams file order, and the index is
-    one more input of the kernel)."""
+    one more input of the kernel). ``order``: the training part's order, 'sorted' by the first input (the paper's
+    text) or any order of :func:`~onlinegp.data.order_indices` ('given': the file's, which is the authors' stream
+    without their index as an input)."""
 
     datasets: Sequence[str] = TABLE1_DATASETS
     methods: Sequence[str] = tuple(METHODS)
@@ -88,6 +90,7 @@ class Table1Options:
     lengthscale_prior: bool = False
     split: str = "random"
     row_index: bool = False
+    order: str = "sorted"
 
 
 def table1_specs(options: Table1Options) -> list[RunSpec]:
@@ -95,6 +98,8 @@ def table1_specs(options: Table1Options) -> list[RunSpec]:
     o = options
     if o.split not in ("random", "chunked"):
         raise ValueError(f"split must be 'random' or 'chunked', got {o.split!r}")
+    if o.order not in ORDERS or (o.split == "chunked" and o.order != "sorted"):
+        raise ValueError(f"order must be one of {', '.join(ORDERS)} ('sorted' with split='chunked'), got {o.order!r}")
     specs = []
     for name in o.datasets:
         n = len(load_dataset(name)) if o.max_size is None else min(o.max_size, len(load_dataset(name)))
@@ -114,7 +119,7 @@ def table1_specs(options: Table1Options) -> list[RunSpec]:
                     dataset=name,
                     model=METHODS[method],
                     batches=o.batches,
-                    order="sorted",
+                    order=o.order,
                     seed=split,
                     max_size=o.max_size,
                     options=options,
