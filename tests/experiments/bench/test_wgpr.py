@@ -62,6 +62,11 @@ def test_bench_writes_tables_and_figures(tmp_path):
     sweep = list(csv.DictReader((tmp_path / "sweep.csv").open()))
     eps0 = [r for r in sweep if r["method"] == "wgpr" and "'epsilon': 0.0" in r["params"]]
     assert len(eps0) == 2 and all(int(r["num_models"]) == 2 for r in eps0)  # ε = 0: a model per batch
+    table = (tmp_path / "sweep.md").read_text().splitlines()[2:]  # Fig. 2 in numbers: a row per threshold
+    assert len(table) == len({(r["method"], r["params"]) for r in sweep})
+    row = next(line for line in table if "WGPR | epsilon=0 |" in line)
+    rmse = [float(r["rmse"]) for r in eps0]
+    assert f"| 2 | 2.0 ± 0.0 | {np.mean(rmse):.3f} ± {np.std(rmse):.3f} |" in row
     assert json.loads((tmp_path / "config.json").read_text())["max_points"] == 200
 
 

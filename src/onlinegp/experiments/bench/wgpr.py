@@ -356,6 +356,30 @@ def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequ
     return texts
 
 
+def sweep_table(rows: Sequence[dict]) -> str:
+    """Fig. 2 in numbers: per dataset, method and threshold of the sweep runs, the number of models, the RMSE and the
+    training rate (samples/s), each the mean ± std over the trials."""
+
+    def cell(values: list[float], digits: int) -> str:
+        a = np.asarray(values, dtype=np.float64)
+        return f"{a.mean():.{digits}f}" + (f" ± {a.std():.{digits}f}" if len(a) > 1 else "")
+
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["dataset"], r["method"], _param_id(r["params"])), []).append(r)
+    lines = [
+        "| dataset | method | threshold | trials | models | RMSE | training rate (samples/s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by_size = sorted(groups.items(), key=lambda g: (g[0][:2], np.mean([r["num_models"] for r in g[1]])))
+    for (dataset, method, params), runs in by_size:
+        lines.append(
+            f"| {dataset} | {LABELS[method]} | {params} | {len(runs)} | {cell([r['num_models'] for r in runs], 1)} "
+            f"| {cell([r['rmse'] for r in runs], 3)} | {cell([r['rate'] for r in runs], 1)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def mean_curves(results: Sequence[dict]) -> list[dict]:
     """Fig. 3's curves of the table runs: test RMSE at each checkpoint averaged over the trials that reached it."""
     rows = []
@@ -408,13 +432,15 @@ def write_figures(
     seeds: Sequence[int],
     out: Path,
 ) -> dict[str, Path]:
-    """sweep.csv and the figures of those runs that finished: Fig. 2 per ``sweep`` dataset (sweep_<dataset>.png), the
-    toy's ensembles of the first seed (Fig. 1, toy.png) and the mean RMSE curves (Fig. 3, curves.png)."""
+    """sweep.csv, sweep.md (:func:`sweep_table`) and the figures of those runs that finished: Fig. 2 per ``sweep``
+    dataset (sweep_<dataset>.png), the toy's ensembles of the first seed (Fig. 1, toy.png) and the mean RMSE curves
+    (Fig. 3, curves.png)."""
     from ..plots import plot_models_tradeoff, plot_rmse_curves, plot_toy_ensembles
 
     figures = {}
     sweep_rows = [r for r in results if r["dataset"] in sweep and r["method"] in ("wgpr", "solar-gp")]
     write_csv(out / "sweep.csv", sweep_rows, ["dataset", "method", "params", "num_models", "rmse", "rate"])
+    (out / "sweep.md").write_text(sweep_table(sweep_rows))
     for d in sweep:
         rows = [r for r in sweep_rows if r["dataset"] == d]
         if rows:
