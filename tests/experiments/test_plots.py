@@ -29,3 +29,5 @@ def test_panel_curves_give_a_model_one_colour_and_each_seed_a_line_style(tmp_pat
     assert "seed" in seen["title"] and "t" in seen["title"]
     plots.plot_panel_curves(rows[:2], tmp_path / "p.png", ("nll",), style_key="seed", title="t")
     assert seen["title"] == "t"  # one seed: no key to the styles
+    plots.plot_panel_curves(rows[2:], tmp_path / "p.png", ("nll",), style_key="seed", title="t")
+    assert seen["legend"] == ["wiski", "osgpr"]  # a model without the first seed still has its entry

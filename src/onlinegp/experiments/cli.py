@@ -725,7 +725,8 @@ def bench_wgpr(
     sweep: str = typer.Option(
         "kin40k",
         "--sweep",
-        help="datasets for the models-vs-threshold sweep (Fig. 2: the grids of WGPR and SOLAR-GP among --methods); '' for none",
+        help="datasets for the models-vs-threshold sweep (Fig. 2: the grids of WGPR and SOLAR-GP among --methods); "
+        "'' for none",
     ),
     max_points: int = typer.Option(
         None, "--max-points", help="cut every stream to this many points (default: the paper's sizes, see the docs)"

@@ -358,6 +358,7 @@ def plot_panel_curves(
         for i, k in enumerate(y_keys):
             ax = axes[i, j]
             for name in lines:
+                labelled = False
                 for s, style in enumerate(styles):
                     pts = [
                         (r[x_key], r[k])
@@ -370,9 +371,10 @@ def plot_panel_curves(
                     ]
                     if pts:
                         x, y = zip(*pts)
-                        label = str(name) if s == 0 else None
                         color = plt.cm.tab10(lines.index(name) % 10)
+                        label = None if labelled else str(name)  # one legend entry per colour
                         ax.plot(x, y, dashes[s % len(dashes)], lw=1.2, color=color, label=label)
+                        labelled = True
             if k in log_keys:
                 ax.set_yscale("log")
             ax.set_title(f"{p}: {metric_label(k)}", fontsize=9)
