@@ -326,6 +326,12 @@ def table_groups(results: Sequence[dict]) -> dict[tuple[str, str], list[dict]]:
     return groups
 
 
+def _mean_std(values: Sequence[float], digits: int) -> str:
+    """'mean ± std' (numpy's std, ddof = 0) over trials; the mean alone for one trial."""
+    a = np.asarray(values, dtype=np.float64)
+    return f"{a.mean():.{digits}f}" + (f" ± {a.std():.{digits}f}" if len(a) > 1 else "")
+
+
 def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequence[str], out: Path) -> dict[str, str]:
     """Tables II (training time, s) and III (RMSE) as Markdown and CSV: mean ± std (numpy's, ddof = 0) over the
     trials, the mean number of models in brackets, '-' where every trial failed."""
@@ -338,11 +344,10 @@ def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequ
             row = {"method": LABELS[m]}
             for d in datasets:
                 runs = groups.get((d, m), [])
-                values = np.array([r[key] for r in runs])
                 if not runs:
                     row[d] = "-"
                     continue
-                row[d] = f"{values.mean():.{digits}f}" + (f" ± {values.std():.{digits}f}" if len(runs) > 1 else "")
+                row[d] = _mean_std([r[key] for r in runs], digits)
                 if m in ("wgpr", "solar-gp", "lgpr"):
                     row[d] += f" ({np.mean([r['num_models'] for r in runs]):.3g})"
             rows.append(row)
@@ -360,10 +365,6 @@ def sweep_table(rows: Sequence[dict]) -> str:
     """Fig. 2 in numbers: per dataset, method and threshold of the sweep runs, the number of models, the RMSE and the
     training rate (samples/s), each the mean ± std over the trials."""
 
-    def cell(values: list[float], digits: int) -> str:
-        a = np.asarray(values, dtype=np.float64)
-        return f"{a.mean():.{digits}f}" + (f" ± {a.std():.{digits}f}" if len(a) > 1 else "")
-
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["dataset"], r["method"], _param_id(r["params"])), []).append(r)
@@ -374,8 +375,8 @@ def sweep_table(rows: Sequence[dict]) -> str:
     by_size = sorted(groups.items(), key=lambda g: (g[0][:2], np.mean([r["num_models"] for r in g[1]])))
     for (dataset, method, params), runs in by_size:
         lines.append(
-            f"| {dataset} | {LABELS[method]} | {params} | {len(runs)} | {cell([r['num_models'] for r in runs], 1)} "
-            f"| {cell([r['rmse'] for r in runs], 3)} | {cell([r['rate'] for r in runs], 1)} |"
+            f"| {dataset} | {LABELS[method]} | {params} | {len(runs)} | {_mean_std([r['num_models'] for r in runs], 1)} "
+            f"| {_mean_std([r['rmse'] for r in runs], 3)} | {_mean_std([r['rate'] for r in runs], 1)} |"
         )
     return "\n".join(lines) + "\n"
 
