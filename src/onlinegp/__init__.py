@@ -9,9 +9,9 @@ Every method implements one interface (:class:`onlinegp.OnlineGP`): ``update(x, 
 #: (results/) raises it, so that runs of older code are never served as current (see onlinegp.experiments.bench.runner)
 __version__ = "0.7.0"
 
-# threads before anything that imports torch: it chooses OpenMP's thread count while it can (see threads.py);
-# settings imports no torch either
-from . import settings, threads  # noqa: F401
+# the portable mode and threads before anything that imports torch: they set what the libraries read when they load
+# (portable.py, threads.py); settings imports no torch either
+from . import portable, settings, threads  # noqa: F401
 from .base import KernelGP, OnlineGP, Prediction, UpdateReport
 from .kernels import AttentiveKernel
 from .models import *  # noqa: F403 - every model class, MODELS, make_model, register

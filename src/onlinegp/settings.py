@@ -87,11 +87,14 @@ class _PositiveConstant(_Constant[float]):
 
 class native_kernel(_Setting[bool]):
     """Whether the Attentive Kernel may use its compiled routine (:mod:`onlinegp.kernels.native`); False selects
-    the PyTorch path. Default: on, unless the environment variable ``ONLINEGP_NATIVE`` is ``0``."""
+    the PyTorch path. Default: on, unless the environment variable ``ONLINEGP_NATIVE`` is ``0``; always on in the
+    portable mode (:mod:`onlinegp.portable`), whose digits must not depend on the environment."""
 
     @classmethod
     def default(cls) -> bool:
-        return os.environ.get("ONLINEGP_NATIVE", "1") != "0"
+        from . import portable
+
+        return portable.active() or os.environ.get("ONLINEGP_NATIVE", "1") != "0"
 
     @classmethod
     def check(cls, value: Any) -> bool:

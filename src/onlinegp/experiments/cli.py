@@ -6,13 +6,14 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from .. import __version__
+from .. import __version__, portable
 from ..data import UCI
 from ..io import claim_run_directory, fresh_directory, run_kind
 from ..models.registry import MODELS
@@ -33,10 +34,24 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _go_portable(value: bool) -> None:
+    if value and not portable.active():
+        os.environ[portable.VARIABLE] = "1"
+        portable.restart()  # this command again, with the libraries loaded under the mode's settings
+
+
 @app.callback()
 def main(
     version: bool = typer.Option(
         False, "--version", help="print the version and exit", callback=_show_version, is_eager=True
+    ),
+    portable_mode: bool = typer.Option(
+        False,
+        "--portable",
+        help="the portable numeric mode for the command that follows: the same numbers, bit for bit, on any x86-64 "
+        "CPU, at a cost in speed (as ONLINEGP_PORTABLE=1; see onlinegp.portable)",
+        callback=_go_portable,
+        is_eager=True,
     ),
 ) -> None:
     """Online Gaussian-process mapping: missions, streaming experiments, benchmarks reproducing published
@@ -1136,7 +1151,9 @@ def bench_verify(
     results: Path = typer.Option(None, "--results", help="the results tree (default: this checkout's results/)"),
 ) -> None:
     """Run kept results again and report any whose numbers no longer reproduce exactly (wall-clock figures aside).
-    Exits 1 when one differs or fails."""
+    A run of the portable mode reproduces exactly under `onlinegp --portable` on any CPU; a default-mode run made on
+    another machine kind is 'close' when every result moved less than its repeats' spread. Exits 1 when one differs
+    or fails."""
     from .bench.runner import resolve_results
     from .bench.verify import verify
 
@@ -1144,7 +1161,7 @@ def bench_verify(
         verdicts = verify(resolve_results(results), runs or (), sample, seed, echo=typer.echo)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
-    counts = {s: sum(v.status == s for v in verdicts) for s in ("reproduced", "differs", "failed", "skipped")}
+    counts = {s: sum(v.status == s for v in verdicts) for s in ("reproduced", "close", "differs", "failed", "skipped")}
     typer.echo(", ".join(f"{n} {s}" for s, n in counts.items() if n))
     if counts["differs"] or counts["failed"]:
         raise typer.Exit(1)

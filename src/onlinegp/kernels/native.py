@@ -30,12 +30,18 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from .. import settings
+from .. import portable, settings
 
 SOURCE = Path(__file__).with_name("attentive_mixture.c")
-FLAGS = ("-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC")
-#: tried first: the machine's vector width matters (AVX-512 doubles the exponential's speed over SSE2)
-NATIVE_ARCH = ("-march=native",)
+FLAGS = ("-O3", "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC")
+#: the default builds, tried in order: the machine's vector width matters (AVX-512 doubles the exponential's speed
+#: over SSE2), and SIMD reductions may sum in any order
+BUILDS = (("-fopenmp-simd", "-march=native"), ("-fopenmp-simd",))
+#: the portable mode's build (onlinegp.portable): plain x86-64, no FMA contraction, no SIMD pragmas, so every
+#: operation runs in the source's order and any compiler on any CPU of the architecture gives the same bits
+PORTABLE_BUILD = (("-march=x86-64", "-mtune=generic") if platform.machine() in ("x86_64", "AMD64") else ()) + (
+    "-ffp-contract=off",
+)
 #: below this many exponentials (n1 · n2 · M) a call runs on one thread (default of settings.native_thread_work)
 THREAD_WORK = 1 << 19
 
@@ -58,11 +64,12 @@ def _cpu_signature() -> str:
     return platform.processor() + platform.machine()
 
 
-def _compile(compiler: list[str], target: Path) -> str | None:
-    """Compile SOURCE into ``target`` (atomically: concurrent processes may race); the error text on failure."""
+def _compile(compiler: list[str], builds: tuple[tuple[str, ...], ...], target: Path) -> str | None:
+    """Compile SOURCE into ``target`` with the first of ``builds`` (extra flags) that compiles (atomically:
+    concurrent processes may race); the error text when none does."""
     target.parent.mkdir(parents=True, exist_ok=True)
     errors = []
-    for arch in (NATIVE_ARCH, ()):
+    for arch in builds:
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
         try:
@@ -90,25 +97,26 @@ def _load(target: Path) -> ctypes.CDLL:
 
 
 def library() -> ctypes.CDLL | None:
-    """The compiled routine (built on first use), or None when switched off (settings.native_kernel) or no compiler
-    could build it."""
-    return _build() if settings.native_kernel.value() else None
+    """The compiled routine (built on first use: the portable build in the portable mode), or None when switched off
+    (settings.native_kernel) or no compiler could build it."""
+    return _build(portable.active()) if settings.native_kernel.value() else None
 
 
 @cache
-def _build() -> ctypes.CDLL | None:
+def _build(portable_build: bool) -> ctypes.CDLL | None:
     compiler = shlex.split(os.environ.get("CC", "")) or [shutil.which("cc") or shutil.which("gcc") or ""]
     if not compiler[0]:
         return None
-    key = hashlib.sha256(
-        "\0".join([SOURCE.read_text(), *FLAGS, *NATIVE_ARCH, *compiler, _cpu_signature()]).encode()
-    ).hexdigest()[:16]
-    target = cache_dir() / f"attentive_mixture-{key}.so"
+    builds = (PORTABLE_BUILD,) if portable_build else BUILDS
+    # a -march=native build is the CPU's own; the portable one is the same on every CPU
+    machine = "portable" if portable_build else _cpu_signature()
+    key = hashlib.sha256("\0".join([SOURCE.read_text(), *FLAGS, *map(" ".join, builds), *compiler, machine]).encode())
+    target = cache_dir() / f"attentive_mixture-{'portable-' if portable_build else ''}{key.hexdigest()[:16]}.so"
     error = None
     for attempt in range(2):  # a cached library that will not load (damaged) is rebuilt once
         if attempt or not target.exists():
             try:
-                error = _compile(compiler, target)
+                error = _compile(compiler, builds, target)
             except OSError as exc:
                 error = str(exc)
             if error is not None:

@@ -331,6 +331,33 @@ def test_verify_reruns_kept_runs_and_names_every_number_that_moved(tmp_path):
         verify(results, ["nope"], echo=lines.append)
 
 
+def test_verify_judges_a_run_of_another_machine_kind_by_its_repeats_spread_and_names_the_mode(tmp_path):
+    """A default-mode run made elsewhere is 'close' when its results moved less than the std over its seeds (here
+    a's final values 1/3 and 2/3: std 0.236), else 'differs'; a portable run must reproduce exactly."""
+    from onlinegp.experiments.bench.verify import kept_runs, verify
+
+    results = tmp_path / "results"
+    sweep_kept(specs(), tmp_path / "out", results)
+    run = next(r for r in kept_runs(results) if r.spec["run_id"] == "a/seed-0")
+    marker = json.loads((run.path / MARKER).read_text())
+    assert marker["numerics"] == "default"
+
+    def verdict(moved: float, **fields):
+        (run.path / MARKER).write_text(json.dumps(marker | {"value": {"final": 1 / 3 + moved}} | fields))
+        lines: list[str] = []
+        [v] = verify(results, [run.name], echo=lines.append)
+        return v, lines
+
+    close, lines = verdict(0.05, machine="0123456789ab")
+    assert close.status == "close" and "made on another machine kind (0123456789ab" in close.differences[0]
+    assert "value.final: committed 0.383333, now 0.333333: moved 0.05, 0.25 x the std over 2 repeat(s)" in lines[3]
+    assert verdict(0.5, machine="0123456789ab")[0].status == "differs"
+    assert verdict(0.05)[0].status == "differs"  # same machine kind, same mode: exact expected
+    portable_run, lines = verdict(0.05, machine="0123456789ab", numerics="portable")
+    assert portable_run.status == "close" and "default" in lines[0]
+    assert "`onlinegp --portable bench verify` reproduces it exactly" in portable_run.differences[0]
+
+
 def test_verify_leaves_wall_clock_figures_out():
     from onlinegp.experiments.bench.verify import _compare
 

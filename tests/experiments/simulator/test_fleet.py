@@ -25,17 +25,9 @@ from onlinegp.experiments.simulator.mission import MissionConfig, make_mission, 
 from onlinegp.experiments.simulator.planners import MaxEntropyPlanner, bezier_pilot
 from onlinegp.experiments.simulator.robot import DiffDrive
 from onlinegp.models.registry import make_model
+from tests.portable_probe import SMALL
 
 runner = CliRunner()
-SMALL = {"budget": 900, "num_inducing": 40, "num_steps": 2, "seed": 3, "num_candidates": 300}
-#: the single-vehicle mission SMALL on commit 5f5ab14, before the fleet existed: (samples, SMSE, MSLL) per epoch
-BEFORE = [
-    (597, 0.2216843617328743, -0.2476350685945277),
-    (631, 0.21387347603439086, -0.2626674557538444),
-    (693, 0.2104659952453935, -0.27604295135767043),
-    (789, 0.19247094997097067, -0.32123433958927505),
-    (900, 0.19487724866808043, -0.33717524803530063),
-]
 #: RunSpec("x", MissionConfig().to_dict()).config_hash on that commit (onlinegp 0.2.0; the key includes the version):
 #: the config of a default mission is unchanged
 DEFAULT_HASH = "d1a7ec50bff01cfd"
@@ -46,18 +38,16 @@ def _numbers(rows):
     return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
 
 
-def test_one_vehicle_is_the_mission_of_before_bit_for_bit(tmp_path, monkeypatch):
+def test_one_vehicle_is_the_single_vehicle_mission_bit_for_bit(tmp_path, monkeypatch):
+    """The fleet simulator with one vehicle is the single-vehicle mission, in one process. The mission's own digits
+    are pinned under the portable mode, where every CPU must give them (tests/library/test_portable.py)."""
     assert "robots" not in MissionConfig().resolved().to_dict()
     monkeypatch.setattr(onlinegp, "__version__", "0.2.0")
     assert RunSpec("x", MissionConfig().resolved().to_dict()).config_hash == DEFAULT_HASH
     monkeypatch.undo()
     single = run_mission(MissionConfig(**SMALL), tmp_path / "single", quiet=True)
     fleet = run_mission(MissionConfig(**SMALL, robots=1), tmp_path / "fleet", quiet=True)
-    # equal bit for bit on the machine that recorded them; on another CPU the mission (each path an argmax over
-    # candidates) grows BLAS's last-digit rounding to 1.9% in SMSE and MSLL by the last epoch (2026-11-27's machine)
-    got = np.array([(r["num_samples"], r["smse"], r["msll"]) for r in single.rows])
-    np.testing.assert_array_equal(got[:, 0], np.array(BEFORE)[:, 0])
-    np.testing.assert_allclose(got[:, 1:], np.array(BEFORE)[:, 1:], rtol=0.05, atol=0)
+    assert single.rows[-1]["num_samples"] == 900
     # the fleet simulator with one vehicle: the same samples and numbers, exactly, plus its own columns
     numbers = _numbers(single.rows)
     assert numbers == [{k: f[k] for k in n} for f, n in zip(fleet.rows, numbers)]

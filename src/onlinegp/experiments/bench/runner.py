@@ -64,6 +64,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from ... import portable
 from ...io import atomic_write
 
 MARKER = "DONE.json"
@@ -217,6 +218,7 @@ def _mark_done(run_dir: Path, spec: RunSpec, outcome: dict) -> None:
                 "value": outcome["value"],
                 "code": outcome.get("code"),
                 "machine": outcome.get("machine"),
+                "numerics": outcome.get("numerics"),
                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             },
             indent=1,
@@ -453,7 +455,9 @@ def _init_worker(threads: int | None, parent: int) -> None:
 
 
 def _set_threads(threads: int | None) -> None:
-    """Limit BLAS/torch threads of the current process (before or after torch is imported)."""
+    """Limit BLAS/torch threads of the current process (before or after torch is imported; one in the portable
+    mode)."""
+    threads = portable.threads(threads)
     if threads is None:
         return
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -466,7 +470,7 @@ def _execute(fn: JobFn, config: dict, run_dir: str) -> dict:
     """Run ``fn`` into ``run_dir``; never raises for the job's own errors, returns the outcome instead."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    code, machine = code_version(), machine_kind()
+    code, machine, numerics = code_version(), machine_kind(), portable.description()
     t0 = time.perf_counter()
     try:
         value = fn(config, path)
@@ -475,7 +479,15 @@ def _execute(fn: JobFn, config: dict, run_dir: str) -> dict:
     except Exception:
         value, ok, error = None, False, traceback.format_exc()
     seconds = time.perf_counter() - t0
-    return {"ok": ok, "seconds": seconds, "value": value, "error": error, "code": code, "machine": machine}
+    return {
+        "ok": ok,
+        "seconds": seconds,
+        "value": value,
+        "error": error,
+        "code": code,
+        "machine": machine,
+        "numerics": numerics,
+    }
 
 
 def _execute_packed(fn: JobFn, config: dict, threads: int | None) -> dict:
@@ -561,12 +573,13 @@ def _record(spec: RunSpec, run_dir: Path, outcome: dict) -> RunResult:
 def _run_inprocess(
     fn: JobFn, todo: list[RunSpec], root: Path, opts: RunnerOptions, bar: _Progress
 ) -> Iterator[RunResult]:
-    torch = sys.modules.get("torch") if opts.threads is not None else None
+    threads = portable.threads(opts.threads)
+    torch = sys.modules.get("torch") if threads is not None else None
     before = torch.get_num_threads() if torch is not None else None
     try:
         for spec in todo:
             if torch is not None:
-                torch.set_num_threads(opts.threads)
+                torch.set_num_threads(threads)
             bar.update(running=1)
             run_dir = root / spec.run_id
             result = _record(spec, run_dir, _execute(fn, spec.config, str(run_dir)))

@@ -8,6 +8,12 @@ values exactly, ``.npz`` arrays bit for bit, other files byte for byte. Wall-clo
 
 Only runs of this package version are expected to reproduce (the version is part of their key); runs of older
 versions are history and are reported as such unless named explicitly.
+
+Exact reproduction is expected of a run made in the portable numeric mode (:mod:`onlinegp.portable`) when verified
+in it, on any CPU, and of a default-mode run on its own machine kind. A default-mode run verified on another kind
+or in the other mode moves in its last digits, and each result of its job that moved is put beside the spread of
+the same result over the run's repeats (the kept runs of its bench whose configs differ only in seed, split or
+trial): ``close`` when every one moved by less than that spread.
 """
 
 from __future__ import annotations
@@ -25,9 +31,12 @@ from typing import Any
 
 import numpy as np
 
+from ... import portable
 from .runner import MARKER, SPEC_FILE, JobFn, _execute, code_version, machine_kind
 
 TIMING = re.compile(r"(time|_s|seconds|rate)$")  # wall-clock figures: not compared
+#: config keys that tell a run's repeats apart: the runs that differ only in these are one table cell's spread
+REPEAT_KEYS = ("seed", "split", "trial")
 
 
 @dataclass(frozen=True)
@@ -51,10 +60,21 @@ class KeptRun:
     def version(self) -> str:
         return str(self.marker.get("code") or "").split(" ")[0]
 
+    @property
+    def numerics(self) -> str:
+        """The numeric mode the run was made in (runs kept before the mode existed were made in the default)."""
+        return str(self.marker.get("numerics") or "default")
+
+    def cell(self) -> tuple:
+        """What the run is a repeat of: its bench and its config without REPEAT_KEYS."""
+        config = {k: v for k, v in self.spec.get("config", {}).items() if k not in REPEAT_KEYS}
+        return self.path.parent.name, json.dumps(config, sort_keys=True)
+
 
 @dataclass
 class Verdict:
-    """``status``: 'reproduced', 'differs', 'failed' (the job raised) or 'skipped' (another version, or no job)."""
+    """``status``: 'reproduced', 'close' (not exact, where exactness is not expected, but every moved result within
+    its repeats' spread), 'differs', 'failed' (the job raised) or 'skipped' (another version, or no job)."""
 
     run: KeptRun
     status: str
@@ -158,8 +178,43 @@ def split_new_fields(differences: list[str]) -> tuple[list[str], list[str]]:
     return [d for d in differences if not d.endswith(NEW_FIELD)], sorted(added)
 
 
-def verify_run(run: KeptRun) -> Verdict:
-    """Run ``run``'s job again on its config into a scratch directory and compare its numbers with the kept ones."""
+def _numbers(value: Any, where: str = "value") -> dict[str, float]:
+    """The numeric leaves of a job's value by path (wall-clock keys left out)."""
+    if isinstance(value, dict):
+        return {
+            k: v
+            for key, item in value.items()
+            if not TIMING.search(str(key))
+            for k, v in _numbers(item, f"{where}.{key}").items()
+        }
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in _numbers(item, f"{where}[{i}]").items()}
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {where: float(value)}
+    return {}
+
+
+def against_spread(committed: Any, now: Any, repeats: Sequence[KeptRun]) -> tuple[list[str], bool]:
+    """Each numeric result that moved, beside the standard deviation of the same result over ``repeats`` (the kept
+    runs of the same table cell); and whether every one moved by less than it."""
+    before, after = _numbers(committed), _numbers(now)
+    lines, within = [], True
+    for where in sorted(k for k in before if k in after and before[k] != after[k]):
+        cell = [n[where] for n in (_numbers(r.marker.get("value")) for r in repeats) if where in n]
+        spread = float(np.std(cell, ddof=1)) if len(cell) >= 2 else float("nan")
+        moved = abs(after[where] - before[where])
+        within &= moved < spread  # False when there is no spread to compare with (NaN)
+        ratio = f"{moved / spread:.2g} x" if spread > 0 else "no spread:"
+        lines.append(
+            f"{where}: committed {before[where]:.6g}, now {after[where]:.6g}: moved {moved:.3g}, {ratio} the std "
+            f"over {len(cell)} repeat(s) ({spread:.3g})"
+        )
+    return lines, within
+
+
+def verify_run(run: KeptRun, repeats: Sequence[KeptRun] = ()) -> Verdict:
+    """Run ``run``'s job again on its config into a scratch directory and compare its numbers with the kept ones;
+    ``repeats`` (the kept runs of its table cell, see :func:`against_spread`) judge a run not expected to be exact."""
     job = run.spec.get("job")
     if not job:
         return Verdict(run, "skipped", ["spec.json names no job (kept before runs recorded theirs)"])
@@ -176,12 +231,24 @@ def verify_run(run: KeptRun) -> Verdict:
     differences, new_fields = split_new_fields(differences)
     if len(differences) > 12:
         differences = differences[:12] + [f"... {len(differences) - 12} more"]
-    if differences and run.marker.get("machine") != machine_kind():
-        made = run.marker.get("machine") or "not recorded"
-        differences.insert(
-            0, f"made on another machine kind ({made}, here {machine_kind()}): the last digits follow the CPU"
-        )
-    return Verdict(run, "differs" if differences else "reproduced", differences, outcome["seconds"], new_fields)
+    if not differences:
+        return Verdict(run, "reproduced", [], outcome["seconds"], new_fields)
+    mode_now, made_on = portable.description(), run.marker.get("machine") or "not recorded"
+    if run.numerics.startswith("portable"):
+        if run.numerics == mode_now:  # portable on both sides: any CPU reproduces it, so this is the code's
+            return Verdict(run, "differs", differences, outcome["seconds"], new_fields)
+        why = f"made in the numeric mode '{run.numerics}', verified in '{mode_now}'"
+        if not mode_now.startswith("portable"):
+            why += ": `onlinegp --portable bench verify` reproduces it exactly"
+    elif mode_now != "default":
+        why = f"made in the default numeric mode (on machine kind {made_on}), verified in '{mode_now}'"
+    elif made_on != machine_kind():
+        why = f"made on another machine kind ({made_on}, here {machine_kind()}) in the default numeric mode"
+    else:  # default mode on the same machine kind: exact reproduction expected
+        return Verdict(run, "differs", differences, outcome["seconds"], new_fields)
+    spread, within = against_spread(run.marker.get("value"), outcome["value"], repeats)
+    lines = [f"{why}: the last digits follow the CPU", *spread, *differences]
+    return Verdict(run, "close" if within and spread else "differs", lines, outcome["seconds"], new_fields)
 
 
 def verify(
@@ -194,16 +261,17 @@ def verify(
     """Verify the chosen runs (:func:`choose`) one after another, echoing each verdict as it comes."""
     from ... import __version__
 
-    runs = choose(kept_runs(results), names, sample, seed)
+    every = kept_runs(results)
+    runs = choose(every, names, sample, seed)
     if not runs:
         raise ValueError(f"no kept run of version {__version__} under {results}: name runs to verify older ones")
-    echo(f"verifying {len(runs)} kept run(s) with {code_version()}")
+    echo(f"verifying {len(runs)} kept run(s) with {code_version()}, numeric mode '{portable.description()}'")
     verdicts = []
     for run in runs:
-        verdict = verify_run(run)
+        verdict = verify_run(run, [r for r in every if r.cell() == run.cell()])
         verdicts.append(verdict)
-        made = run.marker.get("code")
-        echo(f"{verdict.status:10s} {run.name} ({run.spec.get('run_id')}, made by {made}, {verdict.seconds:.0f} s)")
+        made = f"made by {run.marker.get('code')}, {run.numerics}"
+        echo(f"{verdict.status:10s} {run.name} ({run.spec.get('run_id')}, {made}, {verdict.seconds:.0f} s)")
         for line in verdict.differences[:8]:
             echo(f"    {line}")
         if verdict.new_fields:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ... import metrics
+from ... import metrics, portable
 from ...base import OnlineGP, model_record
 from ...io import atomic_write, write_csv
 from ...models.poam import POAM
@@ -763,6 +763,7 @@ def run_mission(
         },
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "numerics": portable.description(),
     }
     atomic_write(out / "config.json", json.dumps(info, indent=2))
     ran = 0
