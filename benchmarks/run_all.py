@@ -20,7 +20,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-OPT_IN = {"bench_mission", "bench_threads", "bench_device"}  # long, or for a GPU: --mission, or by name (--only)
+OPT_IN = {
+    "bench_mission",
+    "bench_threads",
+    "bench_portable",
+    "bench_device",
+}  # long, or for a GPU: --mission, or by name (--only)
 
 
 def load(name: str) -> dict | None:

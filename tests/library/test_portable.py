@@ -27,7 +27,7 @@ if "avx512f" in Path("/proc/cpuinfo").read_text(errors="replace") if Path("/proc
     FORCED.append({"ATEN_CPU_CAPABILITY": "avx512"})
 #: a foreign dispatch for this machine kind (and one that .ci/run runs the pinned tests under)
 FOREIGN = {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "ONLINEGP_NATIVE": "0"}
-#: the probe's mission (tests/portable_probe.py SMALL) under ONLINEGP_PORTABLE=1, recorded on 2026-11-29 (AMD EPYC,
+#: the probe's mission (tests/library/portable_probe.py SMALL) under ONLINEGP_PORTABLE=1, recorded on 2026-11-29 (AMD EPYC,
 #: AVX2, torch 2.13.0, numpy 2.4.6, SciPy 1.17.1, glibc 2.36): (samples, repr(SMSE), repr(MSLL)) per epoch. Any
 #: x86-64 CPU must give these digits; a change of code, or of a pinned library, that moves them updates them here.
 PORTABLE_MISSION = [
@@ -49,7 +49,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 def probe(env: dict[str, str], *args: str) -> dict:
     run = subprocess.run(
-        [sys.executable, "-m", "tests.portable_probe", *args],
+        [sys.executable, "-m", "tests.library.portable_probe", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

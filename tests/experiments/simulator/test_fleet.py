@@ -25,7 +25,7 @@ from onlinegp.experiments.simulator.mission import MissionConfig, make_mission, 
 from onlinegp.experiments.simulator.planners import MaxEntropyPlanner, bezier_pilot
 from onlinegp.experiments.simulator.robot import DiffDrive
 from onlinegp.models.registry import make_model
-from tests.portable_probe import SMALL
+from tests.library.portable_probe import SMALL
 
 runner = CliRunner()
 #: RunSpec("x", MissionConfig().to_dict()).config_hash on that commit (onlinegp 0.2.0; the key includes the version):

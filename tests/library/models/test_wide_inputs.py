@@ -37,16 +37,20 @@ def first_batch_lengthscales(**kernel_options):
     return model.kernel.base_kernel.lengthscale.detach().flatten()
 
 
+@pytest.mark.pinned
 def test_the_length_scale_prior_keeps_inputs_switchable(monkeypatch):
     """Fitted on a first batch of 100 points in 32 dimensions, an unpenalised length-scale ran off beyond 1e4, where
     its gradient vanishes and the input stayed switched off for the rest of the stream (OSGPR's RMSE then stayed at
     1.36x the exact GP's); the default log-normal prior keeps every length-scale where it can come back. The runaway
     was found before L-BFGS rejected trial length-scales below the usable floor; that check alone changes this
-    batch's line searches enough to stop at 5.2, so the failure is reproduced with it switched off."""
-    assert first_batch_lengthscales().max() < 1e3
+    batch's line searches enough to stop at 5.2, so the failure is reproduced with it switched off. How far it runs
+    follows the CPU's last bits (1.6e6 with AVX2 kernels, 1.8e3 with ATen's default ones, 4.1e6 in the portable
+    mode; the prior's 3.35 on all three), so the test asks for two orders of magnitude beyond the prior's."""
+    with_prior = first_batch_lengthscales().max()
+    assert with_prior < 10
     monkeypatch.setattr(health, "lengthscales_usable", lambda kernel: True)
-    assert first_batch_lengthscales(lengthscale_prior=None).max() > 1e4
-    assert first_batch_lengthscales().max() < 1e3
+    assert first_batch_lengthscales(lengthscale_prior=None).max() > 100 * with_prior
+    assert first_batch_lengthscales().max() < 10
 
 
 def bike_lengthscales_after_two_batches(**options):

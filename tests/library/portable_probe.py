@@ -1,4 +1,4 @@
-"""The numbers that must not depend on the CPU: run as ``python -m tests.portable_probe`` (from the checkout's root)
+"""The numbers that must not depend on the CPU: run as ``python -m tests.library.portable_probe`` (from the checkout's root)
 by tests/library/test_portable.py, under forced dispatches, with and without ``ONLINEGP_PORTABLE``.
 
 Prints one JSON object: the small mission's rows (samples, SMSE, MSLL as ``repr``) and, for every registered model,
