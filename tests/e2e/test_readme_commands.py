@@ -40,7 +40,10 @@ REWRITES: list[tuple[str, str, str | None]] = [
 ]
 
 #: Lines that cannot run here, by a word they contain, and why.
-SKIPS = {"--address": "--backend ray --address auto needs a running Ray cluster"}
+SKIPS = {
+    "--address": "--backend ray --address auto needs a running Ray cluster",
+    "--portable": "--portable restarts the process (tests/library/test_portable.py runs it as a process)",
+}
 
 #: Lines that only list or print: they run as the README has them.
 AS_WRITTEN = [["--version"], ["models"], ["mission", "--list-envs"]]

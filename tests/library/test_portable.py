@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+import onlinegp
 from onlinegp import portable
+from onlinegp.experiments.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 #: what a CPU or a user can change in how the libraries dispatch: issue 52's six rows, AVX-512 where the CPU has it,
@@ -90,14 +93,16 @@ def test_importing_onlinegp_restarts_a_process_that_started_without_the_pins():
 
 
 def test_command_line_flag_restarts_the_command_in_the_mode():
-    code = (
-        "import onlinegp; print('active', onlinegp.portable.active(), flush=True); "
-        "from onlinegp.experiments.cli import app; app(['--portable', 'models'])"
-    )
-    run = subprocess.run([sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True)
-    lines = run.stdout.splitlines()
-    assert run.returncode == 0, run.stderr
-    assert lines[:2] == ["active False", "active True"] and any(line.startswith("poam") for line in lines)
+    command = [sys.executable, "-m", "onlinegp", "--portable", "--version"]
+    out = subprocess.run(command, env=_clean_env(), capture_output=True, text=True, check=True).stdout
+    assert out.strip() == f"onlinegp {onlinegp.__version__} (portable numerics)"
+
+
+def test_the_flag_is_refused_where_a_restart_would_run_another_program():
+    """Inside another process (here pytest, through typer's runner) a restart would run that program again."""
+    result = CliRunner().invoke(app, ["--portable", "models"], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and "ONLINEGP_PORTABLE=1 in the environment" in result.output
+    assert not portable.active()
 
 
 def test_the_mode_changed_after_import_is_refused(monkeypatch):

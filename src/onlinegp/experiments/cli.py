@@ -7,6 +7,7 @@ import functools
 import importlib
 import inspect
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,14 +31,22 @@ app = typer.Typer(
 
 def _show_version(value: bool) -> None:
     if value:
-        typer.echo(f"onlinegp {__version__}")
+        typer.echo(f"onlinegp {__version__}" + (" (portable numerics)" if portable.active() else ""))
         raise typer.Exit()
 
 
 def _go_portable(value: bool) -> None:
-    if value and not portable.active():
-        os.environ[portable.VARIABLE] = "1"
-        portable.restart()  # this command again, with the libraries loaded under the mode's settings
+    """Run this command again in the portable mode: restart the process with the mode's environment, which is only
+    this command when the flag is on the process's own command line (not when another program calls the app)."""
+    if not value or portable.active():
+        return
+    if "--portable" not in sys.orig_argv[1:]:
+        raise typer.BadParameter(
+            "--portable restarts the process, and this one is not the onlinegp command itself: set "
+            f"{portable.VARIABLE}=1 in the environment before the program that runs it starts"
+        )
+    os.environ[portable.VARIABLE] = "1"
+    portable.restart()  # this command again, with the libraries loaded under the mode's settings
 
 
 @app.callback()
