@@ -303,6 +303,19 @@ def test_the_key_holds_the_package_version(monkeypatch):
     assert spec.config_hash != before
 
 
+def test_the_key_tells_the_portable_mode_apart(monkeypatch):
+    """A portable run is another run than the default one of the same config (its numbers differ): never served for
+    it, and the default keys stay as they were."""
+    from onlinegp import portable
+
+    spec = specs()[0]
+    default = spec.config_hash
+    monkeypatch.setattr(portable, "active", lambda: True)
+    assert spec.config_hash != default
+    monkeypatch.undo()
+    assert spec.config_hash == default
+
+
 def test_verify_reruns_kept_runs_and_names_every_number_that_moved(tmp_path):
     from onlinegp.experiments.bench.verify import kept_runs, verify
 

@@ -108,10 +108,13 @@ class RunSpec:
     @property
     def config_hash(self) -> str:
         """The run's key: its config and the package version (``onlinegp.__version__``, raised by any change that
-        alters a committed run's numbers), so a run of older code is never taken for a run of this one."""
+        alters a committed run's numbers), so a run of older code is never taken for a run of this one; in the
+        portable numeric mode also the mode, whose numbers differ from the default's (default keys are unchanged)."""
         from ... import __version__
 
         keyed = {"config": self.config, "onlinegp": _KEPT_ONLY.get("version", __version__)}
+        if portable.active():
+            keyed["numerics"] = "portable"
         return hashlib.sha256(_canonical(keyed, self.run_id).encode()).hexdigest()[:16]
 
 
