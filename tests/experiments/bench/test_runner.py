@@ -366,8 +366,8 @@ def test_verify_judges_a_run_of_another_machine_kind_by_its_repeats_spread_and_n
     assert "value.final: committed 0.383333, now 0.333333: moved 0.05, 0.25 x the std over 2 repeat(s)" in lines[3]
     assert verdict(0.5, machine="0123456789ab")[0].status == "differs"
     assert verdict(0.05)[0].status == "differs"  # same machine kind, same mode: exact expected
-    portable_run, lines = verdict(0.05, machine="0123456789ab", numerics="portable")
-    assert portable_run.status == "close" and "default" in lines[0]
+    portable_run, lines = verdict(0.05, machine="0123456789ab", numerics="portable")  # no portable repeat: no spread
+    assert portable_run.status == "differs" and "default" in lines[0] and "over 1 repeat(s) (nan)" in lines[3]
     assert "`onlinegp --portable bench verify` reproduces it exactly" in portable_run.differences[0]
 
 

@@ -12,8 +12,8 @@ versions are history and are reported as such unless named explicitly.
 Exact reproduction is expected of a run made in the portable numeric mode (:mod:`onlinegp.portable`) when verified
 in it, on any CPU, and of a default-mode run on its own machine kind. A default-mode run verified on another kind
 or in the other mode moves in its last digits, and each result of its job that moved is put beside the spread of
-the same result over the run's repeats (the kept runs of its bench whose configs differ only in seed, split or
-trial): ``close`` when every one moved by less than that spread.
+the same result over the run's repeats (the kept runs of its bench, version and mode whose configs differ only in
+seed, split or trial): ``close`` when every one moved by less than that spread.
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ class KeptRun:
         return str(self.marker.get("numerics") or "default")
 
     def cell(self) -> tuple:
-        """What the run is a repeat of: its bench and its config without REPEAT_KEYS."""
+        """What the run is a repeat of: its bench, version, numeric mode and config without REPEAT_KEYS."""
         config = {k: v for k, v in self.spec.get("config", {}).items() if k not in REPEAT_KEYS}
-        return self.path.parent.name, json.dumps(config, sort_keys=True)
+        return self.path.parent.name, self.version, self.numerics, json.dumps(config, sort_keys=True)
 
 
 @dataclass
