@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import metrics
+from .. import metrics, portable
 from ..base import OnlineGP, model_record
 from ..io import atomic_write, write_csv
 from ..models import make_model
@@ -290,7 +290,8 @@ def run_replay(
         results[name] = replay(survey, model, None if on_row is None else (lambda row, n=name: on_row(n, row)))
         (out / name).mkdir(parents=True, exist_ok=True)
         write_csv(out / name / "metrics.csv", results[name])
-        atomic_write(out / name / "config.json", json.dumps(model_record(model), indent=1))
+        record = {**model_record(model), "numerics": portable.description()}
+        atomic_write(out / name / "config.json", json.dumps(record, indent=1))
     table = comparison_table(results, survey)
     atomic_write(
         out / "comparison.md",

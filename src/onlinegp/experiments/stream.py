@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from .. import portable
 from ..base import OnlineGP, model_record
 from ..data import Dataset, batch_indices, chunked_fold_split, load_dataset, train_test_split
 from ..io import write_csv
@@ -161,6 +162,7 @@ def write_run(out: Path, config: StreamConfig, rows: list[dict], model: OnlineGP
 
     out.mkdir(parents=True, exist_ok=True)
     record = config.to_json() | ({} if model is None else {"model_record": model_record(model)})
+    record["numerics"] = portable.description()
     (out / "config.json").write_text(json.dumps(record, indent=1, default=repr))
     (out / "metrics.json").write_text(json.dumps(rows, indent=1))
     write_csv(out / "metrics.csv", rows)
