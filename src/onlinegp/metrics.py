@@ -49,7 +49,10 @@ def nlpd(y, mean, var) -> float:
 
 
 def msll(y, mean, var, y_train_mean: float, y_train_std: float) -> float:
-    """Mean standardised log loss: NLPD minus that of N(train mean, train variance); 0 for the naive model."""
+    """Mean standardised log loss: NLPD minus that of N(train mean, train variance); 0 for the naive model. NaN
+    while the training targets have no spread (one training point): the naive model is then undefined."""
+    if not y_train_std > 0:
+        return float("nan")
     y, mean, var = _np(y, mean, var)
     model = 0.5 * (np.log(2 * np.pi * var) + (y - mean) ** 2 / var)
     naive_var = y_train_std**2

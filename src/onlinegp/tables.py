@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 KEYS = ("batch", "time")
+#: seconds per unit of a time column
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 TARGET_NAMES = ("y", "target")
 MISSING = ("", "nan", "na", "n/a", "null", "none")
 
@@ -35,10 +37,14 @@ class Table:
     key_role: str | None = None
     key_name: str | None = None
     dropped: list[int] | None = None
+    #: longitude/latitude inputs: the frame they were projected to (:meth:`onlinegp.geo.LocalFrame.to_dict`)
+    frame: dict | None = None
 
     def roles(self) -> str:
         """One line naming the columns of each role, e.g. ``inputs x, y; target value; time: time``."""
         text = f"inputs {', '.join(self.inputs)}; target {self.target}"
+        if self.frame is not None:
+            text += f" (longitude, latitude in metres east, north of {self.frame['origin']} in {self.frame['crs']})"
         if self.key_name is not None:
             text += f"; {self.key_role} column {self.key_name}"
         if self.dropped:
@@ -82,9 +88,17 @@ def read_table(  # noqa: PLR0912, PLR0915 - one check per column rule, each with
     batch: str | int | None = None,
     time: str | int | None = None,
     dropna: bool = False,
+    time_unit: str = "s",
+    lonlat: list[str | int] | None = None,
+    coord_scale: float = 1.0,
 ) -> Table:
     """Read the CSV (optionally .gz) at ``path`` (see the module docstring). The ``key`` column is ``batch`` (batch
-    index of each row) or ``time`` (seconds) when given, else a header's ``batch`` or ``time`` column, if any."""
+    index of each row) or ``time`` (in ``time_unit``: s, ms, us or ns; returned in seconds) when given, else a
+    header's ``batch`` or ``time`` column, if any. ``lonlat`` names a longitude and a latitude column in degrees
+    (times ``coord_scale``, e.g. 1e-7 for ArduPilot's integers): they are the inputs, projected to metres in a
+    :class:`onlinegp.geo.LocalFrame` around the first row (recorded in ``frame``)."""
+    _check_units(time_unit, lonlat, inputs, coord_scale)
+    inputs = lonlat if lonlat is not None else inputs
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no CSV file at {str(path)!r}")
@@ -131,6 +145,51 @@ def read_table(  # noqa: PLR0912, PLR0915 - one check per column rule, each with
     if not input_cols:
         raise ValueError(f"{path.name}: no input columns left; pass --inputs COLS")
     used = [*input_cols, target_col, *([] if key_col is None else [key_col])]
+    values, missing, lines = _numbers(data, used, names, first_line, path, dropna)
+    values = values[~missing]
+    if not len(values):
+        raise ValueError(f"{path.name}: no rows left after dropping those with missing values")
+    x, frame = values[:, input_cols], None
+    if lonlat is not None:
+        x, frame = _to_metres(x * coord_scale, f"{path.name}, --lonlat {names[input_cols[0]]},{names[input_cols[1]]}")
+    if key_role == "time" and key_col is not None:
+        values[:, key_col] *= TIME_UNITS[time_unit]
+    return Table(
+        x=x,
+        y=values[:, target_col],
+        inputs=[names[i] for i in input_cols],
+        target=names[target_col],
+        key=None if key_col is None else values[:, key_col],
+        key_role=key_role,
+        key_name=None if key_col is None else names[key_col],
+        dropped=lines,
+        frame=frame,
+    )
+
+
+def _check_units(time_unit: str, lonlat: list | None, inputs: list | None, coord_scale: float) -> None:
+    if time_unit not in TIME_UNITS:
+        raise ValueError(f"--time-unit is one of {', '.join(TIME_UNITS)}, got {time_unit!r}")
+    if lonlat is not None and (len(lonlat) != 2 or inputs):
+        raise ValueError("--lonlat names two columns, longitude then latitude, and replaces --inputs")
+    if not coord_scale > 0:
+        raise ValueError(f"--coord-scale must be positive, got {coord_scale}")
+
+
+def _to_metres(lonlat: np.ndarray, where: str) -> tuple[np.ndarray, dict]:
+    """Longitudes and latitudes (N, 2) in degrees as metres in the local frame of the first row, and that frame."""
+    from .geo import LocalFrame
+
+    try:
+        frame = LocalFrame.around(float(lonlat[0, 0]), float(lonlat[0, 1]))
+        return frame.to_local(lonlat[:, 0], lonlat[:, 1]), frame.to_dict()
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
+def _numbers(data: list[list[str]], used: list[int], names: list[str], first_line: int, path: Path, dropna: bool):
+    """The used columns of the data rows as floats (NaN elsewhere), which rows miss a value, and their line numbers;
+    an error naming the lines when any does and not ``dropna``."""
     values = np.full((len(data), len(names)), np.nan)
     for k, row in enumerate(data):
         for i in used:
@@ -150,16 +209,4 @@ def read_table(  # noqa: PLR0912, PLR0915 - one check per column rule, each with
             f"{path.name}: missing or non-finite values on {len(lines)} line(s) ({shown}); fill them, or pass "
             "--dropna to drop those rows"
         )
-    values = values[~missing]
-    if not len(values):
-        raise ValueError(f"{path.name}: no rows left after dropping those with missing values")
-    return Table(
-        x=values[:, input_cols],
-        y=values[:, target_col],
-        inputs=[names[i] for i in input_cols],
-        target=names[target_col],
-        key=None if key_col is None else values[:, key_col],
-        key_role=key_role,
-        key_name=None if key_col is None else names[key_col],
-        dropped=lines,
-    )
+    return values, missing, lines

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from onlinegp.experiments.cli import app
 from onlinegp.experiments.replay import Survey, load_survey, run_replay
 from onlinegp.experiments.simulator.mission import MissionConfig, run_mission
 
@@ -139,3 +141,49 @@ def test_reference_stream_reads_as_recorded():
     s = load_survey(REFERENCE)
     assert s.x.shape[1] == 2 and s.batch_end[-1] == len(s.y) and len(s.recorded["smse"]) == len(s.batch_end)
     assert s.eval_x.shape == (2500, 2)
+
+
+def ardupilot_depth_log(path: Path, seconds: int = 300, dropouts: int = 40) -> None:
+    """A sonar depth log as ArduPilot's DataFlash DPTH messages export to CSV: a millisecond clock, depth in metres,
+    longitude and latitude in degrees x 1e7, 10 Hz, empty cells where the sonar dropped out; a boat on a lake at
+    47.6° N driving lawnmower legs over about 80 x 60 m."""
+    rng = np.random.default_rng(5)
+    t = np.arange(0, seconds * 1000, 100)
+    leg = (t // 60000) % 2
+    east = np.where(leg == 0, 1, -1) * (40 - ((t % 60000) / 60000) * 80) + 40
+    north = (t / (seconds * 1000)) * 60
+    depth = 5 + 2 * np.sin(east / 15) + north / 30 + 0.05 * rng.standard_normal(len(t))
+    lon = -122.3 + east / (111320 * np.cos(np.radians(47.6)))
+    lat = 47.6 + north / 111132
+    rows = [f"{ms},{d:.3f},{round(x * 1e7)},{round(y * 1e7)}" for ms, d, x, y in zip(t, depth, lon, lat)]
+    for k in rng.choice(len(rows), dropouts, replace=False):
+        rows[k] = f"{t[k]},,{round(lon[k] * 1e7)},{round(lat[k] * 1e7)}"
+    path.write_text("timestamp(ms),DPTH.Depth,DPTH.Lng,DPTH.Lat\n" + "\n".join(rows) + "\n")
+
+
+def test_a_vehicle_log_in_degrees_with_a_millisecond_clock(tmp_path, recwarn):
+    """issue 53's lake log, small: --time-unit ms cuts 10 s batches, --lonlat projects to metres in the UTM zone."""
+    pytest.importorskip("pyproj")
+    log = tmp_path / "dpth.csv"
+    ardupilot_depth_log(log)
+    columns = {"target": "DPTH.Depth", "time": "timestamp(ms)", "dropna": True}
+    geo = {"lonlat": ["DPTH.Lng", "DPTH.Lat"], "coord_scale": 1e-7}
+    survey = load_survey(log, period=10, holdout=0.1, columns={**columns, **geo, "time_unit": "ms"})
+    assert not [w for w in recwarn if "single sample" in str(w.message)]
+    assert 28 <= len(survey.batch_end) <= 30 and survey.x.shape[1] == 2  # 300 s in 10 s batches
+    span = survey.x.max(0) - survey.x.min(0)
+    np.testing.assert_allclose(span, [80, 60], rtol=0.02)  # metres, not degrees x 1e7
+    assert survey.meta["frame"]["crs"] == "EPSG:32610" and "metres east, north" in survey.meta["roles"]
+    with pytest.warns(UserWarning, match=r"batches of 10 s hold a single sample.*--time-unit ms"):
+        load_survey(log, period=10, holdout=0.1, columns={**columns, **geo})  # milliseconds read as seconds
+    with pytest.raises(ValueError, match="--coord-scale 1e-7"):
+        load_survey(log, period=10, holdout=0.1, columns={**columns, "lonlat": geo["lonlat"], "time_unit": "ms"})
+    command = f"replay {log} --model osgpr -o num_inducing=30 --target DPTH.Depth --time timestamp(ms) --time-unit ms"
+    command += " --period 10 --lonlat DPTH.Lng,DPTH.Lat --coord-scale 1e-7 --dropna --holdout 0.1 --quiet --out"
+    result = CliRunner().invoke(app, [*command.split(), str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["osgpr"]
+    assert summary["final_smse"] < 0.2
+    record = json.loads((tmp_path / "out" / "osgpr" / "config.json").read_text())
+    assert record["frame"] == survey.meta["frame"] and record["numerics"] == "default"
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]  # no raw NumPy warnings

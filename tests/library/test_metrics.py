@@ -52,3 +52,12 @@ def test_calibration_and_errors():
         assert frac == pytest.approx(level, abs=0.01)
     with pytest.raises(ValueError, match="same length"):
         metrics.rmse(np.ones(3), np.ones(4))
+
+
+def test_msll_without_a_naive_model_is_nan_without_warnings():
+    """One training point has no spread: the naive N(mean, var) is undefined, and no NumPy warning is printed."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(metrics.msll(np.array([1.0, 2.0]), np.array([1.0, 1.5]), np.array([0.1, 0.1]), 3.0, 0.0))

@@ -454,7 +454,32 @@ TARGET_HELP = "CSV target column, a header name or 0-based index (default: the l
 INPUTS_HELP = "comma-separated CSV input columns, names or 0-based indices (default: all but target, batch, time)"
 
 
+#: how a vehicle's CSV log says time and position: the options of ``replay`` that
+#: :func:`~onlinegp.tables.read_table` takes by the same names
+LOG_UNITS: Options = {
+    "time_unit": (str, typer.Option("s", "--time-unit", help="unit of the time column: s, ms, us or ns")),
+    "lonlat": (
+        str,
+        typer.Option(
+            None,
+            "--lonlat",
+            help="LON,LAT: the inputs are these columns' longitude and latitude in degrees, projected to metres east "
+            "and north of the first position (UTM, pyproj; the frame is recorded in each model's config.json)",
+        ),
+    ),
+    "coord_scale": (
+        float,
+        typer.Option(
+            1.0,
+            "--coord-scale",
+            help="with --lonlat: degrees per unit of those columns (1e-7 for ArduPilot's integers)",
+        ),
+    ),
+}
+
+
 @app.command("replay")
+@_taking(LOG_UNITS)
 def replay_command(
     log: str = typer.Argument(
         ...,
@@ -479,7 +504,7 @@ def replay_command(
     target: str = typer.Option(None, "--target", help=TARGET_HELP),
     inputs: str = typer.Option(None, "--inputs", help=INPUTS_HELP),
     batch: str = typer.Option(None, "--batch", help="CSV column of each row's batch index (default: a 'batch' column)"),
-    time: str = typer.Option(None, "--time", help="CSV column of times in seconds, with --period (default: 'time')"),
+    time: str = typer.Option(None, "--time", help="CSV column of times, with --period (default: 'time')"),
     dropna: bool = typer.Option(False, "--dropna", help="drop CSV rows with missing values (default: an error)"),
     x_bounds: str = typer.Option(
         None,
@@ -489,11 +514,13 @@ def replay_command(
     ),
     force: bool = typer.Option(False, "--force", help="replace an --out that holds another run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
+    **units: Any,
 ) -> None:
     """Feed a recorded survey through one or more models, batch by batch as recorded, and compare their maps."""
     from .replay import run_replay
 
-    columns = dict(target=target, inputs=_columns(inputs), batch=batch, time=time, dropna=dropna)
+    columns = dict(target=target, inputs=_columns(inputs), batch=batch, time=time, dropna=dropna, **units)
+    columns["lonlat"] = _columns(units["lonlat"])
     survey, options = _open_survey(log, option, x_bounds, (truth, period, holdout, seed or 0, columns))
     _check_out(out, "replay", force)
     names = list(model or []) or ([survey.meta["model"]] if "model" in survey.meta else [])

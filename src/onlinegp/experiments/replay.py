@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,9 +117,11 @@ def load_survey(
         meta = json.loads(str(arrays["meta"])) if "meta" in arrays else {}
         truth = (arrays["eval_x"], arrays["eval_y"]) if "eval_x" in arrays else None
     elif path.suffix == ".csv":
-        x, y, ends, roles = _read_csv(path, period, columns or {})
+        x, y, ends, roles, frame = _read_csv(path, period, columns or {})
         recorded, truth = {}, None
         meta = {"roles": roles, "x_bounds": [x.min(0).tolist(), x.max(0).tolist()]}
+        if frame is not None:
+            meta["frame"] = frame
     else:
         raise ValueError(f"survey logs are .npz or .csv files, got {path.name!r}")
     if eval_path is not None:
@@ -153,7 +156,8 @@ def _read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
         ) from err
 
 
-def _read_csv(path: Path, period: float | None, columns: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+def _read_csv(path: Path, period: float | None, columns: dict) -> tuple:
+    """x, y, batch ends, the roles line and the longitude/latitude frame (or None) of a CSV log."""
     table = read_table(path, **columns)
     if table.key is None:
         raise ValueError(
@@ -168,9 +172,17 @@ def _read_csv(path: Path, period: float | None, columns: dict) -> tuple[np.ndarr
         key = np.floor((table.key - table.key[0]) / period)
     if (np.diff(key) < 0).any():
         raise ValueError(f"{path.name}: rows must be in the order collected (batch/time never decreasing)")
-    ends = np.flatnonzero(np.diff(key)) + 1
+    ends = np.append(np.flatnonzero(np.diff(key)) + 1, len(key)).astype(int)
+    sizes = np.diff(ends, prepend=0)
+    if table.key_role == "time" and len(sizes) > 10 and (sizes == 1).mean() > 0.5:
+        warnings.warn(
+            f"{path.name}: {(sizes == 1).sum()} of {len(sizes)} batches of {period:g} s hold a single sample, one "
+            "update each: is --period in the time column's unit? Say the column's unit (--time-unit ms) or give a "
+            "longer --period",
+            stacklevel=3,
+        )
     roles = table.roles() + (f" (batches of {period:g} s)" if table.key_role == "time" else "")
-    return table.x, table.y, np.append(ends, len(key)).astype(int), roles
+    return table.x, table.y, ends, roles, table.frame
 
 
 def _hold_out(
@@ -291,6 +303,8 @@ def run_replay(
         (out / name).mkdir(parents=True, exist_ok=True)
         write_csv(out / name / "metrics.csv", results[name])
         record = {**model_record(model), "numerics": portable.description()}
+        if "frame" in survey.meta:
+            record["frame"] = survey.meta["frame"]  # where the inputs' metres lie on the Earth
         atomic_write(out / name / "config.json", json.dumps(record, indent=1))
     table = comparison_table(results, survey)
     atomic_write(
