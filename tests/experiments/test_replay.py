@@ -1,5 +1,6 @@
 """Replay of recorded surveys: log formats, and a mission's own survey replayed reproduces its metrics exactly."""
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -179,11 +180,21 @@ def test_a_vehicle_log_in_degrees_with_a_millisecond_clock(tmp_path, recwarn):
     with pytest.raises(ValueError, match="--coord-scale 1e-7"):
         load_survey(log, period=10, holdout=0.1, columns={**columns, "lonlat": geo["lonlat"], "time_unit": "ms"})
     command = f"replay {log} --model osgpr -o num_inducing=30 --target DPTH.Depth --time timestamp(ms) --time-unit ms"
-    command += " --period 10 --lonlat DPTH.Lng,DPTH.Lat --coord-scale 1e-7 --dropna --holdout 0.1 --quiet --out"
+    command += (
+        " --period 10 --lonlat DPTH.Lng,DPTH.Lat --coord-scale 1e-7 --dropna --holdout 0.1 --geotiff --quiet --out"
+    )
     result = CliRunner().invoke(app, [*command.split(), str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())["osgpr"]
     assert summary["final_smse"] < 0.2
     record = json.loads((tmp_path / "out" / "osgpr" / "config.json").read_text())
     assert record["frame"] == survey.meta["frame"] and record["numerics"] == "default"
+    if importlib.util.find_spec("rasterio"):  # the map on the Earth: the UTM zone, the boat's first position
+        import rasterio
+
+        with rasterio.open(tmp_path / "out" / "osgpr" / "map.tif") as src:
+            assert src.crs.to_epsg() == 32610 and src.count == 2
+            west, south, east, north = src.bounds
+            origin = survey.meta["frame"]["origin"]
+            assert west == pytest.approx(origin[0] + survey.x[:, 0].min()) and east - west >= 79
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]  # no raw NumPy warnings

@@ -454,9 +454,18 @@ TARGET_HELP = "CSV target column, a header name or 0-based index (default: the l
 INPUTS_HELP = "comma-separated CSV input columns, names or 0-based indices (default: all but target, batch, time)"
 
 
-#: how a vehicle's CSV log says time and position: the options of ``replay`` that
-#: :func:`~onlinegp.tables.read_table` takes by the same names
-LOG_UNITS: Options = {
+#: ``replay``'s options for a vehicle's log: how its CSV says time and position (taken by
+#: :func:`~onlinegp.tables.read_table` by the same names), and the map it gives back
+FIELD_LOG: Options = {
+    "geotiff": (
+        bool,
+        typer.Option(
+            False,
+            "--geotiff",
+            help="also write each model's final map as map.tif: mean and field std bands over the log's box, in the "
+            "--lonlat frame's CRS (needs rasterio)",
+        ),
+    ),
     "time_unit": (str, typer.Option("s", "--time-unit", help="unit of the time column: s, ms, us or ns")),
     "lonlat": (
         str,
@@ -479,7 +488,7 @@ LOG_UNITS: Options = {
 
 
 @app.command("replay")
-@_taking(LOG_UNITS)
+@_taking(FIELD_LOG)
 def replay_command(
     log: str = typer.Argument(
         ...,
@@ -514,13 +523,14 @@ def replay_command(
     ),
     force: bool = typer.Option(False, "--force", help="replace an --out that holds another run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
-    **units: Any,
+    **field: Any,
 ) -> None:
     """Feed a recorded survey through one or more models, batch by batch as recorded, and compare their maps."""
     from .replay import run_replay
 
-    columns = dict(target=target, inputs=_columns(inputs), batch=batch, time=time, dropna=dropna, **units)
-    columns["lonlat"] = _columns(units["lonlat"])
+    geotiff = field.pop("geotiff")
+    columns = dict(target=target, inputs=_columns(inputs), batch=batch, time=time, dropna=dropna, **field)
+    columns["lonlat"] = _columns(field["lonlat"])
     survey, options = _open_survey(log, option, x_bounds, (truth, period, holdout, seed or 0, columns))
     _check_out(out, "replay", force)
     names = list(model or []) or ([survey.meta["model"]] if "model" in survey.meta else [])
@@ -530,7 +540,9 @@ def replay_command(
     out = _output_directory(out, "replay", stem, force)
     show = functools.partial(_show_replay_row, quiet)
     try:
-        run_replay(log, list(model or []), out, options, seed, truth, period, holdout, show, survey=survey)
+        run_replay(
+            log, list(model or []), out, options, seed, truth, period, holdout, show, survey=survey, geotiff=geotiff
+        )
     except (ValueError, TypeError) as err:
         raise typer.BadParameter(str(err)) from err
     if not quiet:

@@ -28,6 +28,7 @@ import torch
 from .. import metrics, portable
 from ..base import OnlineGP, model_record
 from ..io import atomic_write, write_csv
+from ..maps import write_geotiff
 from ..models import make_model
 from ..tables import read_table
 from . import plots
@@ -284,12 +285,17 @@ def run_replay(
     on_row: Callable[[str, dict], None] | None = None,
     columns: dict | None = None,
     survey: Survey | None = None,
+    geotiff: bool = False,
 ) -> dict[str, list[dict]]:
     """Replay ``log`` through each named model (the recorded model and options when ``model_names`` is empty) and
     write ``<model>/metrics.csv``, ``<model>/config.json`` (the options it ran with:
     :func:`~onlinegp.base.model_record`), ``comparison.md``, ``summary.json`` and ``replay.png`` to ``out``.
-    ``columns`` go to :func:`load_survey`; ``survey``, when given, is ``log`` as already loaded."""
+    ``columns`` go to :func:`load_survey`; ``survey``, when given, is ``log`` as already loaded. ``geotiff`` also
+    writes each model's final map, ``<model>/map.tif`` (:func:`onlinegp.maps.write_geotiff` over the samples' box,
+    in the log's longitude/latitude frame when it has one)."""
     survey = survey or load_survey(log, eval_path, period, holdout, seed or 0, columns)
+    if geotiff and survey.x.shape[1] != 2:
+        raise ValueError(f"--geotiff maps two inputs (east, north); {Path(log).name} has {survey.x.shape[1]}")
     if not model_names:
         if "model" not in survey.meta:
             raise ValueError(f"{Path(log).name} does not record its model: name the model(s) to replay")
@@ -306,6 +312,10 @@ def run_replay(
         if "frame" in survey.meta:
             record["frame"] = survey.meta["frame"]  # where the inputs' metres lie on the Earth
         atomic_write(out / name / "config.json", json.dumps(record, indent=1))
+        if geotiff:
+            write_geotiff(
+                out / name / "map.tif", model, survey.x.min(0), survey.x.max(0), frame=survey.meta.get("frame")
+            )
     table = comparison_table(results, survey)
     atomic_write(
         out / "comparison.md",
