@@ -19,6 +19,8 @@ import os
 from abc import ABC, abstractmethod
 from typing import Any, Generic, TypeVar
 
+from . import portable
+
 T = TypeVar("T")
 _DEFAULT: Any = object()  # the value of a setting nobody has changed
 
@@ -92,8 +94,6 @@ class native_kernel(_Setting[bool]):
 
     @classmethod
     def default(cls) -> bool:
-        from . import portable
-
         return portable.active() or os.environ.get("ONLINEGP_NATIVE", "1") != "0"
 
     @classmethod
