@@ -435,6 +435,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         self.jitter = JitterLog()
         with timer("scaling"):
             degenerate = self.scaler.fit(x, y)
+            if self._x_bounds is None and self.num_updates:
+                self._widen_scaling(x)
             xs, ys = self.scaler.x(x), self.scaler.y(y)
         with timer("health"), torch.no_grad():
             warnings, checks = health.input_range(xs)
@@ -455,6 +457,26 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
                 found, error = health.fit(self.posterior_scaled(xs).mean, ys, absorbed=True)
                 warnings, checks = warnings + found, checks | error
         return info, warnings, checks
+
+    def _widen_scaling(self, x: Tensor) -> None:
+        """A batch beyond the range the scaling was fitted on, with no ``x_bounds`` given (a vehicle's stream starts
+        small: that is the normal case): the scaling widens to cover it where the model can re-express its state in
+        the wider units (:meth:`_follow`); any other model refuses inputs beyond ``health.INPUT_RANGE`` half-ranges,
+        saying what to do."""
+        reach = self.scaler.x(x).abs().amax(0)
+        if float(reach.max()) <= 1.0:
+            return
+        bounds, scale, shift = self.scaler.covering(x)
+        if self._follow(scale, shift):
+            self.scaler.set_x_bounds(bounds)
+        elif float(reach.max()) > health.INPUT_RANGE:
+            raise ValueError(health.beyond_range(type(self).__name__, int(reach.argmax()), float(reach.max())))
+
+    def _follow(self, scale: Tensor, shift: Tensor) -> bool:
+        """Re-express the model's state for scaled inputs ``xs' = scale * xs + shift`` (its scaling widened to
+        cover a batch beyond it), or return False having changed nothing: the default, for models whose stored
+        terms are tied to the units they were formed in."""
+        return False
 
     def posterior_scaled(self, xs: Tensor, full_cov: bool = False) -> Prediction:
         """Predictive distribution at scaled inputs, in scaled units; differentiable in ``xs`` (no validation).

@@ -1,8 +1,10 @@
 """Input and output scaling, in one place, as part of every model's state.
 
 Inputs are mapped min-max to [-1, 1] per dimension; targets are standardised. Both are fitted once (on the
-first batch, or from explicit bounds such as a mission's task extent) and then frozen, so the stored
-data-dependent terms of online methods stay valid.
+first batch, or from explicit bounds such as a mission's task extent). Explicit bounds and the target scaling are
+then frozen. A range fitted on the first batch may widen later, to cover inputs beyond it
+(:meth:`Scaler.covering`), in models that re-express their state in the wider units
+(:meth:`onlinegp.base.OnlineGP._follow`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,14 @@ class Scaler(nn.Module):
             self.y_std.copy_(std if float(std) > 0 else torch.ones_like(std))
             self.y_fitted.fill_(True)
         return degenerate
+
+    def covering(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The smallest box holding the current range and the rows ``x``, as ``(bounds, scale, shift)``: the new
+        ``(2, D)`` bounds and the per-column map of scaled inputs into them, ``xs_new = scale * xs + shift``."""
+        low = torch.minimum(self.x_center - self.x_half_range, x.min(0).values)
+        high = torch.maximum(self.x_center + self.x_half_range, x.max(0).values)
+        center, half = (high + low) / 2, (high - low) / 2
+        return torch.stack([low, high]), self.x_half_range / half, (self.x_center - center) / half
 
     def x(self, x: Tensor) -> Tensor:
         return (x - self.x_center) / self.x_half_range

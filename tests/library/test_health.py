@@ -29,17 +29,17 @@ def test_a_healthy_stream_warns_nothing(caplog):
     assert reports[-1].extra["max_scaled_input"] <= 1.5
 
 
-def test_inputs_far_outside_the_first_batch_range_are_reported(caplog):
-    model = make_model("osgpr", num_inducing=20, num_steps=0)
+def test_inputs_far_outside_the_given_range_are_reported(caplog):
+    model = make_model("osgpr", num_inducing=20, num_steps=0, x_bounds=[[-3, -3], [3, 3]])
     x, y = next(sine_batches())
     model.update(x, y)
     far = x.copy()
     far[:, 1] *= 40.0
     with caplog.at_level(logging.WARNING, logger="onlinegp"):
         report = model.update(far, y)
-    assert any("outside the fitted range: column 1" in w for w in report.warnings)
+    assert any("outside the given range: column 1" in w for w in report.warnings)
     assert report.extra["max_scaled_input"] > health.INPUT_RANGE
-    assert any("outside the fitted range" in r.getMessage() for r in caplog.records)
+    assert any("outside the given range" in r.getMessage() for r in caplog.records)
 
 
 def test_an_overconfident_prediction_is_reported():

@@ -20,6 +20,7 @@ __all__ = [
     "default_lengthscale_prior",
     "dense",
     "diagonal",
+    "follow_inputs",
     "make_kernel",
     "lengthscale_map",
 ]
@@ -168,6 +169,39 @@ def make_kernel(
             f"unknown kernel {name!r}: choose auto, ak, rbf, matern12, matern32, matern52 or matern52-product"
         )
     return gpytorch.kernels.ScaleKernel(base).to(dtype)
+
+
+#: kernels that are functions of (x - x') / ℓ alone, so ℓ carries their whole dependence on the inputs' units
+STATIONARY = (
+    gpytorch.kernels.RBFKernel,
+    gpytorch.kernels.MaternKernel,
+    gpytorch.kernels.RQKernel,
+    ProductMatern52Kernel,
+)
+
+
+@torch.no_grad()
+def follow_inputs(kernel: gpytorch.kernels.Kernel, scale: Tensor, shift: Tensor) -> bool:
+    """Re-express ``kernel`` (bare or in a ``ScaleKernel``) for inputs ``x' = scale * x + shift`` (per column);
+    False, changing nothing, where it cannot. A stationary kernel's length-scales are multiplied by ``scale``, so it
+    is the same function of the same places, exactly (one length-scale shared by all columns only when ``scale`` is
+    the same for all); the Attentive Kernel: :meth:`AttentiveKernel.follow_inputs`."""
+    base = getattr(kernel, "base_kernel", kernel)
+    if kernel.active_dims is not None or base.active_dims is not None:
+        return False
+    if isinstance(base, AttentiveKernel):
+        base.follow_inputs(scale, shift)
+        return True
+    if not isinstance(base, STATIONARY):
+        return False
+    lengthscale = base.lengthscale
+    if lengthscale.shape[-1] == scale.numel():
+        base.lengthscale = lengthscale * scale
+    elif bool((scale == scale[0]).all()):
+        base.lengthscale = lengthscale * scale[0]
+    else:
+        return False
+    return True
 
 
 def lengthscale_map(kernel: gpytorch.kernels.Kernel, x: Tensor) -> Tensor:

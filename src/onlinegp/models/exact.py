@@ -10,7 +10,7 @@ from torch import Tensor
 
 from ..base import KernelGP, PhaseTimer
 from ..buffer import GrowingBuffer
-from ..kernels import dense, diagonal
+from ..kernels import dense, diagonal, follow_inputs
 from ..linalg import cholesky, trisolve
 from ..objectives import exact_mll, log_prior
 from ..training import (
@@ -93,11 +93,26 @@ class ExactGP(Trained, KernelGP):
                 value = lbfgs_fit(params, objective, self.kernel, self.num_steps, scale=X.shape[0])
             else:
                 value = gradient_steps([self.optimizer], objective, self.num_steps, scale=X.shape[0])
-        with timer("factorise"), torch.no_grad():
-            K = dense(self.kernel, X) + self.noise * torch.eye(X.shape[0], dtype=X.dtype)
-            self.L = cholesky(K, self.jitter)
-            self.alpha = trisolve(self.L, y)
+        with timer("factorise"):
+            self._factorise()
         return {"objective": value}
+
+    @torch.no_grad()
+    def _factorise(self) -> None:
+        X, y = self.data.data
+        K = dense(self.kernel, X) + self.noise * torch.eye(X.shape[0], dtype=X.dtype)
+        self.L = cholesky(K, self.jitter)
+        self.alpha = trisolve(self.L, y)
+
+    @torch.no_grad()
+    def _follow(self, scale: Tensor, shift: Tensor) -> bool:
+        """Inputs in wider units: the kernel re-expressed (:func:`~onlinegp.kernels.follow_inputs`), the data
+        moved and factorised again (the same predictions with a stationary kernel)."""
+        if not follow_inputs(self.kernel, scale, shift):
+            return False
+        self.data.X = self.data.X * scale + shift
+        self._factorise()
+        return True
 
     def _predict(self, xs: Tensor, full_cov: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         X, _ = self.data.data

@@ -27,7 +27,7 @@ from torch import Tensor
 from ..base import KernelGP, PhaseTimer, preset
 from ..buffer import GrowingBuffer
 from ..inducing import SelectionContext, Selector, make_selector
-from ..kernels import CrossCovariance, diagonal
+from ..kernels import CrossCovariance, diagonal, follow_inputs
 from ..linalg import cholesky, trisolve
 from ..objectives import log_prior, svgp_elbo_cov
 from ..posterior import KUU_JITTER, InducingPosterior, Predictor, VariationalQ, kuu, sketch_root
@@ -172,6 +172,26 @@ class POAM(Trained, KernelGP):
         """The stored K_zX K_Xz term at ``Z``."""
         return None if self.projected is None else self.projected.B
 
+    @torch.no_grad()
+    def _follow(self, scale: Tensor, shift: Tensor) -> bool:
+        """Inputs in wider units (:meth:`~onlinegp.base.OnlineGP._follow`): the kernel re-expressed
+        (:func:`~onlinegp.kernels.follow_inputs`), the data moved, Z what the selector keeps of the moved Z under the
+        kernel, and the terms a, B formed again from all data at it (the data are kept for the M-step; a projection
+        assumes θ moved little, and the Attentive Kernel's fixed length-scales widen with the range, as they would
+        with the final range given as ``x_bounds``). With a stationary kernel the model is then the one it would be
+        had the wider range been given from the start (to round-off, with OVC's terms weighted by the current σ²)."""
+        if not follow_inputs(self.kernel, scale, shift):
+            return False
+        self.data.X = self.data.X * scale + shift
+        Z = self.Z * scale + shift
+        Z = self.selector(self.kernel, Z, Z[:0], generator=self.generator, context=self._selection_context(0))
+        X_all, y_all = self.data.data
+        weight = 1.0 / self.noise if self.noise_weighted else 1.0
+        self._set_terms(Z, *batch_terms(self.kernel, Z, X_all, y_all, weight))
+        self.q = self.projected.posterior(self.kernel, self.noise, self.jitter).q()
+        self.predictor = Predictor.from_q(self.kernel, self.q, self.jitter)
+        return True
+
     # ------------------------------------------------------------------ E-step
     @torch.no_grad()
     def _e_step(self, xs: Tensor, ys: Tensor) -> None:
@@ -233,7 +253,7 @@ class POAM(Trained, KernelGP):
             return float(y_all.mean()), var if var > 0 else 1.0
 
         return SelectionContext(
-            targets=y_all[-n:],
+            targets=y_all[y_all.shape[0] - n :],
             noise=self.noise.detach(),
             past=past,
             target_moments=moments,

@@ -35,6 +35,10 @@ class _SummaryAblation(POAM):
         super().__init__(input_dim, **preset(type(self).__name__, kwargs, **fixed, noise_weighted=False))
         self.summary: InducingPosterior | None = None
 
+    def _follow(self, scale: Tensor, shift: Tensor) -> bool:
+        """SSGP's summary is tied to the units it was formed in (as :class:`~onlinegp.models.osgpr.OSGPR`'s)."""
+        return False
+
 
 @register("var-ssgp", "POAM ablation: SSGP's variational update")
 class VarSSGP(_SummaryAblation):
