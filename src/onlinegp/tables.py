@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import gzip
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -93,8 +94,8 @@ def read_table(  # noqa: PLR0912, PLR0915 - one check per column rule, each with
     coord_scale: float = 1.0,
 ) -> Table:
     """Read the CSV (optionally .gz) at ``path`` (see the module docstring). The ``key`` column is ``batch`` (batch
-    index of each row) or ``time`` (in ``time_unit``: s, ms, us or ns; returned in seconds) when given, else a
-    header's ``batch`` or ``time`` column, if any. ``lonlat`` names a longitude and a latitude column in degrees
+    index of each row) or ``time`` (in ``time_unit``: s, ms, us or ns, or ISO 8601 times; returned in seconds) when
+    given, else a header's ``batch`` or ``time`` column, if any. ``lonlat`` names a longitude and a latitude column in degrees
     (times ``coord_scale``, e.g. 1e-7 for ArduPilot's integers): they are the inputs, projected to metres in a
     :class:`onlinegp.geo.LocalFrame` around the first row (recorded in ``frame``)."""
     _check_units(time_unit, lonlat, inputs, coord_scale)
@@ -145,15 +146,16 @@ def read_table(  # noqa: PLR0912, PLR0915 - one check per column rule, each with
     if not input_cols:
         raise ValueError(f"{path.name}: no input columns left; pass --inputs COLS")
     used = [*input_cols, target_col, *([] if key_col is None else [key_col])]
-    values, missing, lines = _numbers(data, used, names, first_line, path, dropna)
+    clock = key_col if key_role == "time" else None
+    values, missing, lines = _numbers(data, used, names, first_line, path, dropna, clock)
     values = values[~missing]
     if not len(values):
         raise ValueError(f"{path.name}: no rows left after dropping those with missing values")
     x, frame = values[:, input_cols], None
     if lonlat is not None:
         x, frame = _to_metres(x * coord_scale, f"{path.name}, --lonlat {names[input_cols[0]]},{names[input_cols[1]]}")
-    if key_role == "time" and key_col is not None:
-        values[:, key_col] *= TIME_UNITS[time_unit]
+    if clock is not None and not _iso(data[0][clock]):
+        values[:, clock] *= TIME_UNITS[time_unit]
     return Table(
         x=x,
         y=values[:, target_col],
@@ -187,9 +189,27 @@ def _to_metres(lonlat: np.ndarray, where: str) -> tuple[np.ndarray, dict]:
         raise ValueError(f"{where}: {err}") from None
 
 
-def _numbers(data: list[list[str]], used: list[int], names: list[str], first_line: int, path: Path, dropna: bool):
+def _iso(cell: str) -> float | None:
+    """An ISO 8601 time (``2026-11-29T06:18:28.250Z``; without a zone: UTC) as POSIX seconds, else None."""
+    try:
+        stamp = datetime.fromisoformat(cell)
+    except ValueError:
+        return None
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
+
+
+def _numbers(
+    data: list[list[str]],
+    used: list[int],
+    names: list[str],
+    first_line: int,
+    path: Path,
+    dropna: bool,
+    clock: int | None = None,
+):
     """The used columns of the data rows as floats (NaN elsewhere), which rows miss a value, and their line numbers;
-    an error naming the lines when any does and not ``dropna``."""
+    an error naming the lines when any does and not ``dropna``. The ``clock`` column's cells may also be ISO 8601
+    times (as POSIX seconds)."""
     values = np.full((len(data), len(names)), np.nan)
     for k, row in enumerate(data):
         for i in used:
@@ -198,9 +218,13 @@ def _numbers(data: list[list[str]], used: list[int], names: list[str], first_lin
             try:
                 values[k, i] = float(row[i])
             except ValueError:
-                raise ValueError(
-                    f"{path.name}, line {first_line + k}, column {names[i]!r}: {row[i]!r} is not a number"
-                ) from None
+                stamp = _iso(row[i]) if i == clock else None
+                if stamp is None:
+                    kind = "a number or an ISO 8601 time" if i == clock else "a number"
+                    raise ValueError(
+                        f"{path.name}, line {first_line + k}, column {names[i]!r}: {row[i]!r} is not {kind}"
+                    ) from None
+                values[k, i] = stamp
     missing = ~np.isfinite(values[:, used]).all(1)
     lines = [first_line + int(k) for k in np.flatnonzero(missing)]
     if lines and not dropna:

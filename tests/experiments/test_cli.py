@@ -62,6 +62,22 @@ def test_mission_writes_to_a_fresh_default_directory(finished, monkeypatch):
     assert run_state(run) == "finished"
 
 
+def test_a_finished_mission_writes_its_map_as_a_geotiff(finished):
+    """map.tif: mean and field std over the task extent at the cell centres, in local metres (no CRS)."""
+    rasterio = pytest.importorskip("rasterio")
+    root, result = finished
+    run = root / "runs" / "mission" / NAME
+    model = onlinegp.make_model("poam").load(str(run / "model.pt"))
+    with rasterio.open(run / "map.tif") as tif:
+        bands, transform, crs = tif.read(), tif.transform, tif.crs
+    rows, cols = np.array([0, 7, bands.shape[1] - 1]), np.array([3, 0, bands.shape[2] - 1])
+    east, north = rasterio.transform.xy(transform, rows, cols)  # cell centres
+    prediction = model.predict(np.column_stack([east, north]))
+    assert crs is None and bands.shape[0] == 2
+    np.testing.assert_allclose(bands[0, rows, cols], prediction.mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(bands[1, rows, cols], prediction.var_f.sqrt().numpy(), rtol=1e-12)
+
+
 def test_a_finished_run_is_refused_unless_forced_or_resumed(finished, tmp_path):
     root, _ = finished
     run = root / "runs" / "mission" / NAME

@@ -466,7 +466,12 @@ FIELD_LOG: Options = {
             "--lonlat frame's CRS (needs rasterio)",
         ),
     ),
-    "time_unit": (str, typer.Option("s", "--time-unit", help="unit of the time column: s, ms, us or ns")),
+    "time_unit": (
+        str,
+        typer.Option(
+            "s", "--time-unit", help="unit of the time column: s, ms, us or ns (ISO 8601 times are read as such)"
+        ),
+    ),
     "lonlat": (
         str,
         typer.Option(

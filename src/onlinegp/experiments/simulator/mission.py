@@ -17,6 +17,7 @@ thread count; BLAS reductions may round differently elsewhere).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import time
@@ -33,6 +34,7 @@ import torch
 from ... import metrics, portable
 from ...base import OnlineGP, model_record
 from ...io import atomic_write, write_csv
+from ...maps import write_geotiff
 from ...models.poam import POAM
 from ...models.registry import MODELS, make_model, model_class
 from .fields import DEFAULT_ENV, Field, FieldWarning, load_field
@@ -794,6 +796,10 @@ def run_mission(
     write_csv(out / "metrics.csv", mission.rows)
     atomic_write(out / SURVEY, lambda fh: mission.survey().save(fh))
     files = write_figures(mission, out)
+    if importlib.util.find_spec("rasterio") is not None:  # the geotiff extra
+        xmin, xmax, ymin, ymax = mission.config.resolved_extent()
+        cell = max(xmax - xmin, ymax - ymin) / 100
+        files["map"] = write_geotiff(out / "map.tif", mission.model, (xmin, ymin), (xmax, ymax), cell_size=cell)
     final = {k: mission.rows[-1][k] for k in ("epoch", "num_samples", "num_inducing", *METRIC_KEYS)}
     summary = {
         "final": final,
@@ -827,7 +833,8 @@ def describe(result: MissionResult) -> str:
         + (f"  inducing {f['num_inducing']}" if f["num_inducing"] is not None else ""),
         f"run directory: {result.out}  (config.json, metrics.csv, metrics.json, model.pt, checkpoint.pt, "
         f"{SURVEY}: replay it with `onlinegp replay`)",
-        f"figures: {result.out / 'figures'}",
+        f"figures: {result.out / 'figures'}"
+        + ("  map.tif: mean and field std over the task extent, for GIS" if "map" in result.files else ""),
     ]
     if "animation" in result.files:
         lines.append(f"animation: {result.files['animation']}")
