@@ -239,6 +239,9 @@ class _class_or_instance:
         return types.MethodType(self.method, owner if instance is None else instance)
 
 
+#: ``x_bounds`` that fits the input scaling on the first batch and freezes it
+FIRST_BATCH = "first-batch"
+
 _short = reprlib.Repr()
 _short.maxlist = _short.maxtuple = 4
 _short.maxstring = _short.maxother = 60
@@ -255,8 +258,10 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
 
     Args:
         input_dim: D, the number of inputs; None (default) takes it from the first batch.
-        x_bounds: optional (2, D) corners of the input domain for scaling (they also fix D); else fitted on the
-            first batch.
+        x_bounds: (2, D) corners of the input domain for scaling (they also fix D); None (default): fitted on the
+            first batch and widened as later batches reach beyond it, where the model can re-express its state
+            (:meth:`_follow`; the others refuse a batch far outside); ``'first-batch'``: fitted on the first batch
+            and frozen (what the POAM paper's code does, and onlinegp before 0.8.0).
         y_stats: optional (mean, std) of the targets; else fitted on the first batch.
         noise: initial noise variance in scaled target units (default 0.1).
         seed: seed of the model's own random generator and of its initial weights: the same ``seed`` on the same
@@ -277,7 +282,11 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         y_stats: tuple[float, float] | None = None,
     ):
         super().__init__()
-        bounds = None if x_bounds is None else torch.as_tensor(x_bounds, dtype=dtype).reshape(2, -1)
+        self._widens = x_bounds is None
+        if isinstance(x_bounds, str) and x_bounds != FIRST_BATCH:
+            raise ValueError(f"x_bounds is the (2, D) corners of the input domain, None or {FIRST_BATCH!r}")
+        given = x_bounds is not None and not isinstance(x_bounds, str)
+        bounds = torch.as_tensor(x_bounds, dtype=dtype).reshape(2, -1) if given else None
         if input_dim is not None and (isinstance(input_dim, bool) or not isinstance(input_dim, int) or input_dim < 1):
             raise ValueError(
                 f"input_dim must be a positive integer or None (taken from the first batch), got {input_dim!r}"
@@ -303,7 +312,11 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         steps chosen for the input width once it is known), not a signature's defaults; each class adds the options
         it owns. ``input_dim`` is not among them (it is the data's, recorded as ``model.input_dim``)."""
         return {
-            "x_bounds": None if self._x_bounds is None else self._x_bounds.tolist(),
+            "x_bounds": self._x_bounds.tolist()
+            if self._x_bounds is not None
+            else None
+            if self._widens
+            else FIRST_BATCH,
             "y_stats": None if self._y_stats is None else [float(v) for v in self._y_stats],
             "noise": self.initial_noise,
             "seed": self.seed,
@@ -435,7 +448,7 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         self.jitter = JitterLog()
         with timer("scaling"):
             degenerate = self.scaler.fit(x, y)
-            if self._x_bounds is None and self.num_updates:
+            if self._widens and self.num_updates:
                 self._widen_scaling(x)
             xs, ys = self.scaler.x(x), self.scaler.y(y)
         with timer("health"), torch.no_grad():
@@ -459,7 +472,7 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         return info, warnings, checks
 
     def _widen_scaling(self, x: Tensor) -> None:
-        """A batch beyond the range the scaling was fitted on, with no ``x_bounds`` given (a vehicle's stream starts
+        """A batch beyond the range the scaling was fitted on, with ``x_bounds`` None (a vehicle's stream starts
         small: that is the normal case): the scaling widens to cover it where the model can re-express its state in
         the wider units (:meth:`_follow`); any other model refuses inputs beyond ``health.INPUT_RANGE`` half-ranges,
         saying what to do."""

@@ -7,10 +7,11 @@ Three symptoms, each cheap next to the update itself:
   user units and froze it, whatever the stream's real scale (issue 35: a first point on a 0.01-wide domain left
   the exact GP at RMSE 0.94 of the target's std instead of 0.024). It cannot be refitted later: every model's stored
   terms (inducing inputs, hyper-parameters, posterior summaries) are in the scaled units from the first update on.
-* **inputs outside the given range**: explicit ``x_bounds`` are frozen, so a stream whose inputs reach far beyond
-  them is modelled in a space the defaults were not set for. Reported when a batch has a scaled input beyond
-  ``±INPUT_RANGE`` (the given range is ±1). Without ``x_bounds`` the range fitted on the first batch widens with
-  the data in models that can follow it; the others refuse such a batch (:func:`beyond_range`).
+* **inputs outside a frozen range**: explicit ``x_bounds`` (or ``'first-batch'``) are frozen, so a stream whose
+  inputs reach far beyond them is modelled in a space the defaults were not set for. Reported when a batch has a
+  scaled input beyond ``±INPUT_RANGE`` (the frozen range is ±1). With ``x_bounds`` None the range fitted on the
+  first batch widens with the data in models that can follow it; the others refuse such a batch
+  (:func:`beyond_range`).
 * **overconfident predictions**: before absorbing a batch, the model's predictive distribution at the batch's
   inputs is a held-out test. Its mean squared standardised residual ``mean((y − μ)² / σ²_y)`` is about 1 for a
   calibrated model (less once the model has seen nearby data); above ``MAX_Z2`` the predictive variance has
@@ -89,9 +90,9 @@ def input_range(xs: Tensor) -> tuple[list[str], dict[str, float]]:
     warnings = []
     if value > INPUT_RANGE:
         warnings.append(
-            f"inputs outside the given range: column {worst} reaches {value:.3g} times the half-range of x_bounds; "
-            "pass x_bounds covering the whole stream's range (or standardise the inputs and give x_bounds=[-k, k] for "
-            "a k that holds them)"
+            f"inputs outside the frozen range: column {worst} reaches {value:.3g} times the half-range of the scaling "
+            "(x_bounds, or the first batch's range with x_bounds='first-batch'); pass x_bounds covering the whole "
+            "stream's range, or x_bounds=None to widen it with the data"
         )
     return warnings, {"max_scaled_input": value}
 

@@ -37,9 +37,9 @@ def test_inputs_far_outside_the_given_range_are_reported(caplog):
     far[:, 1] *= 40.0
     with caplog.at_level(logging.WARNING, logger="onlinegp"):
         report = model.update(far, y)
-    assert any("outside the given range: column 1" in w for w in report.warnings)
+    assert any("outside the frozen range: column 1" in w for w in report.warnings)
     assert report.extra["max_scaled_input"] > health.INPUT_RANGE
-    assert any("outside the given range" in r.getMessage() for r in caplog.records)
+    assert any("outside the frozen range" in r.getMessage() for r in caplog.records)
 
 
 def test_an_overconfident_prediction_is_reported():

@@ -130,3 +130,19 @@ def test_a_model_that_cannot_follow_refuses_a_batch_far_outside_and_is_unchanged
     after = model.state_dict()
     assert all(torch.equal(v, after[k]) for k, v in state.items() if isinstance(v, torch.Tensor))
     assert model.num_updates == 1
+
+
+def test_first_batch_bounds_freeze_the_scaling_as_before():
+    """``x_bounds='first-batch'``: the first batch's range, frozen (the POAM paper's code): far inputs are warned
+    about, never widened or refused, and the option survives ``options()``."""
+    model = make_model("poam", num_inducing=30, training={"steps": 0}, x_bounds="first-batch")
+    batches = list(corner_stream(n_batches=3))
+    model.update(*batches[0])
+    half = model.scaler.x_half_range.clone()
+    report = model.update(*batches[-1])
+    assert torch.equal(model.scaler.x_half_range, half)
+    assert any("outside the frozen range" in w for w in report.warnings)
+    assert model.options()["x_bounds"] == "first-batch"
+    assert make_model("poam").options()["x_bounds"] is None
+    with pytest.raises(ValueError, match="first-batch"):
+        make_model("poam", x_bounds="first")

@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from .. import __version__, portable
+from ..base import FIRST_BATCH
 from ..data import UCI
 from ..io import claim_run_directory, fresh_directory, run_kind
 from ..models.registry import MODELS
@@ -524,7 +525,8 @@ def replay_command(
         None,
         "--x-bounds",
         help="the models' input box as XMIN,XMAX,YMIN,YMAX,... (default: a CSV's whole range, an .npz's recorded "
-        "one), or first-batch to fit it on the first batch",
+        "one), first-batch to fit it on the first batch and freeze it, or widen to fit it on the first batch and "
+        "widen it as the vehicle's samples leave it (the models that cannot refuse a batch far outside)",
     ),
     force: bool = typer.Option(False, "--force", help="replace an --out that holds another run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
@@ -566,7 +568,7 @@ def _open_survey(log: str, items: list[str] | None, x_bounds: str | None, how: t
     try:
         survey = load_survey(log, *how)
         bounds = options.get("x_bounds")
-        if bounds is not None and len(bounds[0]) != survey.x.shape[1]:
+        if isinstance(bounds, list) and len(bounds[0]) != survey.x.shape[1]:
             raise ValueError(f"--x-bounds gives {len(bounds[0])} inputs, the log has {survey.x.shape[1]}")
     except (ValueError, TypeError) as err:
         raise typer.BadParameter(str(err)) from err
@@ -611,17 +613,19 @@ def _columns(text: str | None) -> list[str] | None:
     return None if text is None else [c.strip() for c in text.split(",") if c.strip()]
 
 
-def _parse_bounds(text: str) -> list[list[float]] | None:
-    """``--x-bounds XMIN,XMAX,YMIN,YMAX,...`` as [[mins], [maxs]]; ``first-batch`` as None."""
-    if text == "first-batch":
-        return None
+def _parse_bounds(text: str) -> list[list[float]] | str | None:
+    """``--x-bounds XMIN,XMAX,YMIN,YMAX,...`` as [[mins], [maxs]]; ``first-batch`` as itself, ``widen`` as None (the
+    models' ``x_bounds``)."""
+    if text in (FIRST_BATCH, "widen"):
+        return None if text == "widen" else FIRST_BATCH
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         values = []
     if not values or len(values) % 2 or any(lo >= hi for lo, hi in zip(values[::2], values[1::2])):
         raise typer.BadParameter(
-            f"--x-bounds expects XMIN,XMAX,YMIN,YMAX,... (a min below a max for each input) or first-batch; got {text!r}"
+            f"--x-bounds expects XMIN,XMAX,YMIN,YMAX,... (a min below a max for each input), first-batch or widen; "
+            f"got {text!r}"
         )
     return [values[::2], values[1::2]]
 

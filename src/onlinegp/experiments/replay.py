@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from .. import metrics, portable
-from ..base import OnlineGP, model_record
+from ..base import FIRST_BATCH, OnlineGP, model_record
 from ..io import atomic_write, write_csv
 from ..maps import write_geotiff
 from ..models import make_model
@@ -98,7 +98,7 @@ def load_survey(
     """Read a survey log (``.npz`` or ``.csv``, see the module docstring); ``columns`` (``target``, ``inputs``,
     ``batch``, ``time``, ``dropna``) choose a CSV's roles, named in ``meta["roles"]``. A CSV's ``meta["x_bounds"]``
     is its whole input box (the models' input scaling, as a log's range is known up front); an ``.npz`` keeps what
-    its recorder used (its ``x_bounds``, else the scaling fitted on the first batch)."""
+    its recorder used (its ``x_bounds``, else the scaling fitted on the first batch and frozen)."""
     if not 0 <= holdout < 1:
         raise ValueError(f"--holdout is the fraction of samples held out, 0 <= h < 1; got {holdout}")
     if period is not None and not period > 0:
@@ -115,7 +115,7 @@ def load_survey(
             )
         x, y, ends = arrays["x"].astype(np.float64), arrays["y"].astype(np.float64), arrays["batch_end"].astype(int)
         recorded = {k: arrays[k].astype(np.float64) for k in RECORDED if k in arrays}
-        meta = json.loads(str(arrays["meta"])) if "meta" in arrays else {}
+        meta = {"x_bounds": FIRST_BATCH} | (json.loads(str(arrays["meta"])) if "meta" in arrays else {})
         truth = (arrays["eval_x"], arrays["eval_y"]) if "eval_x" in arrays else None
     elif path.suffix == ".csv":
         x, y, ends, roles, frame = _read_csv(path, period, columns or {})

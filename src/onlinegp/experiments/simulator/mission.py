@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from ... import metrics, portable
-from ...base import OnlineGP, model_record
+from ...base import FIRST_BATCH, OnlineGP, model_record
 from ...io import atomic_write, write_csv
 from ...maps import write_geotiff
 from ...models.poam import POAM
@@ -290,7 +290,7 @@ class MissionConfig:
     def model_kwargs(self) -> dict:
         opts = {k: getattr(self, k) for k in ("num_inducing", "num_steps", "kernel") if getattr(self, k) is not None}
         xmin, xmax, ymin, ymax = self.resolved_extent()
-        box = {"x_bounds": [[xmin, ymin], [xmax, ymax]]} if self.input_scaling == "task" else {}
+        box = {"x_bounds": [[xmin, ymin], [xmax, ymax]] if self.input_scaling == "task" else FIRST_BATCH}
         cls = model_class(self.model)
         in_mission = MISSION_MODEL_OPTIONS if cls is not None and issubclass(cls, POAM) else {}
         return {**in_mission, **opts, **self.model_options, **box, "seed": int(self.seed)}
@@ -546,7 +546,7 @@ class Mission:
                 "model": self.config.model,
                 "seed": int(self.config.seed),
                 "model_options": {k: v for k, v in self.config.model_kwargs().items() if k not in ("x_bounds", "seed")},
-                **({"x_bounds": [[xmin, ymin], [xmax, ymax]]} if self.config.input_scaling == "task" else {}),
+                "x_bounds": [[xmin, ymin], [xmax, ymax]] if self.config.input_scaling == "task" else FIRST_BATCH,
                 "env": self.config.env,
                 "profile": self.config.profile,
             },
