@@ -261,7 +261,7 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         x_bounds: (2, D) corners of the input domain for scaling (they also fix D); None (default): fitted on the
             first batch and widened as later batches reach beyond it, where the model can re-express its state
             (:meth:`_follow`; the others refuse a batch far outside); ``'first-batch'``: fitted on the first batch
-            and frozen (what the POAM paper's code does, and onlinegp before 0.8.0).
+            and frozen (what the POAM paper's code does).
         y_stats: optional (mean, std) of the targets; else fitted on the first batch.
         noise: initial noise variance in scaled target units (default 0.1).
         seed: seed of the model's own random generator and of its initial weights: the same ``seed`` on the same
@@ -472,17 +472,18 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         return info, warnings, checks
 
     def _widen_scaling(self, x: Tensor) -> None:
-        """A batch beyond the range the scaling was fitted on, with ``x_bounds`` None (a vehicle's stream starts
-        small: that is the normal case): the scaling widens to cover it where the model can re-express its state in
-        the wider units (:meth:`_follow`); any other model refuses inputs beyond ``health.INPUT_RANGE`` half-ranges,
-        saying what to do."""
-        reach = self.scaler.x(x).abs().amax(0)
-        if float(reach.max()) <= 1.0:
+        """A batch whose bulk lies beyond the range the scaling was fitted on, with ``x_bounds`` None (a vehicle's
+        stream starts small: that is the normal case; :func:`onlinegp.health.beyond`): the scaling widens to cover
+        it where the model can re-express its state in the wider units (:meth:`_follow`); any other model refuses
+        a batch whose bulk lies beyond ``health.INPUT_RANGE`` half-ranges, saying what to do."""
+        xs = self.scaler.x(x)
+        if not health.beyond(xs, health.WIDEN_AT):
             return
         bounds, scale, shift = self.scaler.covering(x)
         if self._follow(scale, shift):
             self.scaler.set_x_bounds(bounds)
-        elif float(reach.max()) > health.INPUT_RANGE:
+        elif health.beyond(xs, health.INPUT_RANGE):
+            reach = xs.abs().amax(0)
             raise ValueError(health.beyond_range(type(self).__name__, int(reach.argmax()), float(reach.max())))
 
     def _follow(self, scale: Tensor, shift: Tensor) -> bool:

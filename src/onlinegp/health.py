@@ -10,8 +10,8 @@ Three symptoms, each cheap next to the update itself:
 * **inputs outside a frozen range**: explicit ``x_bounds`` (or ``'first-batch'``) are frozen, so a stream whose
   inputs reach far beyond them is modelled in a space the defaults were not set for. Reported when a batch has a
   scaled input beyond ``±INPUT_RANGE`` (the frozen range is ±1). With ``x_bounds`` None the range fitted on the
-  first batch widens with the data in models that can follow it; the others refuse such a batch
-  (:func:`beyond_range`).
+  first batch widens when the bulk of a batch lies beyond ``WIDEN_AT`` half-ranges (:func:`beyond`), in models that
+  can follow it; the others refuse a batch whose bulk lies beyond ``INPUT_RANGE`` (:func:`beyond_range`).
 * **overconfident predictions**: before absorbing a batch, the model's predictive distribution at the batch's
   inputs is a held-out test. Its mean squared standardised residual ``mean((y − μ)² / σ²_y)`` is about 1 for a
   calibrated model (less once the model has seen nearby data); above ``MAX_Z2`` the predictive variance has
@@ -51,6 +51,8 @@ from .linalg import WARN_JITTER, JitterLog
 log = logging.getLogger("onlinegp")
 
 INPUT_RANGE = 10.0
+#: a batch most of whose rows lie beyond this many half-ranges of a scaling fitted on the first batch widens it
+WIDEN_AT = 1.2
 MAX_Z2 = 100.0
 MIN_BATCH = 10
 MAX_ERROR_BEFORE = 100.0
@@ -95,6 +97,13 @@ def input_range(xs: Tensor) -> tuple[list[str], dict[str, float]]:
             "stream's range, or x_bounds=None to widen it with the data"
         )
     return warnings, {"max_scaled_input": value}
+
+
+def beyond(xs: Tensor, limit: float) -> bool:
+    """Whether the bulk of a batch (more than half its rows) has a scaled input beyond ``±limit``: a vehicle that
+    left the range so far, not a table's outliers (a shuffled stream's heavy-tailed columns reach far beyond a first
+    batch's range in a few rows only)."""
+    return bool((xs.abs().amax(1) > limit).double().mean() > 0.5)
 
 
 def beyond_range(model: str, column: int, reach: float) -> str:

@@ -24,11 +24,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .. import health
 from ..base import KernelGP, PhaseTimer, preset
 from ..buffer import GrowingBuffer
 from ..inducing import SelectionContext, Selector, make_selector
 from ..kernels import CrossCovariance, diagonal, follow_inputs
-from ..linalg import cholesky, trisolve
+from ..linalg import CholeskyError, cholesky, trisolve
 from ..objectives import log_prior, svgp_elbo_cov
 from ..posterior import KUU_JITTER, InducingPosterior, Predictor, VariationalQ, kuu, sketch_root
 from ..projected import ProjectedTerms, batch_terms, kernel_theta
@@ -185,9 +186,7 @@ class POAM(Trained, KernelGP):
         self.data.X = self.data.X * scale + shift
         Z = self.Z * scale + shift
         Z = self.selector(self.kernel, Z, Z[:0], generator=self.generator, context=self._selection_context(0))
-        X_all, y_all = self.data.data
-        weight = 1.0 / self.noise if self.noise_weighted else 1.0
-        self._set_terms(Z, *batch_terms(self.kernel, Z, X_all, y_all, weight))
+        self._set_terms(Z, *self._terms_from_data(Z))
         self.q = self.projected.posterior(self.kernel, self.noise, self.jitter).q()
         self.predictor = Predictor.from_q(self.kernel, self.q, self.jitter)
         return True
@@ -202,8 +201,22 @@ class POAM(Trained, KernelGP):
         self._set_terms(Z_new, *self._terms_at(Z_new, xs, ys))
         if self.variational == "gradient" and self.q is not None:
             self.q = self._carry_q()
-        else:
+            return
+        try:
             self.q = self.projected.posterior(self.kernel, self.noise, self.jitter).q()
+        except CholeskyError:  # projected across a large change of θ, the terms lost positive definiteness
+            if self.terms == "all":
+                raise
+            health.log.warning("%s: projected terms not positive definite; formed again from all data", self)
+            self._set_terms(Z_new, *self._terms_from_data(Z_new))
+            self.q = self.projected.posterior(self.kernel, self.noise, self.jitter).q()
+
+    @torch.no_grad()
+    def _terms_from_data(self, Z: Tensor) -> tuple[Tensor, Tensor]:
+        """(a, B) at ``Z`` from all data seen (kept for the M-step), under the current θ (and σ², with OVC's
+        ``noise_weighted``)."""
+        weight = 1.0 / self.noise if self.noise_weighted else 1.0
+        return batch_terms(self.kernel, Z, *self.data.data, weight)
 
     @torch.no_grad()
     def _terms_at(self, Z_new: Tensor, xs: Tensor, ys: Tensor) -> tuple[Tensor, Tensor]:
