@@ -27,7 +27,8 @@ def test_pilot_sample_counts_of_both_profiles():
 def test_profiles_resolve_into_the_config_and_explicit_values_win():
     c = MissionConfig(profile="reference-code", sensing_rate=5.0)
     assert (c.sensing_rate, c.max_turn_rate, c.interpolation, c.input_scaling) == (5.0, math.inf, "nearest", "pilot")
-    assert "x_bounds" not in c.resolved().model_kwargs() and "x_bounds" in MissionConfig().resolved().model_kwargs()
+    assert c.resolved().model_kwargs()["x_bounds"] == "first-batch"  # fitted on the pilot survey, frozen
+    assert MissionConfig().resolved().model_kwargs()["x_bounds"] == [[-30.0, -30.0], [30.0, 30.0]]
     assert MissionConfig().resolved().to_dict()["sensing_rate"] == PROFILES["paper"]["sensing_rate"] == 3.0
     with pytest.raises(ValueError, match="profile"):
         MissionConfig(profile="fast")
