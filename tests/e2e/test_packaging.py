@@ -19,7 +19,7 @@ SRC = Path(onlinegp.__file__).parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 #: what neither ``import onlinegp`` nor any library module may load: the command's, the plots', the optional extras'
-APPLICATION_MODULES = ("matplotlib", "typer", "rich", "tqdm", "ray", "botorch")
+APPLICATION_MODULES = ("matplotlib", "typer", "rich", "tqdm", "ray", "botorch", "pymavlink", "rosbags")
 #: the experiments (and ``__main__``, which starts their command, and the adapters to optional extras): every other
 #: module of src/onlinegp is the library
 EXPERIMENTS = ("experiments", "__main__", "botorch", "sklearn")
