@@ -41,6 +41,10 @@ def depth(en: np.ndarray) -> np.ndarray:
     return 6 + 2 * np.sin(en[:, 0] / 15) + 1.5 * np.cos(en[:, 1] / 12)
 
 
+#: what the sounder logs: the depth under the boat with 5 cm of noise
+SOUNDINGS = depth(boat(VALUE_TIMES)) + np.random.default_rng(0).normal(0.0, 0.05, len(VALUE_TIMES))
+
+
 # ------------------------------------------------------------------------------------------------ DataFlash writer
 #: ArduPilot's own message layouts (libraries/AP_Logger, Rover's DPTH), in pymavlink's format characters
 GPS_LAYOUT = ("GPS", "QBBIHBcLLeffffB", "TimeUS,I,Status,GMS,GWk,NSats,HDop,Lat,Lng,Alt,Spd,GCrs,VZ,Yaw,U")
@@ -68,9 +72,7 @@ def write_dataflash(path: Path, gps: list[tuple], dpth: list[tuple]) -> Path:
 
     head = [fmt_of(f) for f in (fmt, *layouts.values())]
     body = [
-        message(
-            layouts["GPS"], t, i, status, 1000, 2300, 12, 80, round(lat * 1e7), round(lng * 1e7), 20, 2, 0, 0, 0, 1
-        )
+        message(layouts["GPS"], t, i, status, 1000, 2300, 12, 80, round(lat * 1e7), round(lng * 1e7), 20, 2, 0, 0, 0, 1)
         for t, i, status, lat, lng in gps
     ]
     body += [message(layouts["DPTH"], t, 0, 0, 0, d, 15.0) for t, d in dpth]
@@ -88,7 +90,7 @@ def boat_dataflash(path: Path, no_fix_until: float = 0.0, second_gps: bool = Fal
     ]
     if second_gps:
         gps += [(us + 50_000, 1, 3, lat, lng) for us, _, _, lat, lng in gps]
-    dpth = [(BOOT_US + round(t * 1e6), d) for t, d in zip(VALUE_TIMES, depth(boat(VALUE_TIMES)))]
+    dpth = [(BOOT_US + round(t * 1e6), d) for t, d in zip(VALUE_TIMES, SOUNDINGS)]
     return write_dataflash(path, gps, dpth)
 
 
@@ -105,7 +107,7 @@ def test_a_dataflash_log_reads_back_as_written(tmp_path):
     # every value (0.1 s to 189.1 s) lies midway between two fixes (0 s to 189.8 s, 5 Hz)
     assert len(track.value) == len(VALUE_TIMES) and track.geographic
     np.testing.assert_allclose(track.time, (BOOT_US + np.round(VALUE_TIMES * 1e6)) * 1e-6, rtol=0, atol=1e-9)
-    np.testing.assert_array_equal(track.value, depth(boat(VALUE_TIMES)).astype(np.float32))  # the 'f' field
+    np.testing.assert_array_equal(track.value, SOUNDINGS.astype(np.float32))  # the 'f' field
     # pymavlink gives Lat/Lng in degrees (the 'L' field's 1e-7 applied): interpolated between the fixes written
     written = lonlat(boat(FIX_TIMES))
     expected = np.column_stack([np.interp(VALUE_TIMES, FIX_TIMES, written[:, k]) for k in range(2)])
@@ -223,7 +225,7 @@ def write_bag(path: Path, kind: str, odometry: bool = False, values: np.ndarray 
     from rosbags.typesys import Stores, get_typestore
 
     store = get_typestore(Stores.ROS1_NOETIC if kind == "ros1" else Stores.ROS2_HUMBLE)
-    values = depth(boat(VALUE_TIMES)) if values is None else values
+    values = SOUNDINGS if values is None else values
     messages = []  # (receive time, topic, message type, message)
     for t, (e, n), (lon, lat) in zip(FIX_TIMES, boat(FIX_TIMES), lonlat(boat(FIX_TIMES))):
         if odometry:
@@ -262,7 +264,7 @@ def test_a_bag_reads_back_as_written(tmp_path, kind):
     track = vehicle_logs.read_log(bag, value_topic="/depth", position_topic="/fix")
     assert len(track.value) == len(VALUE_TIMES) and track.geographic
     np.testing.assert_allclose(track.time, STAMP0 + VALUE_TIMES, rtol=0, atol=1e-6)  # the Range's header stamps
-    np.testing.assert_array_equal(track.value, depth(boat(VALUE_TIMES)).astype(np.float32))  # Range.range: float32
+    np.testing.assert_array_equal(track.value, SOUNDINGS.astype(np.float32))  # Range.range: float32
     # positions by the fixes' header stamps, not their receive times (0.3 s, 0.6 m later)
     error = np.linalg.norm(metres(track.position) - boat(VALUE_TIMES), axis=1)
     assert np.median(error) < 0.01, np.median(error)
@@ -279,7 +281,7 @@ def test_a_bag_with_odometry_and_unstamped_values(tmp_path):
     track = vehicle_logs.read_log(bag, value_topic="/depth", position_topic="/odom")
     assert not track.geographic and track.position_names == ("/odom x", "/odom y")
     np.testing.assert_allclose(track.time, STAMP0 + VALUE_TIMES, rtol=0, atol=1e-6)  # Float64: its receive time
-    np.testing.assert_array_equal(track.value, depth(boat(VALUE_TIMES)))  # float64 as written
+    np.testing.assert_array_equal(track.value, SOUNDINGS)  # float64 as written
     written = boat(FIX_TIMES)
     expected = np.column_stack([np.interp(VALUE_TIMES, FIX_TIMES, written[:, k]) for k in range(2)])
     np.testing.assert_allclose(track.position, expected, rtol=0, atol=1e-6)
