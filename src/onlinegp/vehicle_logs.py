@@ -159,7 +159,10 @@ def read_dataflash(path: str | Path, value: str, position: str = "GPS", max_gap:
     positions of the ``position`` message's ``Lat``/``Lng`` (see the module docstring)."""
     mavutil = _need("pymavlink.mavutil", "DataFlash logs")
     path = Path(path)
-    reader = mavutil.mavlink_connection(str(path))
+    try:
+        reader = mavutil.mavlink_connection(str(path))
+    except Exception as err:  # whatever pymavlink raises for a file it cannot parse (an empty one: mmap's ValueError)
+        raise ValueError(f"cannot read {path.name} as a DataFlash log ({type(err).__name__}: {err})") from err
     try:
         formats = {f.name: f for t, f in reader.formats.items() if reader.counts[t]}
         vmsg, vinst, field = _spec(value, formats, path, "--value", need_field=True)
@@ -192,7 +195,8 @@ def _spec(text: str, formats: dict, path: Path, flag: str, need_field: bool) -> 
         raise ValueError(f"{flag} {text!r}: expected {shape}")
     if found["msg"] not in formats:
         held = ", ".join(f"{n} ({', '.join(f.columns)})" for n, f in sorted(formats.items()) if n != "FMT")
-        raise ValueError(f"{path.name} holds no {found['msg']} message ({flag}); it holds {held or 'none'}")
+        held = held or "no message at all: is it a DataFlash log?"
+        raise ValueError(f"{path.name} holds no {found['msg']} message ({flag}); it holds {held}")
     return found["msg"], None if found["inst"] is None else int(found["inst"]), found["field"]
 
 
@@ -245,25 +249,18 @@ def read_bag(path: str | Path, value_topic: str, position_topic: str, max_gap: f
             types = {c.topic: c.msgtype for c in reader.connections}
             position_type = _topic(types, position_topic, POSITION_TYPES, "--position-topic", path)
             value_type = _topic(types, value_topic, VALUE_TYPES, "--value-topic", path)
-            positions, values = _bag_rows(reader, position_topic, value_topic)
+            read, geographic = POSITION_TYPES[position_type]
+            field = VALUE_TYPES[value_type]
+            position_rows = _bag_rows(reader, position_topic, read)
+            value_rows = _bag_rows(reader, value_topic, lambda m: (getattr(m, field),))
     except highlevel.AnyReaderError as err:
         raise ValueError(f"cannot read the bag {str(path)!r}: {err}") from err
-    read, geographic = POSITION_TYPES[position_type]
-    field = VALUE_TYPES[value_type]
-    t_pos = np.array([t for t, _ in positions], dtype=np.float64)
-    xy = np.array([read(m) for _, m in positions], dtype=np.float64).reshape(len(positions), 2)
-    t_val = np.array([t for t, _ in values], dtype=np.float64)
-    y = np.array([getattr(m, field) for _, m in values], dtype=np.float64)
-    ok = np.isfinite(xy).all(1)
-    names = (
-        (f"{position_topic} longitude", f"{position_topic} latitude")
-        if geographic
-        else (
-            f"{position_topic} x",
-            f"{position_topic} y",
-        )
-    )
-    track = _match(t_pos[ok], xy[ok], t_val, y, names, f"{value_topic} {field}", geographic, max_gap, path)
+    ok = np.isfinite(position_rows).all(1)
+    t_pos, xy = position_rows[ok, 0], position_rows[ok, 1:]
+    axes = ("longitude", "latitude") if geographic else ("x", "y")
+    names = (f"{position_topic} {axes[0]}", f"{position_topic} {axes[1]}")
+    y_name = f"{value_topic} {field}"
+    track = _match(t_pos, xy, value_rows[:, 0], value_rows[:, 1], names, y_name, geographic, max_gap, path)
     track.clock = "header stamps, else receive times (s)"
     return track
 
@@ -280,21 +277,18 @@ def _topic(types: dict[str, str], topic: str, known: dict, flag: str, path: Path
     return types[topic]
 
 
-def _bag_rows(reader, position_topic: str, value_topic: str) -> tuple[list, list]:
-    """(time s, message) of each message on the two topics, in the bag's order."""
-    wanted = [c for c in reader.connections if c.topic in (position_topic, value_topic)]
-    positions, values = [], []
-    for connection, received, raw in reader.messages(connections=wanted):
+def _bag_rows(reader, topic: str, read) -> np.ndarray:
+    """(time s, *``read(message)``) of each message on ``topic``, in the bag's order."""
+    rows = []
+    for connection, received, raw in reader.messages(connections=[c for c in reader.connections if c.topic == topic]):
         message = reader.deserialize(raw, connection.msgtype)
         stamp = getattr(getattr(message, "header", None), "stamp", None)
         if stamp is not None and (stamp.sec or stamp.nanosec):
             time = stamp.sec + stamp.nanosec * 1e-9
         else:
             time = received * 1e-9
-        (positions if connection.topic == position_topic else values).append((time, message))
-        if position_topic == value_topic:
-            values.append((time, message))
-    return positions, values
+        rows.append((time, *read(message)))
+    return np.array(rows, dtype=np.float64).reshape(len(rows), -1)
 
 
 def _fix(message) -> tuple[float, float]:

@@ -154,6 +154,12 @@ def test_dataflash_errors_name_what_the_log_holds(tmp_path):
         vehicle_logs.read_log(log, value="DPTH.Depth", position="GPS[3]")
     with pytest.raises(ValueError, match="DataFlash log: name its value as --value MSG.Field"):
         vehicle_logs.read_log(log, value_topic="/depth", position_topic="/fix")
+    (tmp_path / "empty.bin").write_bytes(b"")
+    with pytest.raises(ValueError, match="cannot read empty.bin as a DataFlash log"):
+        vehicle_logs.read_log(tmp_path / "empty.bin", value="DPTH.Depth")
+    (tmp_path / "text.bin").write_bytes(b"not a log\n" * 100)
+    with pytest.raises(ValueError, match="holds no DPTH message .* no message at all: is it a DataFlash log"):
+        vehicle_logs.read_log(tmp_path / "text.bin", value="DPTH.Depth")
     late = write_dataflash(tmp_path / "late.bin", [(9_000_000, 0, 3, LAT0, LON0)], [(1_000_000, 5.0)])
     with pytest.raises(ValueError, match=r"no position \(GPS.Lng GPS.Lat: 1, the first at 9.000 s\) before the last"):
         vehicle_logs.read_log(late, value="DPTH.Depth")
