@@ -313,7 +313,7 @@ def interpolate(
     return at, ok
 
 
-def _match(t_pos, position, t_val, value, position_names, value_name, geographic, max_gap, path) -> Track:  # noqa: PLR0913 - one track's parts
+def _match(t_pos, position, t_val, value, position_names, value_name, geographic, max_gap, path) -> Track:
     """The track of ``value`` at ``position`` interpolated to its times (:func:`interpolate`)."""
     if not len(t_pos) or not len(t_val) or t_pos.min() > t_val.max():
         first = f"the first at {t_pos.min():.3f} s" if len(t_pos) else "none"
