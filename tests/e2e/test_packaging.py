@@ -133,7 +133,8 @@ IMPORT_PROBE = textwrap.dedent(
 
 
 def test_import_onlinegp_loads_no_application_dependency():
-    """`import onlinegp` and every library module import without matplotlib, typer, rich, tqdm, ray or botorch, and
+    """`import onlinegp` and every library module import without matplotlib, typer, rich, tqdm, ray, botorch,
+    pymavlink or rosbags (onlinegp.vehicle_logs imports the last two when it reads a log), and
     none of them asks for one (torch itself tries tqdm, for torch.hub's progress bars: that is not ours); nor do they
     load any module of onlinegp.experiments."""
     modules = library_modules()

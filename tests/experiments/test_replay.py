@@ -265,5 +265,9 @@ def test_a_vehicle_logs_options_are_not_a_csvs(tmp_path):
     csv.write_text("t,x,y,v\n0,1,2,3\n1,2,3,4\n")
     with pytest.raises(ValueError, match="--value: a vehicle log's"):
         load_survey(csv, period=10, holdout=0.5, columns={"time": "t", "value": "DPTH.Depth"})
+    with pytest.raises(
+        ValueError, match="no column option valu: a CSV's are target, inputs, .*; a vehicle log's value"
+    ):
+        load_survey(log, period=10, holdout=0.1, columns={"valu": "DPTH.Depth"})
     result = CliRunner().invoke(app, ["replay", str(log), "--period", "10", "--holdout", "0.1", "--value", "DPTH.Deep"])
     assert result.exit_code != 0 and "DPTH has no field Deep" in result.output

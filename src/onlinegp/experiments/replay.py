@@ -176,6 +176,13 @@ def _read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
 
 def _table(path: Path, kind: str | None, columns: dict) -> Table:
     """The table of a CSV (``kind`` None) or of a vehicle log of that kind; an option of the other is an error."""
+    defaults = inspect.signature(read_table).parameters
+    unknown = sorted(k for k in columns if k == "path" or (k not in LOG_COLUMNS and k not in defaults))
+    if unknown:
+        raise ValueError(
+            f"no column option {', '.join(unknown)}: a CSV's are {', '.join(list(defaults)[1:])}; a vehicle log's "
+            f"{', '.join(LOG_COLUMNS)}"
+        )
     log = {k: v for k, v in columns.items() if k in LOG_COLUMNS and v is not None}
     csv = {k: v for k, v in columns.items() if k not in LOG_COLUMNS}
     if kind is None:
@@ -185,7 +192,6 @@ def _table(path: Path, kind: str | None, columns: dict) -> Table:
                 f"{flags}: a vehicle log's (.bin, .bag, ROS 2 bag); {path.name} is a CSV: name its columns"
             )
         return read_table(path, **csv)
-    defaults = inspect.signature(read_table).parameters
     given = [k for k, v in csv.items() if k != "dropna" and v != defaults[k].default]
     if given:
         flags = ", ".join("--" + k.replace("_", "-") for k in given)
