@@ -40,6 +40,8 @@ class Table:
     dropped: list[int] | None = None
     #: longitude/latitude inputs: the frame they were projected to (:meth:`onlinegp.geo.LocalFrame.to_dict`)
     frame: dict | None = None
+    #: how the rows were made, when not read as they are (a vehicle log's values matched to its positions)
+    source: str | None = None
 
     def roles(self) -> str:
         """One line naming the columns of each role, e.g. ``inputs x, y; target value; time: time``."""
@@ -50,6 +52,8 @@ class Table:
             text += f"; {self.key_role} column {self.key_name}"
         if self.dropped:
             text += f"; dropped {len(self.dropped)} row(s) with missing values"
+        if self.source is not None:
+            text += f"; {self.source}"
         return text
 
 
@@ -153,8 +157,8 @@ def read_table(  # noqa: PLR0912, PLR0915 - one check per column rule, each with
         raise ValueError(f"{path.name}: no rows left after dropping those with missing values")
     x, frame = values[:, input_cols], None
     if lonlat is not None:
-        x, frame = _to_metres(x * coord_scale, f"{path.name}, --lonlat {names[input_cols[0]]},{names[input_cols[1]]}")
-    if clock is not None and not _iso(data[0][clock]):
+        x, frame = to_metres(x * coord_scale, f"{path.name}, --lonlat {names[input_cols[0]]},{names[input_cols[1]]}")
+    if clock is not None and not _iso(next((r[clock] for r in data if r[clock].lower() not in MISSING), "")):
         values[:, clock] *= TIME_UNITS[time_unit]
     return Table(
         x=x,
@@ -178,7 +182,7 @@ def _check_units(time_unit: str, lonlat: list | None, inputs: list | None, coord
         raise ValueError(f"--coord-scale must be positive, got {coord_scale}")
 
 
-def _to_metres(lonlat: np.ndarray, where: str) -> tuple[np.ndarray, dict]:
+def to_metres(lonlat: np.ndarray, where: str) -> tuple[np.ndarray, dict]:
     """Longitudes and latitudes (N, 2) in degrees as metres in the local frame of the first row, and that frame."""
     from .geo import LocalFrame
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.py"))
-NEEDS = {"botorch_loop.py": "botorch"}  # scripts that need an optional extra
+NEEDS = {"botorch_loop.py": "botorch", "vehicle_log.py": "rosbags"}  # scripts that need an optional extra
 
 
 def test_there_are_examples():

@@ -198,3 +198,76 @@ def test_a_vehicle_log_in_degrees_with_a_millisecond_clock(tmp_path, recwarn):
             origin = survey.meta["frame"]["origin"]
             assert west == pytest.approx(origin[0] + survey.x[:, 0].min()) and east - west >= 79
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]  # no raw NumPy warnings
+
+
+def vehicle_log(tmp_path: Path, kind: str) -> tuple[Path, list[str], dict]:
+    """The boat's log of tests/library/test_vehicle_logs.py in format ``kind``, its options and load_survey's columns."""
+    from tests.library.test_vehicle_logs import BAGS, boat_dataflash, write_bag
+
+    pytest.importorskip("pymavlink" if kind == "dataflash" else "rosbags")
+    pytest.importorskip("pyproj")
+    if kind == "dataflash":
+        return boat_dataflash(tmp_path / "boat.bin"), ["--value", "DPTH.Depth"], {"value": "DPTH.Depth"}
+    topics = {"value_topic": "/depth", "position_topic": "/fix"}
+    return write_bag(tmp_path / BAGS[kind], kind), ["--value-topic", "/depth", "--position-topic", "/fix"], topics
+
+
+@pytest.mark.parametrize("kind", ["dataflash", "ros2", "mcap", "ros1"])
+def test_a_vehicles_own_log_replays_as_its_lonlat_csv(tmp_path, kind):
+    """issue 53: a DataFlash .bin, a ROS 2 bag (sqlite3, MCAP) or a ROS 1 bag replays as the CSV of its track with
+    --lonlat and --time would: the same metres, batches and frame."""
+    from onlinegp import vehicle_logs
+
+    log, how, columns = vehicle_log(tmp_path, kind)
+    survey = load_survey(log, period=10, holdout=0.1, columns=columns)
+    track = vehicle_logs.read_log(log, **columns)
+    csv = tmp_path / "track.csv"
+    np.savetxt(
+        csv,
+        np.column_stack([track.time, track.position, track.value]),
+        delimiter=",",
+        fmt="%.10f",
+        header="t,lon,lat,value",
+        comments="",
+    )
+    as_csv = load_survey(
+        csv, period=10, holdout=0.1, columns={"time": "t", "lonlat": ["lon", "lat"], "target": "value"}
+    )
+    np.testing.assert_allclose(survey.x, as_csv.x, atol=1e-3)  # metres (the CSV rounds degrees to 1e-10)
+    np.testing.assert_allclose(survey.y, as_csv.y, atol=1e-9)
+    np.testing.assert_array_equal(survey.batch_end, as_csv.batch_end)
+    assert survey.meta["frame"] == as_csv.meta["frame"] and survey.meta["frame"]["crs"] == "EPSG:32610"
+    assert len(survey.batch_end) == 19  # 190 s in 10 s batches
+    np.testing.assert_allclose(np.ptp(np.vstack([survey.x, survey.eval_x]), axis=0), [80, 60], atol=1.5)
+    geotiff = ["--geotiff"] if importlib.util.find_spec("rasterio") else []
+    command = ["replay", str(log), *how, "--period", "10", "--holdout", "0.1", "--model", "osgpr"]
+    command += ["-o", "num_inducing=20", "-o", "num_steps=10", *geotiff, "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    assert "metres east, north" in result.output and "interpolated in time" in result.output
+    assert "absurd" not in result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["osgpr"]
+    assert summary["final_smse"] < 0.3, summary
+    record = json.loads((tmp_path / "out" / "osgpr" / "config.json").read_text())
+    assert record["frame"] == survey.meta["frame"]
+    if geotiff:
+        import rasterio
+
+        with rasterio.open(tmp_path / "out" / "osgpr" / "map.tif") as src:
+            assert src.crs.to_epsg() == 32610 and src.count == 2
+
+
+def test_a_vehicle_logs_options_are_not_a_csvs(tmp_path):
+    log, how, columns = vehicle_log(tmp_path, "dataflash")
+    with pytest.raises(ValueError, match="--lonlat, --coord-scale: a CSV's columns; boat.bin is a vehicle log"):
+        load_survey(log, period=10, holdout=0.1, columns={**columns, "lonlat": ["a", "b"], "coord_scale": 1e-7})
+    csv = tmp_path / "b.csv"
+    csv.write_text("t,x,y,v\n0,1,2,3\n1,2,3,4\n")
+    with pytest.raises(ValueError, match="--value: a vehicle log's"):
+        load_survey(csv, period=10, holdout=0.5, columns={"time": "t", "value": "DPTH.Depth"})
+    with pytest.raises(
+        ValueError, match="no column option valu: a CSV's are target, inputs, .*; a vehicle log's value"
+    ):
+        load_survey(log, period=10, holdout=0.1, columns={"valu": "DPTH.Depth"})
+    result = CliRunner().invoke(app, ["replay", str(log), "--period", "10", "--holdout", "0.1", "--value", "DPTH.Deep"])
+    assert result.exit_code != 0 and "DPTH has no field Deep" in result.output

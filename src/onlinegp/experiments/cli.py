@@ -456,7 +456,13 @@ INPUTS_HELP = "comma-separated CSV input columns, names or 0-based indices (defa
 
 
 #: ``replay``'s options for a vehicle's log: how its CSV says time and position (taken by
-#: :func:`~onlinegp.tables.read_table` by the same names), and the map it gives back
+#: :func:`~onlinegp.tables.read_table` by the same names), which of a DataFlash log's messages or a bag's topics are
+#: the value and the position (:func:`~onlinegp.vehicle_logs.read_log`'s names), and the map it gives back
+X_BOUNDS_HELP = (
+    "the models' input box as XMIN,XMAX,YMIN,YMAX,... (default: a CSV's or vehicle log's whole range, an .npz's "
+    "recorded one), first-batch to fit it on the first batch and freeze it, or widen to fit it on the first batch and "
+    "widen it as the vehicle's samples leave it (the models that cannot refuse a batch far outside)"
+)
 FIELD_LOG: Options = {
     "geotiff": (
         bool,
@@ -490,6 +496,39 @@ FIELD_LOG: Options = {
             help="with --lonlat: degrees per unit of those columns (1e-7 for ArduPilot's integers)",
         ),
     ),
+    "value": (
+        str,
+        typer.Option(
+            None, "--value", help="DataFlash .bin: the value mapped, MSG.Field (DPTH.Depth, RFND.Dist, RFND[0].Dist)"
+        ),
+    ),
+    "position": (
+        str,
+        typer.Option(
+            None,
+            "--position",
+            help="DataFlash .bin: the message whose Lat/Lng are the positions (default GPS; POS, GPS[1], ...); "
+            "interpolated in time to each value's TimeUS",
+        ),
+    ),
+    "value_topic": (
+        str,
+        typer.Option(
+            None,
+            "--value-topic",
+            help="ROS bag: the topic of the value mapped (sensor_msgs/Range, Temperature, FluidPressure, "
+            "std_msgs/Float32, Float64)",
+        ),
+    ),
+    "position_topic": (
+        str,
+        typer.Option(
+            None,
+            "--position-topic",
+            help="ROS bag: the topic of the positions (sensor_msgs/NavSatFix, projected to UTM metres; nav_msgs/Odometry "
+            "or geometry_msgs/PoseStamped, metres in its frame), interpolated in time to each value",
+        ),
+    ),
 }
 
 
@@ -499,7 +538,8 @@ def replay_command(
     log: str = typer.Argument(
         ...,
         help="survey log: .npz (x, y, batch_end, eval_x, eval_y; a mission's survey.npz, "
-        "or a stream recorded by the POAM paper's code) or .csv (inputs, y, batch or time)",
+        "or a stream recorded by the POAM paper's code), .csv (inputs, y, batch or time), or a vehicle's log: "
+        "ArduPilot DataFlash .bin (--value), ROS 1 .bag or ROS 2 bag directory, .db3 or .mcap (--value-topic)",
     ),
     model: list[str] = typer.Option(
         None, "--model", help="registered model, repeatable (default: the model the log recorded, with its options)"
@@ -512,7 +552,7 @@ def replay_command(
     ),
     seed: int = typer.Option(None, "--seed", help="model seed (default: the log's, else 0)"),
     truth: str = typer.Option(None, "--truth", help=".npz with eval_x, eval_y to evaluate on (for CSV logs)"),
-    period: float = typer.Option(None, "--period", help="decision period in seconds (CSV logs with a time column)"),
+    period: float = typer.Option(None, "--period", help="decision period in seconds (timed CSV logs, vehicle logs)"),
     holdout: float = typer.Option(
         0.0, "--holdout", help="fraction of samples held out for evaluation when the log has no ground truth"
     ),
@@ -521,13 +561,7 @@ def replay_command(
     batch: str = typer.Option(None, "--batch", help="CSV column of each row's batch index (default: a 'batch' column)"),
     time: str = typer.Option(None, "--time", help="CSV column of times, with --period (default: 'time')"),
     dropna: bool = typer.Option(False, "--dropna", help="drop CSV rows with missing values (default: an error)"),
-    x_bounds: str = typer.Option(
-        None,
-        "--x-bounds",
-        help="the models' input box as XMIN,XMAX,YMIN,YMAX,... (default: a CSV's whole range, an .npz's recorded "
-        "one), first-batch to fit it on the first batch and freeze it, or widen to fit it on the first batch and "
-        "widen it as the vehicle's samples leave it (the models that cannot refuse a batch far outside)",
-    ),
+    x_bounds: str = typer.Option(None, "--x-bounds", help=X_BOUNDS_HELP),
     force: bool = typer.Option(False, "--force", help="replace an --out that holds another run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
     **field: Any,

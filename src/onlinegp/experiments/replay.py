@@ -5,8 +5,11 @@ A survey log holds sample locations ``x`` (N, D), measurements ``y`` (N,), the b
 truth ``eval_x``, ``eval_y``. It is a ``.npz`` (the format of a mission's ``survey.npz`` and of the streams the POAM
 paper's implementation recorded; recorded ``smse``, ``msll`` and ``update_s`` per update are read when present) or a
 CSV read by :func:`onlinegp.tables.read_table` (header optional; input columns, a target and either a ``batch``
-column, the batch index of each row, or a ``time`` column in seconds cut into batches of ``period`` seconds). A CSV has no ground truth of its own: pass one
-(``eval_path``, an ``.npz`` with ``eval_x`` and ``eval_y``) or hold out a random fraction of the samples.
+column, the batch index of each row, or a ``time`` column in seconds cut into batches of ``period`` seconds), or a
+vehicle's own log, read by :mod:`onlinegp.vehicle_logs` (an ArduPilot DataFlash ``.bin``, a ROS 1 ``.bag``, a ROS 2
+bag: its values at its positions, in metres, cut into batches of ``period`` seconds as a CSV with ``--lonlat`` and
+``--time``). A CSV or a vehicle log has no ground truth of its own: pass one (``eval_path``, an ``.npz`` with
+``eval_x`` and ``eval_y``) or hold out a random fraction of the samples.
 
 Each model sees identical data; after every update it is evaluated on the same points (SMSE, MSLL against
 N(mean, std) of all samples so far, RMSE, NLPD, MAE) and timed, so models compare like for like.
@@ -14,6 +17,7 @@ N(mean, std) of all samples so far, RMSE, NLPD, MAE) and timed, so models compar
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 import warnings
@@ -25,15 +29,22 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import metrics, portable
+from .. import metrics, portable, vehicle_logs
 from ..base import FIRST_BATCH, OnlineGP, model_record
 from ..io import atomic_write, write_csv
 from ..maps import write_geotiff
 from ..models import make_model
-from ..tables import read_table
+from ..tables import Table, read_table
 from . import plots
 
 RECORDED = ("smse", "msll", "update_s")
+#: ``columns`` of a vehicle log (:func:`onlinegp.vehicle_logs.read_log`), each with its option; the others are a CSV's
+LOG_COLUMNS = {
+    "value": "--value",
+    "position": "--position",
+    "value_topic": "--value-topic",
+    "position_topic": "--position-topic",
+}
 
 
 @dataclass
@@ -95,17 +106,21 @@ def load_survey(
     seed: int = 0,
     columns: dict | None = None,
 ) -> Survey:
-    """Read a survey log (``.npz`` or ``.csv``, see the module docstring); ``columns`` (``target``, ``inputs``,
-    ``batch``, ``time``, ``dropna``) choose a CSV's roles, named in ``meta["roles"]``. A CSV's ``meta["x_bounds"]``
-    is its whole input box (the models' input scaling, as a log's range is known up front); an ``.npz`` keeps what
-    its recorder used (its ``x_bounds``, else the scaling fitted on the first batch and frozen)."""
+    """Read a survey log (``.npz``, ``.csv`` or a vehicle log, see the module docstring); ``columns`` (``target``,
+    ``inputs``, ``batch``, ``time``, ``dropna``, ...: :func:`onlinegp.tables.read_table`'s) choose a CSV's roles, and
+    ``value``, ``position``, ``value_topic``, ``position_topic`` (:func:`onlinegp.vehicle_logs.read_log`'s) a vehicle
+    log's; they are named in ``meta["roles"]``. A CSV's or vehicle log's ``meta["x_bounds"]`` is its whole input box
+    (the models' input scaling, as a log's range is known up front); an ``.npz`` keeps what its recorder used (its
+    ``x_bounds``, else the scaling fitted on the first batch and frozen)."""
     if not 0 <= holdout < 1:
         raise ValueError(f"--holdout is the fraction of samples held out, 0 <= h < 1; got {holdout}")
     if period is not None and not period > 0:
         raise ValueError(f"--period is the decision period in seconds and must be positive; got {period}")
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"no survey log at {str(path)!r}")
+    kind = vehicle_logs.log_kind(path)
+    if kind is None and not path.is_file():
+        hint = " (a ROS 2 bag's directory holds metadata.yaml: pass its .db3 or .mcap file)" if path.is_dir() else ""
+        raise ValueError(f"no survey log at {str(path)!r}{hint}")
     if path.suffix == ".npz":
         arrays = _read_npz(path, "survey log")
         missing = [k for k in ("x", "y", "batch_end") if k not in arrays]
@@ -117,14 +132,16 @@ def load_survey(
         recorded = {k: arrays[k].astype(np.float64) for k in RECORDED if k in arrays}
         meta = {"x_bounds": FIRST_BATCH} | (json.loads(str(arrays["meta"])) if "meta" in arrays else {})
         truth = (arrays["eval_x"], arrays["eval_y"]) if "eval_x" in arrays else None
-    elif path.suffix == ".csv":
-        x, y, ends, roles, frame = _read_csv(path, period, columns or {})
+    elif path.suffix == ".csv" or kind is not None:
+        x, y, ends, roles, frame = _read_csv(path, period, _table(path, kind, columns or {}))
         recorded, truth = {}, None
         meta = {"roles": roles, "x_bounds": [x.min(0).tolist(), x.max(0).tolist()]}
         if frame is not None:
             meta["frame"] = frame
     else:
-        raise ValueError(f"survey logs are .npz or .csv files, got {path.name!r}")
+        raise ValueError(
+            f"survey logs are .npz or .csv files or vehicle logs (.bin, .bag, a ROS 2 bag), got {path.name!r}"
+        )
     if eval_path is not None:
         arrays = _read_npz(Path(eval_path), "ground truth")
         if not {"eval_x", "eval_y"} <= set(arrays):
@@ -157,9 +174,36 @@ def _read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
         ) from err
 
 
-def _read_csv(path: Path, period: float | None, columns: dict) -> tuple:
-    """x, y, batch ends, the roles line and the longitude/latitude frame (or None) of a CSV log."""
-    table = read_table(path, **columns)
+def _table(path: Path, kind: str | None, columns: dict) -> Table:
+    """The table of a CSV (``kind`` None) or of a vehicle log of that kind; an option of the other is an error."""
+    defaults = inspect.signature(read_table).parameters
+    unknown = sorted(k for k in columns if k == "path" or (k not in LOG_COLUMNS and k not in defaults))
+    if unknown:
+        raise ValueError(
+            f"no column option {', '.join(unknown)}: a CSV's are {', '.join(list(defaults)[1:])}; a vehicle log's "
+            f"{', '.join(LOG_COLUMNS)}"
+        )
+    log = {k: v for k, v in columns.items() if k in LOG_COLUMNS and v is not None}
+    csv = {k: v for k, v in columns.items() if k not in LOG_COLUMNS}
+    if kind is None:
+        if log:
+            flags = ", ".join(LOG_COLUMNS[k] for k in log)
+            raise ValueError(
+                f"{flags}: a vehicle log's (.bin, .bag, ROS 2 bag); {path.name} is a CSV: name its columns"
+            )
+        return read_table(path, **csv)
+    given = [k for k, v in csv.items() if k != "dropna" and v != defaults[k].default]
+    if given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise ValueError(
+            f"{flags}: a CSV's columns; {path.name} is a vehicle log ({kind}): name its value and position with "
+            + ("--value MSG.Field and --position MSG" if kind == "dataflash" else "--value-topic and --position-topic")
+        )
+    return vehicle_logs.read_log(path, **log).table(csv.get("dropna", False), path.name)
+
+
+def _read_csv(path: Path, period: float | None, table: Table) -> tuple:
+    """x, y, batch ends, the roles line and the longitude/latitude frame (or None) of a CSV log's ``table``."""
     if table.key is None:
         raise ValueError(
             f"{path.name}: a replayed CSV needs a 'batch' column (batch of each row) or a 'time' column (seconds): "
