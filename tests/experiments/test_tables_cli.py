@@ -1,6 +1,8 @@
 """One CSV reader for ``stream`` and ``replay`` (issue 36): roles said before a run, an ambiguous target refused,
 missing values by line, range checks and option errors before any output, no run overwritten without ``--force``."""
 
+import json
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -63,6 +65,22 @@ def test_stream_reads_a_header_and_named_columns(survey, tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert "inputs x, y; target value" in result.output
+
+
+def test_stream_reads_longitude_latitude_and_records_the_frame(tmp_path):
+    """``stream --lonlat --coord-scale --time-unit``: degrees x 1e7 projected to metres, the frame in config.json."""
+    rng = np.random.default_rng(0)
+    lon, lat = 11.5 + rng.uniform(0, 1e-3, 80), 48.1 + rng.uniform(0, 1e-3, 80)
+    rows = np.column_stack([np.arange(80) * 100, np.round(lon * 1e7), np.round(lat * 1e7), np.sin(lon * 5e3)])
+    path = tmp_path / "log.csv"
+    np.savetxt(path, rows, delimiter=",", header="ms,Lng,Lat,depth", comments="", fmt=["%d", "%d", "%d", "%.6f"])
+    args = ("--lonlat", "Lng,Lat", "--coord-scale", "1e-7", "--time-unit", "ms", "--target", "depth")
+    result = invoke("stream", "--dataset", path, "--model", "osgpr", "--batches", 2, *args, "--out", tmp_path / "s")
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "s" / "config.json").read_text())
+    assert config["frame"]["crs"] == "EPSG:32632" and config["dataset_options"]["coord_scale"] == 1e-7
+    bundled = invoke("stream", "--dataset", "concrete", "--lonlat", "a,b")
+    assert bundled.exit_code == 2 and "for a CSV --dataset" in bundled.output
 
 
 @pytest.mark.parametrize(

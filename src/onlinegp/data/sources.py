@@ -180,7 +180,7 @@ def csv_file(path: str | Path, **columns: Any) -> Dataset:
         time=table.key if table.key_role == "time" else None,
         groups=table.key if table.key_role == "batch" else None,
         default_batches=20 if n < LARGE else 50,
-        meta={"source": str(path), "roles": table.roles()},
+        meta={"source": str(path), "roles": table.roles(), **({"frame": table.frame} if table.frame else {})},
     )
 
 

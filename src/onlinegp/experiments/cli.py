@@ -455,14 +455,14 @@ TARGET_HELP = "CSV target column, a header name or 0-based index (default: the l
 INPUTS_HELP = "comma-separated CSV input columns, names or 0-based indices (default: all but target, batch, time)"
 
 
-#: ``replay``'s options for a vehicle's log: how its CSV says time and position (taken by
-#: :func:`~onlinegp.tables.read_table` by the same names), which of a DataFlash log's messages or a bag's topics are
-#: the value and the position (:func:`~onlinegp.vehicle_logs.read_log`'s names), and the map it gives back
 X_BOUNDS_HELP = (
     "the models' input box as XMIN,XMAX,YMIN,YMAX,... (default: a CSV's or vehicle log's whole range, an .npz's "
     "recorded one), first-batch to fit it on the first batch and freeze it, or widen to fit it on the first batch and "
     "widen it as the vehicle's samples leave it (the models that cannot refuse a batch far outside)"
 )
+#: ``replay``'s options for a vehicle's log: how its CSV says time and position (taken by
+#: :func:`~onlinegp.tables.read_table` by the same names), which of a DataFlash log's messages or a bag's topics are
+#: the value and the position (:func:`~onlinegp.vehicle_logs.read_log`'s names), and the map it gives back
 FIELD_LOG: Options = {
     "geotiff": (
         bool,
@@ -530,6 +530,10 @@ FIELD_LOG: Options = {
         ),
     ),
 }
+
+
+#: how a CSV says time and position, for ``stream`` as for ``replay``
+CSV_CLOCK_AND_PLACE: Options = {k: FIELD_LOG[k] for k in ("time_unit", "lonlat", "coord_scale")}
 
 
 @app.command("replay")
@@ -1055,6 +1059,7 @@ def bench_wiski_banana(
 
 # ---------------------------------------------------------------------------------------------- streaming + VIPS
 @app.command("stream")
+@_taking(CSV_CLOCK_AND_PLACE)
 def stream_command(
     dataset: str = typer.Option(
         ...,
@@ -1086,11 +1091,14 @@ def stream_command(
     dropna: bool = typer.Option(False, "--dropna", help="drop CSV rows with missing values (default: an error)"),
     force: bool = typer.Option(False, "--force", help="replace an --out that holds another run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or summary"),
+    **place: Any,
 ) -> None:
     """Stream a dataset through an online model in batches; per batch RMSE, NLPD, M and update time."""
     from .stream import StreamConfig, run_stream
 
-    columns = {k: v for k, v in dict(target=target, inputs=_columns(inputs), dropna=dropna or None).items() if v}
+    place["lonlat"] = _columns(place["lonlat"])
+    given = dict(target=target, inputs=_columns(inputs), dropna=dropna or None)
+    columns = {k: v for k, v in given.items() if v} | {k: v for k, v in place.items() if v != FIELD_LOG[k][1].default}
     config = StreamConfig(
         dataset=dataset,
         model=model,
@@ -1132,7 +1140,10 @@ def _open_dataset(dataset: str, test_fraction: float, columns: dict, out: str | 
         if not 0 < test_fraction < 1:
             raise ValueError(f"--test-fraction is the held-out fraction, 0 < f < 1; got {test_fraction}")
         if columns and Path(dataset).suffix not in (".csv", ".gz", ".txt"):
-            raise ValueError("--target, --inputs and --dropna are for a CSV --dataset, not a bundled one")
+            raise ValueError(
+                "--target, --inputs, --dropna, --time-unit, --lonlat and --coord-scale are for a CSV --dataset, not a "
+                "bundled one"
+            )
         ds = load_dataset(dataset, **columns)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err

@@ -151,18 +151,22 @@ def run_stream(
         if on_batch is not None:
             on_batch(row, model, train.X[idx])
     if out is not None:
-        write_run(Path(out), config, rows, model)
+        write_run(Path(out), config, rows, model, frame=train.meta.get("frame"))
     return rows
 
 
-def write_run(out: Path, config: StreamConfig, rows: list[dict], model: OnlineGP | None = None) -> None:
-    """config.json (the run's settings and, under ``model_record``, the options the model ran with: :func:`model_record`),
-    metrics.csv, metrics.json and metrics.png of one streaming run."""
+def write_run(
+    out: Path, config: StreamConfig, rows: list[dict], model: OnlineGP | None = None, frame: dict | None = None
+) -> None:
+    """config.json (the run's settings and, under ``model_record``, the options the model ran with: :func:`model_record`;
+    the local frame of a CSV read with ``lonlat``), metrics.csv, metrics.json and metrics.png of one streaming run."""
     from .plots import plot_metric_curves
 
     out.mkdir(parents=True, exist_ok=True)
     record = config.to_json() | ({} if model is None else {"model_record": model_record(model)})
     record["numerics"] = portable.description()
+    if frame is not None:
+        record["frame"] = frame
     (out / "config.json").write_text(json.dumps(record, indent=1, default=repr))
     (out / "metrics.json").write_text(json.dumps(rows, indent=1))
     write_csv(out / "metrics.csv", rows)
