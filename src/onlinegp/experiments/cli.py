@@ -1096,9 +1096,7 @@ def stream_command(
     """Stream a dataset through an online model in batches; per batch RMSE, NLPD, M and update time."""
     from .stream import StreamConfig, run_stream
 
-    place["lonlat"] = _columns(place["lonlat"])
-    given = dict(target=target, inputs=_columns(inputs), dropna=dropna or None)
-    columns = {k: v for k, v in given.items() if v} | {k: v for k, v in place.items() if v != FIELD_LOG[k][1].default}
+    columns = _csv_columns(target, inputs, dropna, place)
     config = StreamConfig(
         dataset=dataset,
         model=model,
@@ -1121,6 +1119,13 @@ def stream_command(
         raise typer.BadParameter(str(err)) from err
     if not quiet:
         _echo_stream_summary(model, dataset, rows, out)
+
+
+def _csv_columns(target: str | None, inputs: str | None, dropna: bool, place: dict) -> dict:
+    """``stream``'s CSV options for :func:`~onlinegp.tables.read_table`, those left at their defaults left out."""
+    given = dict(target=target, inputs=_columns(inputs), dropna=dropna or None)
+    place = place | {"lonlat": _columns(place["lonlat"])}
+    return {k: v for k, v in given.items() if v} | {k: v for k, v in place.items() if v != FIELD_LOG[k][1].default}
 
 
 def _echo_stream_summary(model: str, dataset: str, rows: list[dict], out: str) -> None:
