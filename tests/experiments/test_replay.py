@@ -200,6 +200,21 @@ def test_a_vehicle_log_in_degrees_with_a_millisecond_clock(tmp_path, recwarn):
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]  # no raw NumPy warnings
 
 
+def test_a_held_back_survey_in_the_logs_format_is_the_ground_truth(tmp_path):
+    """``--truth`` a second log: read with the same column options, its positions in the survey's frame (here the
+    same samples in reverse order, so its own frame's origin, the first position, is elsewhere)."""
+    pytest.importorskip("pyproj")
+    log, back = tmp_path / "dpth.csv", tmp_path / "back.csv"
+    ardupilot_depth_log(log, dropouts=0)
+    header, *rows = log.read_text().splitlines()
+    back.write_text("\n".join([header, *rows[::-1]]) + "\n")
+    columns = {"target": "DPTH.Depth", "time": "timestamp(ms)", "time_unit": "ms"}
+    columns |= {"lonlat": ["DPTH.Lng", "DPTH.Lat"], "coord_scale": 1e-7}
+    survey = load_survey(log, back, period=10, columns=columns)
+    np.testing.assert_allclose(survey.eval_x[::-1], survey.x, atol=1e-6)
+    np.testing.assert_array_equal(survey.eval_y[::-1], survey.y)
+
+
 def vehicle_log(tmp_path: Path, kind: str) -> tuple[Path, list[str], dict]:
     """The boat's log of tests/library/test_vehicle_logs.py in format ``kind``, its options and load_survey's columns."""
     from tests.library.test_vehicle_logs import BAGS, boat_dataflash, write_bag

@@ -455,6 +455,10 @@ TARGET_HELP = "CSV target column, a header name or 0-based index (default: the l
 INPUTS_HELP = "comma-separated CSV input columns, names or 0-based indices (default: all but target, batch, time)"
 
 
+TRUTH_HELP = (
+    ".npz with eval_x, eval_y to evaluate on, or a held-back survey in the log's format (read with the same column "
+    "options, projected to the same frame)"
+)
 X_BOUNDS_HELP = (
     "the models' input box as XMIN,XMAX,YMIN,YMAX,... (default: a CSV's or vehicle log's whole range, an .npz's "
     "recorded one), first-batch to fit it on the first batch and freeze it, or widen to fit it on the first batch and "
@@ -555,7 +559,7 @@ def replay_command(
         None, "--option", "-o", help="model constructor argument KEY=VALUE for every model, repeatable"
     ),
     seed: int = typer.Option(None, "--seed", help="model seed (default: the log's, else 0)"),
-    truth: str = typer.Option(None, "--truth", help=".npz with eval_x, eval_y to evaluate on (for CSV logs)"),
+    truth: str = typer.Option(None, "--truth", help=TRUTH_HELP),
     period: float = typer.Option(None, "--period", help="decision period in seconds (timed CSV logs, vehicle logs)"),
     holdout: float = typer.Option(
         0.0, "--holdout", help="fraction of samples held out for evaluation when the log has no ground truth"

@@ -143,10 +143,7 @@ def load_survey(
             f"survey logs are .npz or .csv files or vehicle logs (.bin, .bag, a ROS 2 bag), got {path.name!r}"
         )
     if eval_path is not None:
-        arrays = _read_npz(Path(eval_path), "ground truth")
-        if not {"eval_x", "eval_y"} <= set(arrays):
-            raise ValueError(f"the ground truth {Path(eval_path).name} must hold eval_x and eval_y")
-        truth = (arrays["eval_x"], arrays["eval_y"])
+        truth = _truth(Path(eval_path), meta.get("frame"), columns or {})
     if truth is None and holdout > 0:
         x, y, ends, truth = _hold_out(x, y, ends, holdout, seed)
     if truth is None:
@@ -155,6 +152,25 @@ def load_survey(
             "fraction of the samples (holdout=0.1)"
         )
     return Survey(x, y, ends, np.asarray(truth[0], np.float64), np.asarray(truth[1], np.float64), recorded, meta)
+
+
+def _truth(path: Path, frame: dict | None, columns: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The ground truth at ``path``: an ``.npz`` with eval_x and eval_y, or a second log (a held-back survey) read
+    with the survey's column options, its positions in the survey's local ``frame``."""
+    if path.suffix == ".npz":
+        arrays = _read_npz(path, "ground truth")
+        if not {"eval_x", "eval_y"} <= set(arrays):
+            raise ValueError(f"the ground truth {path.name} must hold eval_x and eval_y")
+        return arrays["eval_x"], arrays["eval_y"]
+    table = _table(path, vehicle_logs.log_kind(path), columns)
+    if frame is None:
+        return table.x, table.y
+    if table.frame["crs"] != frame["crs"]:
+        raise ValueError(
+            f"the ground truth {path.name} lies in {table.frame['crs']}, the survey in {frame['crs']} (another UTM "
+            "zone): evaluate on a survey of the same area"
+        )
+    return table.x + np.subtract(table.frame["origin"], frame["origin"]), table.y
 
 
 def _read_npz(path: Path, what: str) -> dict[str, np.ndarray]:
