@@ -15,7 +15,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
 with warnings.catch_warnings():  # starlette's TestClient asks for httpx2 over httpx
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient  # noqa: E402
 
 from onlinegp.experiments.service.app import Limits, create_app  # noqa: E402
@@ -167,3 +167,16 @@ def test_reads_can_be_protected(tmp_path):
     with TestClient(create_app(tmp_path, small_config(), worker=False, protect_reads=True)) as client:
         assert client.get("/status").status_code == 401
         assert client.get("/status", headers=auth(token)).status_code == 200
+
+
+def test_geotiff_and_the_rate_limit(tmp_path):
+    pytest.importorskip("rasterio")
+    token = Store(tmp_path).add_token("boat")
+    limits = Limits(requests_per_second=3)
+    with TestClient(create_app(tmp_path, small_config(), worker=False, limits=limits)) as client:
+        assert client.get("/map", params={"format": "geotiff"}).status_code == 409  # no data yet
+        codes = [post(client, token, batch=rows(k, 4)).status_code for k in range(4)]
+        assert codes == [200, 200, 200, 429]
+        client.app.state.service.state.step(force=True)
+        tiff = client.get("/map", params={"format": "geotiff", "cells": 8})
+    assert tiff.status_code == 200 and tiff.content[:4] in (b"II*\x00", b"MM\x00*")

@@ -29,6 +29,11 @@ def test_token_add_prints_the_token_once_and_stores_its_hash(tmp_path):
         assert db.execute("SELECT name, hash FROM tokens").fetchall() == [("boat", token_hash(token))]
     assert token.encode() not in (tmp_path / "run" / DATABASE).read_bytes()
     assert runner.invoke(app, ["serve", "token", "add", "bad name!", str(tmp_path / "run")]).exit_code != 0
+    listed = runner.invoke(app, ["serve", "token", "list", str(tmp_path / "run")])
+    assert listed.exit_code == 0 and listed.output.startswith("boat\t") and token not in listed.output
+    assert runner.invoke(app, ["serve", "token", "remove", "boat", str(tmp_path / "run")]).exit_code == 0
+    assert store.vehicle_of(token) is None
+    assert runner.invoke(app, ["serve", "token", "remove", "boat", str(tmp_path / "run")]).exit_code != 0
 
 
 def test_serve_checks_its_options_and_warns_off_loopback(tmp_path, monkeypatch):
@@ -45,3 +50,5 @@ def test_serve_checks_its_options_and_warns_off_loopback(tmp_path, monkeypatch):
     refused = runner.invoke(app, ["serve", run, "--resume", "--area", AREA_TEXT])
     assert refused.exit_code != 0 and "--area" in refused.output
     assert len(calls) == 2
+    bad = runner.invoke(app, ["serve", str(tmp_path / "other"), "--area", AREA_TEXT, "-o", "no_such_option=1"])
+    assert bad.exit_code != 0 and "no_such_option" in bad.output

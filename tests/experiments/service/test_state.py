@@ -88,10 +88,14 @@ def test_a_new_service_refuses_a_directory_with_observations(tmp_path):
 
 def test_batches_close_on_size_or_age(tmp_path):
     state = MapState.open(tmp_path, small_config(batch_size=5, batch_seconds=0.2))
-    state.store.add("boat", np.array(rows(2, 12)))
-    assert state.step() and state.step() and not state.step()  # two full batches; 2 rows wait
+    state.store.add("boat", np.array(rows(2, 7)))
+    assert state.step() and not state.step()  # one full batch; 2 rows wait
     assert state.store.backlog()[0] == 2
     time.sleep(0.25)
-    assert state.step() and state.model.num_data == 12
+    assert state.step() and state.model.num_data == 7
+    state.store.add("boat", np.array(rows(3, 23)))  # fallen behind: one larger batch takes all
+    assert state.step() and not state.step() and state.model.num_data == 30
+    state.store.add("boat", np.array(rows(4, 60)))  # ... up to CATCH_UP batch sizes
+    assert state.step() and state.step() and state.model.num_data == 90
     sizes = [len(r) for _, r in state.store.batches_after(0)]
-    assert sizes == [5, 5, 2]
+    assert sizes == [5, 2, 23, 50, 10]

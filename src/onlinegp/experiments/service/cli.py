@@ -7,6 +7,7 @@ uvicorn (the ``serve`` extra) are imported only when the service starts.
 from __future__ import annotations
 
 import ipaddress
+import time
 from pathlib import Path
 
 import typer
@@ -105,7 +106,7 @@ def serve_command(
     try:
         claim_run_directory(run_dir, "serve", reuse=True)
         app = create_app(run_dir, config, resume=resume, protect_reads=protect_reads)
-    except ValueError as err:
+    except (ValueError, TypeError) as err:  # TypeError: a model option the model does not take
         raise typer.BadParameter(str(err)) from err
     if not is_loopback(host):
         typer.echo(
@@ -133,3 +134,23 @@ def token_add(
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     typer.echo(token)
+
+
+@token_app.command("remove")
+def token_remove(
+    name: str = typer.Argument(..., help="the vehicle's name"),
+    run_dir: Path = typer.Argument(..., help="the service's run directory"),
+) -> None:
+    """Revoke vehicle NAME's token: its writes get 401 from now on (a running service included)."""
+    if run_kind(run_dir) != "serve" or not Store(run_dir).remove_token(name):
+        raise typer.BadParameter(f"{run_dir} holds no token of a vehicle {name!r}")
+    typer.echo(f"revoked the token of {name}")
+
+
+@token_app.command("list")
+def token_list(run_dir: Path = typer.Argument(..., help="the service's run directory")) -> None:
+    """The vehicles holding a token, and when it was made (the tokens themselves are not kept)."""
+    if run_kind(run_dir) != "serve":
+        raise typer.BadParameter(f"{run_dir} is no service's run directory")
+    for name, created in Store(run_dir).token_names():
+        typer.echo(f"{name}\t{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(created))}")

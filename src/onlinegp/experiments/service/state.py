@@ -31,6 +31,8 @@ log = logging.getLogger("onlinegp.service")
 
 CONFIG = "service.json"
 CHECKPOINT = "checkpoint.pt"
+#: a worker that has fallen behind closes batches of up to this many batch sizes (:meth:`MapState.batch_limit`)
+CATCH_UP = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,11 +144,18 @@ class MapState:
         now = time.time() if now is None else now
         return n >= self.config.batch_size or (n > 0 and now - oldest >= self.config.batch_seconds)
 
+    def batch_limit(self, backlog: int) -> int:
+        """The most rows the next batch takes: ``batch_size``, or, when the worker has fallen behind (two batches or
+        more waiting), all that wait up to :data:`CATCH_UP` batch sizes: it batches larger rather than falling
+        behind without bound. The boundaries are recorded, so a replay does not depend on this choice."""
+        size = self.config.batch_size
+        return size if backlog < 2 * size else min(backlog, CATCH_UP * size)
+
     def step(self, force: bool = False) -> bool:
         """Close and apply one batch if one is due (any open rows with ``force``); whether it did."""
         if not (force or self.due()):
             return False
-        closed = self.store.close_batch(self.config.batch_size)
+        closed = self.store.close_batch(self.batch_limit(self.store.backlog()[0]))
         if closed is None:
             return False
         self.apply(*closed)
@@ -185,8 +194,8 @@ class MapState:
         the goals other vehicles are still driving to taken into account as the fleet's joint assignment does (a
         uniform random goal before the first update)."""
         extent = tuple(self.config.area)
-        pending = [goal for name, goal in self.goals.items() if name != vehicle]
         with self.lock:
+            pending = [goal for name, goal in self.goals.items() if name != vehicle]
             if self.model.num_data == 0:
                 goal = RandomPlanner(extent).plan(None, position, self.rng)
             else:

@@ -84,6 +84,16 @@ class Store:
             )
         return token
 
+    def remove_token(self, name: str) -> bool:
+        """Revoke vehicle ``name``'s token (its writes are refused from now on); whether it had one."""
+        with self.lock:
+            return self.db.execute("DELETE FROM tokens WHERE name = ?", (name,)).rowcount > 0
+
+    def token_names(self) -> list[tuple[str, float]]:
+        """The vehicles holding a token, with when it was made."""
+        with self.lock:
+            return self.db.execute("SELECT name, created FROM tokens ORDER BY name").fetchall()
+
     def vehicle_of(self, token: str) -> str | None:
         """The vehicle whose token this is, or None."""
         with self.lock:
