@@ -3,7 +3,9 @@ what is durable, what the reads and the WebSocket give."""
 
 import io
 import json
+import shutil
 import sqlite3
+import subprocess
 import time
 import warnings
 
@@ -18,7 +20,7 @@ with warnings.catch_warnings():  # starlette's TestClient asks for httpx2 over h
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient  # noqa: E402
 
-from onlinegp.experiments.service.app import Limits, create_app  # noqa: E402
+from onlinegp.experiments.service.app import PAGE, Limits, create_app  # noqa: E402
 from onlinegp.experiments.service.store import DATABASE, Store  # noqa: E402
 
 from .helpers import AREA, BATCH, grid_points, rows, small_config  # noqa: E402
@@ -180,3 +182,13 @@ def test_geotiff_and_the_rate_limit(tmp_path):
         client.app.state.service.state.step(force=True)
         tiff = client.get("/map", params={"format": "geotiff", "cells": 8})
     assert tiff.status_code == 200 and tiff.content[:4] in (b"II*\x00", b"MM\x00*")
+
+
+def test_the_pages_script_parses(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = PAGE.read_text().split("<script>")[1].split("</script>")[0]
+    (tmp_path / "page.js").write_text(script)
+    done = subprocess.run([node, "--check", str(tmp_path / "page.js")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

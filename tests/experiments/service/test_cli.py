@@ -1,11 +1,16 @@
 """``onlinegp serve`` and ``onlinegp serve token add``, in-process, the server itself replaced (test_faults.py runs
 a real one)."""
 
+import os
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import onlinegp
 from onlinegp.experiments.cli import app
 from onlinegp.experiments.service.store import DATABASE, Store, token_hash
 
@@ -52,3 +57,12 @@ def test_serve_checks_its_options_and_warns_off_loopback(tmp_path, monkeypatch):
     assert len(calls) == 2
     bad = runner.invoke(app, ["serve", str(tmp_path / "other"), "--area", AREA_TEXT, "-o", "no_such_option=1"])
     assert bad.exit_code != 0 and "no_such_option" in bad.output
+
+
+def test_the_command_imports_the_web_stack_only_to_serve():
+    probe = (
+        "import sys, onlinegp.experiments.cli; print(sorted({'fastapi', 'uvicorn', 'starlette'} & set(sys.modules)))"
+    )
+    env = os.environ | {"PYTHONPATH": str(Path(onlinegp.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
