@@ -106,6 +106,8 @@ def test_sigkill_loses_nothing_acknowledged_and_resume_is_exact(tmp_path):
         with pytest.raises(ServiceError) as refused:
             client.post("boat", [1.0], [2.0], [float("nan")])
         assert refused.value.status == 422
+        x, y = client.next("boat", (5.0, 5.0))
+        assert AREA[0] <= x <= AREA[1] and AREA[2] <= y <= AREA[3]
         end = time.monotonic() + 30
         while (status := client.status())["backlog"] and time.monotonic() < end:
             time.sleep(0.1)

@@ -84,6 +84,7 @@ class MapState:
         self.goals: dict[str, np.ndarray] = {}
         self.rng = np.random.default_rng(config.seed)
         self.listeners: list[Callable[[dict], None]] = []
+        self.latest = self._summarise()
 
     @classmethod
     def open(cls, run_dir: str | Path, config: ServiceConfig | None = None, resume: bool = False) -> MapState:
@@ -111,6 +112,7 @@ class MapState:
             saved = torch.load(path, weights_only=False)
             self.model.load_state_dict(saved["model"])
             self.batch_id, self.failed = saved["batch_id"], list(saved.get("failed", []))
+            self.latest = self._summarise()
         replay = self.store.batches_after(self.batch_id)
         for batch_id, rows in replay:
             self.apply(batch_id, rows)
@@ -129,10 +131,10 @@ class MapState:
                 self.failed.append(batch_id)
             self.batch_id = batch_id
             self.checkpoint()
-        self.last_update, self.last_seconds = time.time(), time.perf_counter() - start
-        summary = self.summary()
+            self.last_update, self.last_seconds = time.time(), time.perf_counter() - start
+            self.latest = self._summarise()
         for listener in list(self.listeners):
-            listener(summary)
+            listener(self.summary())
 
     def checkpoint(self) -> None:
         state = {"model": self.model.state_dict(), "batch_id": self.batch_id, "failed": self.failed}
@@ -163,7 +165,11 @@ class MapState:
 
     # ------------------------------------------------------------------ reads
     def summary(self) -> dict[str, Any]:
-        """N, M, the number of updates and the last one's time (a small JSON-able dict)."""
+        """N, M, the number of updates and the last one's time (a small JSON-able dict): as of the last update, so
+        that it is answered at once while the next update holds the model."""
+        return dict(self.latest)
+
+    def _summarise(self) -> dict[str, Any]:
         with self.lock:
             return {
                 "N": int(self.model.num_data),
