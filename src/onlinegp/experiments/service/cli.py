@@ -1,4 +1,5 @@
-"""``onlinegp serve DIR``: the live mapping service over a run directory, and ``onlinegp serve token add NAME DIR``.
+"""``onlinegp serve DIR``: the live mapping service over a run directory; ``onlinegp serve token add NAME DIR``;
+``onlinegp serve demo``: the service with simulated vehicles.
 
 ``onlinegp serve DIR ...`` is ``onlinegp serve run DIR ...`` (:class:`ServeGroup` supplies the ``run``). FastAPI and
 uvicorn (the ``serve`` extra) are imported only when the service starts.
@@ -13,8 +14,11 @@ from pathlib import Path
 import typer
 from typer.core import TyperGroup
 
-from ...io import claim_run_directory, run_kind
+from ...io import claim_run_directory, fresh_directory, run_kind
 from ...options import parse_options
+from ..simulator.fields import bundled
+from ..simulator.mission import MISSION_MODEL_OPTIONS, task_extent
+from .demo import start_vehicles
 from .state import CONFIG, ServiceConfig
 from .store import Store
 
@@ -82,6 +86,31 @@ def _config(run_dir: Path, resume: bool, model: str, area, batch_size, batch_sec
         raise typer.BadParameter(str(err)) from err
 
 
+def _web_stack():
+    """uvicorn and :func:`~.app.create_app`, or a usage error naming the extra to install."""
+    try:
+        import uvicorn
+
+        from .app import create_app
+    except ImportError as err:
+        raise typer.BadParameter(f"onlinegp serve needs the serve extra ({err.name}): {SERVE_EXTRA}") from err
+    return uvicorn, create_app
+
+
+def _serve(uvicorn, app, host: str, port: int) -> None:
+    """Run ``app`` on ``host``:``port`` until interrupted, warning first when it is reachable beyond this machine."""
+    if not is_loopback(host):
+        typer.echo(
+            f"warning: serving on {host}, beyond this machine, over plain HTTP: tokens and data cross the network "
+            "in clear; put a TLS terminator (a reverse proxy with HTTPS) in front of it",
+            err=True,
+        )
+    state = app.state.service.state
+    area, n = list(state.config.area), state.model.num_data
+    typer.echo(f"serving {state.config.model} over {area} at http://{host}:{port}/ (N={n}; {state.run_dir})")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
 @serve_app.command("run")
 def serve_command(
     run_dir: Path = typer.Argument(..., help="the run directory: log, checkpoint, tokens"),
@@ -96,29 +125,41 @@ def serve_command(
     protect_reads: bool = typer.Option(False, "--protect-reads", help="reads need a vehicle's token too"),
 ) -> None:
     """Serve the map of DIR: POST /observations, GET /map, /status, POST /vehicles/ID/next, a page at /."""
-    try:
-        import uvicorn
-
-        from .app import create_app
-    except ImportError as err:
-        raise typer.BadParameter(f"onlinegp serve needs the serve extra ({err.name}): {SERVE_EXTRA}") from err
+    uvicorn, create_app = _web_stack()
     config = _config(run_dir, resume, model and model.lower(), parse_area(area), batch_size, batch_seconds, option)
     try:
         claim_run_directory(run_dir, "serve", reuse=True)
         app = create_app(run_dir, config, resume=resume, protect_reads=protect_reads)
     except (ValueError, TypeError) as err:  # TypeError: a model option the model does not take
         raise typer.BadParameter(str(err)) from err
-    if not is_loopback(host):
-        typer.echo(
-            f"warning: serving on {host}, beyond this machine, over plain HTTP: tokens and data cross the network "
-            "in clear; put a TLS terminator (a reverse proxy with HTTPS) in front of it",
-            err=True,
-        )
-    state = app.state.service.state
-    typer.echo(
-        f"serving {state.config.model} over {list(state.config.area)} at http://{host}:{port}/ (N={state.model.num_data})"
-    )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    _serve(uvicorn, app, host, port)
+
+
+@serve_app.command("demo")
+def serve_demo(
+    run_dir: Path = typer.Argument(None, help="the run directory (default: a new runs/serve-demo[-N])"),
+    env: str = typer.Option("valley-ridges", "--env", help="bundled terrain the vehicles sense"),
+    vehicles: int = typer.Option(2, "--vehicles", help="simulated vehicles"),
+    speedup: float = typer.Option(5.0, "--speedup", help="vehicles move this many times faster than real time"),
+    port: int = typer.Option(8000, "--port", help="port (on 127.0.0.1)"),
+) -> None:
+    """The service on a bundled terrain with simulated vehicles posting to it over HTTP: open the page and watch."""
+    uvicorn, create_app = _web_stack()
+    try:
+        field = bundled(env)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    run_dir = run_dir or fresh_directory("runs", "serve-demo")
+    area = task_extent(field.extent)
+    config = ServiceConfig(options=dict(MISSION_MODEL_OPTIONS), area=area, batch_size=30, batch_seconds=1.0)
+    try:
+        claim_run_directory(run_dir, "serve")
+        app = create_app(run_dir, config)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    tokens = {f"vehicle{k + 1}": app.state.service.state.store.add_token(f"vehicle{k + 1}") for k in range(vehicles)}
+    start_vehicles(f"http://127.0.0.1:{port}", tokens, field, area, speedup)
+    _serve(uvicorn, app, "127.0.0.1", port)
 
 
 @token_app.command("add")
