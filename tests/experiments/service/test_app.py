@@ -129,6 +129,8 @@ def test_status_map_and_png(service):
     image = matplotlib.image.imread(io.BytesIO(png.content), format="png")
     assert image.ndim == 3 and image.shape[0] > 100 and image.std() > 0
     assert client.get("/map", params={"cells": 1000}).status_code == 422
+    api = client.get("/openapi.json").json()["paths"]
+    assert "rows" in api["/observations"]["post"]["requestBody"]["content"]["application/json"]["schema"]["required"]
     page = client.get("/")
     assert page.status_code == 200 and "<canvas" in page.text and "/ws" in page.text
     assert "<script src" not in page.text and "<link" not in page.text  # nothing fetched from elsewhere

@@ -107,7 +107,47 @@ async def _body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-@router.post("/observations")
+#: the request bodies the app reads itself (to name bad rows), described for the OpenAPI docs at /docs
+OBSERVATIONS_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["vehicle", "rows"],
+                    "properties": {
+                        "vehicle": {"type": "string", "description": "the vehicle whose token the request carries"},
+                        "rows": {
+                            "type": "array",
+                            "description": "[x, y, value] or [x, y, value, time], all rows the same width",
+                            "items": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 4},
+                        },
+                    },
+                },
+                "example": {"vehicle": "boat1", "rows": [[10.0, 20.0, 3.1], [11.0, 20.5, 3.3]]},
+            }
+        },
+    }
+}
+POSITION_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["position"],
+                    "properties": {"position": {"type": "array", "items": {"type": "number"}, "minItems": 2}},
+                },
+                "example": {"position": [11.0, 20.5]},
+            }
+        },
+    }
+}
+
+
+@router.post("/observations", openapi_extra=OBSERVATIONS_BODY)
 async def post_observations(request: Request) -> dict[str, Any]:
     """Log rows ``[x, y, value]`` or ``[x, y, value, time]`` of one vehicle; answered once they are committed."""
     service, sender = _service(request), _bearer(request)
@@ -127,7 +167,7 @@ async def post_observations(request: Request) -> dict[str, Any]:
     return {"vehicle": vehicle, "rows": len(rows), "first_seq": first, "last_seq": last}
 
 
-@router.post("/vehicles/{vehicle}/next")
+@router.post("/vehicles/{vehicle}/next", openapi_extra=POSITION_BODY)
 async def next_waypoint(vehicle: str, request: Request) -> dict[str, Any]:
     """The next waypoint for ``vehicle`` given ``{"position": [x, y]}``: the library's max-entropy planner."""
     _writer(request, vehicle)
