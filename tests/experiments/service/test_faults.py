@@ -1,7 +1,7 @@
 """A real ``onlinegp serve`` killed with SIGKILL at random moments while a client posts: nothing acknowledged is
 lost, no post is half stored, and the resumed service holds, bit for bit, the model of an uninterrupted one that saw
 the batches the log records. Each start costs the process's imports (5-10 s on a busy 2-core machine), hence only
-:data:`KILLS` kills here."""
+:data:`KILLS` kills by default."""
 
 import http.client
 import os
@@ -28,7 +28,8 @@ from .helpers import AREA, OPTIONS, uninterrupted
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-KILLS = 2
+#: kills per run of the test; ONLINEGP_SERVE_KILLS raises it (the issue's CI target is 20: about 10 s a kill)
+KILLS = int(os.environ.get("ONLINEGP_SERVE_KILLS", "2"))
 AREA_TEXT = ",".join(str(v) for v in AREA)
 OPTION_ARGS = [item for k, v in OPTIONS.items() for item in ("-o", f"{k}={v}")]
 
@@ -81,6 +82,10 @@ def post_until_killed(client: MapClient, process: subprocess.Popen, rng: np.rand
             client.post("boat", batch[:, 0], batch[:, 1], batch[:, 2])
         except (OSError, http.client.HTTPException):
             return acked, [tuple(r) for r in batch.tolist()]
+        except ServiceError as error:  # over the rate limit: refused, nothing of it stored
+            assert error.status == 429, error
+            time.sleep(0.05)
+            continue
         acked += [tuple(r) for r in batch.tolist()]
 
 
