@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 import onlinegp
 from onlinegp.experiments.cli import app
+from onlinegp.experiments.service.state import ServiceConfig
 from onlinegp.experiments.service.store import DATABASE, Store, token_hash
 
 from .helpers import AREA, OPTIONS
@@ -48,9 +49,11 @@ def test_serve_checks_its_options_and_warns_off_loopback(tmp_path, monkeypatch):
     monkeypatch.setattr(uvicorn, "run", lambda app, **how: calls.append(how))
     run = str(tmp_path / "run")
     assert "--area" in runner.invoke(app, ["serve", run]).output
-    result = runner.invoke(app, ["serve", run, "--area", AREA_TEXT, "--host", "0.0.0.0", "--port", "9", *OPTION_ARGS])
+    how = ["--host", "0.0.0.0", "--port", "9", "--unit", "mg/L", *OPTION_ARGS]
+    result = runner.invoke(app, ["serve", run, "--area", AREA_TEXT, *how])
     assert result.exit_code == 0, result.output
     assert "TLS" in result.output and calls == [{"host": "0.0.0.0", "port": 9, "log_level": "warning"}]
+    assert ServiceConfig.load(tmp_path / "run").unit == "mg/L"
     assert "TLS" not in runner.invoke(app, ["serve", "--resume", run]).output
     refused = runner.invoke(app, ["serve", run, "--resume", "--area", AREA_TEXT])
     assert refused.exit_code != 0 and "--area" in refused.output

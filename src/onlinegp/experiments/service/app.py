@@ -193,6 +193,7 @@ def status(request: Request) -> dict[str, Any]:
         "backlog_age": None if oldest is None else time.time() - oldest,
         "area": list(state.config.area),
         "model": state.config.model,
+        "unit": state.config.unit,
     }
 
 
@@ -223,7 +224,8 @@ async def get_map(request: Request, cells: int = 50, format: str = "json") -> An
         return Response(await asyncio.to_thread(_geotiff, service.state, cells), media_type="image/tiff")
     grid = await asyncio.to_thread(service.state.grid, cells)
     if format == "png":
-        return Response(await asyncio.to_thread(_png, grid, service.state.config.area), media_type="image/png")
+        png = await asyncio.to_thread(_png, grid, service.state.config.area, service.state.config.unit)
+        return Response(png, media_type="image/png")
     if format != "json":
         raise HTTPException(422, "format is json, png or geotiff")
     summary = service.state.summary()
@@ -233,17 +235,18 @@ async def get_map(request: Request, cells: int = 50, format: str = "json") -> An
         "mean": _plain(grid["mean"]),
         "std": _plain(grid["std"]),
         "area": list(service.state.config.area),
+        "unit": service.state.config.unit,
         **summary,
     }
 
 
-def _png(grid: dict, area: tuple) -> bytes:
+def _png(grid: dict, area: tuple, unit: str = "") -> bytes:
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(10, 4.2))
     for axes, key in zip(figure.subplots(1, 2), ("mean", "std")):
         image = axes.imshow(grid[key], origin="lower", extent=area, cmap="viridis" if key == "mean" else "magma")
-        axes.set_title(f"{key} of the field")
+        axes.set_title(f"{key} of the field" + (f" ({unit})" if unit else ""))
         figure.colorbar(image, ax=axes)
     out = io.BytesIO()
     figure.savefig(out, format="png", dpi=80)

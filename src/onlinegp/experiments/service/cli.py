@@ -66,10 +66,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _config(run_dir: Path, resume: bool, model: str, area, batch_size, batch_seconds, option) -> ServiceConfig | None:
-    """A new service's config from the options, or None on --resume (which takes the recorded one; options that
-    would change it are refused)."""
-    given = {"model": model, "area": area, "batch_size": batch_size, "batch_seconds": batch_seconds}
+def _config(run_dir: Path, resume: bool, given: dict, option: list[str]) -> ServiceConfig | None:
+    """A new service's config from the options ``given`` (None: not given), or None on --resume (which takes the
+    recorded one; options that would change it are refused)."""
     if resume:
         changed = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None] + (
             ["--option"] if option else []
@@ -77,7 +76,7 @@ def _config(run_dir: Path, resume: bool, model: str, area, batch_size, batch_sec
         if changed:
             raise typer.BadParameter(f"--resume takes the service as {run_dir / CONFIG} records it; drop {changed}")
         return None
-    if area is None:
+    if given["area"] is None:
         raise typer.BadParameter("a new service needs its survey area: --area XMIN,XMAX,YMIN,YMAX")
     try:
         options = parse_options(option)
@@ -123,10 +122,12 @@ def serve_command(
     port: int = typer.Option(8000, "--port", help="port"),
     resume: bool = typer.Option(False, "--resume", help="restore DIR's checkpoint and replay its log after it"),
     protect_reads: bool = typer.Option(False, "--protect-reads", help="reads need a vehicle's token too"),
+    unit: str = typer.Option(None, "--unit", help="the unit of the field's values, for the page (e.g. 'mg/L')"),
 ) -> None:
     """Serve the map of DIR: POST /observations, GET /map, /status, POST /vehicles/ID/next, a page at /."""
     uvicorn, create_app = _web_stack()
-    config = _config(run_dir, resume, model and model.lower(), parse_area(area), batch_size, batch_seconds, option)
+    given = {"model": model and model.lower(), "area": parse_area(area), "batch_size": batch_size}
+    config = _config(run_dir, resume, given | {"batch_seconds": batch_seconds, "unit": unit}, option)
     try:
         claim_run_directory(run_dir, "serve", reuse=True)
         app = create_app(run_dir, config, resume=resume, protect_reads=protect_reads)
@@ -151,7 +152,8 @@ def serve_demo(
         raise typer.BadParameter(str(err)) from err
     run_dir = run_dir or fresh_directory("runs", "serve-demo")
     area = task_extent(field.extent)
-    config = ServiceConfig(options=dict(MISSION_MODEL_OPTIONS), area=area, batch_size=30, batch_seconds=1.0)
+    how = {"batch_size": 30, "batch_seconds": 1.0, "unit": field.unit}
+    config = ServiceConfig(options=dict(MISSION_MODEL_OPTIONS), area=area, **how)
     try:
         claim_run_directory(run_dir, "serve")
         app = create_app(run_dir, config)

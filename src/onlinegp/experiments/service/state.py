@@ -38,7 +38,8 @@ CATCH_UP = 10
 @dataclasses.dataclass(frozen=True)
 class ServiceConfig:
     """What a run directory's service is: its model (a registered name and options), the survey area (xmin, xmax,
-    ymin, ymax) the model is scaled to and the planner draws goals in, and when a batch closes."""
+    ymin, ymax) the model is scaled to and the planner draws goals in, when a batch closes, and the unit of the
+    field's values (for the page and the figures)."""
 
     model: str = "poam"
     options: dict = dataclasses.field(default_factory=dict)
@@ -47,6 +48,7 @@ class ServiceConfig:
     batch_seconds: float = 2.0
     num_candidates: int = 2000
     seed: int = 0
+    unit: str = ""
 
     def __post_init__(self) -> None:
         xmin, xmax, ymin, ymax = self.area
