@@ -27,7 +27,7 @@ class BadRequest(ValueError):
 
 def _named(bad: list[int], why: str) -> str:
     more = f" and {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
-    return f"rows {', '.join(map(str, bad[:SHOWN]))}{more}: {why}"
+    return f"rows {', '.join(map(str, bad[:SHOWN]))}{more} (counted from 0): {why}"
 
 
 def _number(value: Any) -> bool:
