@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install extras lint test test-fast test-foreign mission bench docs clean
+.PHONY: install extras lint test test-fast test-foreign mission serve bench docs clean
 
 install: $(STAMP)
 
@@ -41,6 +41,10 @@ test-fast: $(STAMP)
 # onlinegp picks the OpenMP thread count itself (src/onlinegp/threads.py); `make mission OMP_NUM_THREADS=2` overrides.
 mission: $(STAMP)
 	MPLBACKEND=Agg $(VENV)/bin/onlinegp mission --out runs/make-mission --force
+
+# the live mapping service on a bundled terrain with two simulated vehicles: open http://127.0.0.1:8000/
+serve: $(STAMP)
+	MPLBACKEND=Agg $(VENV)/bin/onlinegp serve demo
 
 bench: $(STAMP)
 	MPLBACKEND=Agg $(PY) benchmarks/run_all.py

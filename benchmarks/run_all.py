@@ -25,6 +25,7 @@ OPT_IN = {
     "bench_threads",
     "bench_portable",
     "bench_device",
+    "bench_serve_load",
 }  # long, or for a GPU: --mission, or by name (--only)
 
 

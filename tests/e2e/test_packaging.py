@@ -19,7 +19,20 @@ SRC = Path(onlinegp.__file__).parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 #: what neither ``import onlinegp`` nor any library module may load: the command's, the plots', the optional extras'
-APPLICATION_MODULES = ("matplotlib", "typer", "rich", "tqdm", "ray", "botorch", "pymavlink", "rosbags")
+APPLICATION_MODULES = (
+    "matplotlib",
+    "typer",
+    "rich",
+    "tqdm",
+    "ray",
+    "botorch",
+    "pymavlink",
+    "rosbags",
+    "fastapi",
+    "uvicorn",
+    "starlette",
+    "httpx",
+)
 #: the experiments (and ``__main__``, which starts their command, and the adapters to optional extras): every other
 #: module of src/onlinegp is the library
 EXPERIMENTS = ("experiments", "__main__", "botorch", "sklearn")
@@ -134,7 +147,8 @@ IMPORT_PROBE = textwrap.dedent(
 
 def test_import_onlinegp_loads_no_application_dependency():
     """`import onlinegp` and every library module import without matplotlib, typer, rich, tqdm, ray, botorch,
-    pymavlink or rosbags (onlinegp.vehicle_logs imports the last two when it reads a log), and
+    pymavlink or rosbags (onlinegp.vehicle_logs imports the last two when it reads a log), nor the serve extra's
+    fastapi, uvicorn, starlette, httpx (onlinegp.client is urllib only), and
     none of them asks for one (torch itself tries tqdm, for torch.hub's progress bars: that is not ours); nor do they
     load any module of onlinegp.experiments."""
     modules = library_modules()

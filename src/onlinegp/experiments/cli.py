@@ -21,6 +21,7 @@ from ..io import claim_run_directory, fresh_directory, run_kind
 from ..models.registry import MODELS
 from ..options import parse_options
 from .bench.defaults import METHODS as DEFAULTS_METHODS
+from .service.cli import serve_app
 
 app = typer.Typer(
     help="Online Gaussian-process mapping: missions, streaming experiments, benchmarks reproducing "
@@ -70,6 +71,7 @@ def main(
 
 bench_app = typer.Typer(help="Named experiments reproducing published tables and figures.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+app.add_typer(serve_app, name="serve")
 
 
 @app.command("models")

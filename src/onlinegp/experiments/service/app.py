@@ -1,0 +1,330 @@
+"""The HTTP service (FastAPI): :func:`create_app` over one run directory.
+
+Writes (``POST /observations``, ``POST /vehicles/{id}/next``) need the vehicle's token (``Authorization: Bearer
+TOKEN``, made by ``onlinegp serve token add``); reads are open unless ``protect_reads``. A posted batch is answered
+only after its rows are committed to the log; a refused one (401, 413, 422, 429) leaves the log and the map as they
+were. The interactive API docs are at ``/docs``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import io
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import HTMLResponse, Response
+
+from .state import MapState, ServiceConfig, Worker
+from .validation import BadRequest, parse_observations
+
+PAGE = Path(__file__).parent / "static" / "index.html"
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Request limits: rows and bytes per request, requests per second per vehicle, map cells per side."""
+
+    max_rows: int = 10_000
+    max_bytes: int = 2_000_000
+    requests_per_second: float = 50.0
+    max_cells: int = 200
+
+
+@dataclasses.dataclass
+class Service:
+    """What the endpoints share: the map, its worker, the limits and the open WebSockets."""
+
+    state: MapState
+    limits: Limits
+    protect_reads: bool
+    worker: Worker | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    sockets: set = dataclasses.field(default_factory=set)
+    recent: dict = dataclasses.field(default_factory=lambda: collections.defaultdict(collections.deque))
+
+    def broadcast(self, summary: dict) -> None:
+        """From the worker's thread: hand ``summary`` to every open WebSocket's queue on the event loop."""
+        if self.loop is not None and not self.loop.is_closed():
+            for queue in list(self.sockets):
+                self.loop.call_soon_threadsafe(queue.put_nowait, summary)
+
+    def throttle(self, vehicle: str) -> None:
+        """A 429 when ``vehicle`` made more than the limit's requests in the last second."""
+        now, recent = time.monotonic(), self.recent[vehicle]
+        while recent and now - recent[0] > 1.0:
+            recent.popleft()
+        if len(recent) >= self.limits.requests_per_second:
+            raise HTTPException(429, f"more than {self.limits.requests_per_second:g} requests a second from {vehicle}")
+        recent.append(now)
+
+
+router = APIRouter()
+BEARER = {"WWW-Authenticate": "Bearer"}
+
+
+def _service(request: Request) -> Service:
+    return request.app.state.service
+
+
+def _bearer(request: Request) -> str | None:
+    """The vehicle whose token the request carries, or None."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return _service(request).state.store.vehicle_of(token.strip())
+
+
+def _writer(request: Request, vehicle: str) -> None:
+    """A 401 unless the request carries ``vehicle``'s token."""
+    if _bearer(request) != vehicle:
+        raise HTTPException(401, f"a write needs the token of vehicle {vehicle!r}", BEARER)
+
+
+def _reader(request: Request) -> None:
+    if _service(request).protect_reads and _bearer(request) is None:
+        raise HTTPException(401, "reads need a vehicle's token on this service", BEARER)
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The request's body, refused with a 413 past ``limit`` bytes (by its Content-Length or as it arrives)."""
+    if int(request.headers.get("content-length") or 0) > limit:
+        raise HTTPException(413, f"the body is over {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPException(413, f"the body is over {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+#: the request bodies the app reads itself (to name bad rows), described for the OpenAPI docs at /docs
+OBSERVATIONS_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["vehicle", "rows"],
+                    "properties": {
+                        "vehicle": {"type": "string", "description": "the vehicle whose token the request carries"},
+                        "rows": {
+                            "type": "array",
+                            "description": "[x, y, value] or [x, y, value, time], all rows the same width",
+                            "items": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 4},
+                        },
+                    },
+                },
+                "example": {"vehicle": "boat1", "rows": [[10.0, 20.0, 3.1], [11.0, 20.5, 3.3]]},
+            }
+        },
+    }
+}
+POSITION_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["position"],
+                    "properties": {"position": {"type": "array", "items": {"type": "number"}, "minItems": 2}},
+                },
+                "example": {"position": [11.0, 20.5]},
+            }
+        },
+    }
+}
+
+
+@router.post("/observations", openapi_extra=OBSERVATIONS_BODY)
+async def post_observations(request: Request) -> dict[str, Any]:
+    """Log rows ``[x, y, value]`` or ``[x, y, value, time]`` of one vehicle; answered once they are committed."""
+    service, sender = _service(request), _bearer(request)
+    if sender is None:
+        raise HTTPException(401, "a write needs a vehicle's token (Authorization: Bearer TOKEN)", BEARER)
+    body = await _body(request, service.limits.max_bytes)
+    try:
+        vehicle, rows = parse_observations(body, service.limits.max_rows, service.state.config.area)
+    except BadRequest as error:
+        raise HTTPException(error.status, str(error)) from None
+    if vehicle != sender:
+        raise HTTPException(401, f"this token is vehicle {sender!r}'s, not {vehicle!r}'s", BEARER)
+    service.throttle(vehicle)
+    first, last = await asyncio.to_thread(service.state.store.add, vehicle, rows)
+    if service.worker is not None:
+        service.worker.poke()
+    return {"vehicle": vehicle, "rows": len(rows), "first_seq": first, "last_seq": last}
+
+
+@router.post("/vehicles/{vehicle}/next", openapi_extra=POSITION_BODY)
+async def next_waypoint(vehicle: str, request: Request) -> dict[str, Any]:
+    """The next waypoint for ``vehicle`` given ``{"position": [x, y]}``: the library's max-entropy planner."""
+    _writer(request, vehicle)
+    try:
+        position = np.asarray((await request.json())["position"], dtype=np.float64).reshape(2)
+    except (ValueError, KeyError, TypeError) as error:
+        raise HTTPException(422, f'the body is {{"position": [x, y]}}: {error}') from None
+    if not np.isfinite(position).all():
+        raise HTTPException(422, "the position must be finite")
+    goal = await asyncio.to_thread(_service(request).state.next_goal, vehicle, position)
+    return {"vehicle": vehicle, "goal": goal.tolist()}
+
+
+@router.get("/status")
+def status(request: Request) -> dict[str, Any]:
+    """N, M, updates, the last update's time and seconds, vehicles seen, backlog (rows in no closed batch)."""
+    _reader(request)
+    state = _service(request).state
+    backlog, oldest = state.store.backlog()
+    return state.summary() | {
+        "vehicles": state.store.vehicles(),
+        "backlog": backlog,
+        "backlog_age": None if oldest is None else time.time() - oldest,
+        "area": list(state.config.area),
+        "model": state.config.model,
+        "unit": state.config.unit,
+    }
+
+
+@router.get("/vehicles")
+def vehicles(request: Request) -> dict[str, Any]:
+    """Each vehicle's recent track and its last goal."""
+    _reader(request)
+    state = _service(request).state
+    goal = lambda name: None if name not in state.goals else state.goals[name].tolist()
+    return {
+        name: {"rows": n, "track": state.store.track(name).tolist(), "goal": goal(name)}
+        for name, n in state.store.vehicles().items()
+    }
+
+
+def _plain(array: np.ndarray) -> list:
+    return [[None if math.isnan(v) else v for v in row] for row in array.tolist()]
+
+
+@router.get("/map")
+async def get_map(request: Request, cells: int = 50, format: str = "json") -> Any:  # noqa: A002 - the query's name
+    """Mean and std of the field on ``cells`` x ``cells`` cells over the area: JSON, ``png`` or ``geotiff``."""
+    _reader(request)
+    service = _service(request)
+    if not 2 <= cells <= service.limits.max_cells:
+        raise HTTPException(422, f"cells must be in 2..{service.limits.max_cells}")
+    if format == "geotiff":
+        return Response(await asyncio.to_thread(_geotiff, service.state, cells), media_type="image/tiff")
+    grid = await asyncio.to_thread(service.state.grid, cells)
+    if format == "png":
+        png = await asyncio.to_thread(_png, grid, service.state.config.area, service.state.config.unit)
+        return Response(png, media_type="image/png")
+    if format != "json":
+        raise HTTPException(422, "format is json, png or geotiff")
+    summary = service.state.summary()
+    return {
+        "x": grid["x"].tolist(),
+        "y": grid["y"].tolist(),
+        "mean": _plain(grid["mean"]),
+        "std": _plain(grid["std"]),
+        "area": list(service.state.config.area),
+        "unit": service.state.config.unit,
+        **summary,
+    }
+
+
+def _png(grid: dict, area: tuple, unit: str = "") -> bytes:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(10, 4.2))
+    for axes, key in zip(figure.subplots(1, 2), ("mean", "std")):
+        image = axes.imshow(grid[key], origin="lower", extent=area, cmap="viridis" if key == "mean" else "magma")
+        axes.set_title(f"{key} of the field" + (f" ({unit})" if unit else ""))
+        figure.colorbar(image, ax=axes)
+    out = io.BytesIO()
+    figure.savefig(out, format="png", dpi=80)
+    return out.getvalue()
+
+
+def _geotiff(state: MapState, cells: int) -> bytes:
+    from ...maps import write_geotiff
+
+    xmin, xmax, ymin, ymax = state.config.area
+    if state.model.num_data == 0:
+        raise HTTPException(409, "the map has no data yet")
+    try:
+        with tempfile.TemporaryDirectory() as folder, state.lock:
+            path = write_geotiff(
+                Path(folder) / "map.tif",
+                state.model,
+                (xmin, ymin),
+                (xmax, ymax),
+                cell_size=max(xmax - xmin, ymax - ymin) / cells,
+            )
+            return path.read_bytes()
+    except ImportError as error:
+        raise HTTPException(501, str(error)) from None
+
+
+@router.get("/", response_class=HTMLResponse)
+def page() -> str:
+    """The live page: mean and std maps, the vehicles' tracks and goals, N, M and the update time."""
+    return PAGE.read_text()
+
+
+@router.websocket("/ws")
+async def live(socket: WebSocket) -> None:
+    """A summary (N, M, updates, last update) now and after each update."""
+    service: Service = socket.app.state.service
+    await socket.accept()
+    queue: asyncio.Queue = asyncio.Queue()
+    service.sockets.add(queue)
+    try:
+        await socket.send_json(service.state.summary())
+        while True:
+            await socket.send_json(await queue.get())
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+    finally:
+        service.sockets.discard(queue)
+
+
+def create_app(
+    run_dir: str | Path,
+    config: ServiceConfig | None = None,
+    resume: bool = False,
+    worker: bool = True,
+    limits: Limits = Limits(),
+    protect_reads: bool = False,
+) -> FastAPI:
+    """The service over ``run_dir``: a new map made with ``config``, or with ``resume`` the one recorded there,
+    restored exactly (:meth:`MapState.open`). ``worker`` False leaves batches to the caller's
+    ``app.state.service.state.step()`` (for tests)."""
+    state = MapState.open(run_dir, config, resume=resume)
+    service = Service(state, limits, protect_reads)
+    state.listeners.append(service.broadcast)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        service.loop = asyncio.get_running_loop()
+        if worker:
+            service.worker = Worker(state)
+            service.worker.start()
+        try:
+            yield
+        finally:
+            if service.worker is not None:
+                await asyncio.to_thread(service.worker.stop)
+                service.worker = None
+
+    app = FastAPI(title="onlinegp live map", lifespan=lifespan)
+    app.state.service = service
+    app.include_router(router)
+    return app

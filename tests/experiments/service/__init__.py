@@ -1,0 +1,1 @@
+"""Tests of onlinegp.experiments.service: the live mapping service."""

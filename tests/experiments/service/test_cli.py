@@ -1,0 +1,71 @@
+"""``onlinegp serve`` and ``onlinegp serve token add``, in-process, the server itself replaced (test_faults.py runs
+a real one)."""
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import onlinegp
+from onlinegp.experiments.cli import app
+from onlinegp.experiments.service.state import ServiceConfig
+from onlinegp.experiments.service.store import DATABASE, Store, token_hash
+
+from .helpers import AREA, OPTIONS
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+runner = CliRunner()
+AREA_TEXT = ",".join(str(v) for v in AREA)
+OPTION_ARGS = [item for k, v in OPTIONS.items() for item in ("-o", f"{k}={v}")]
+
+
+def test_token_add_prints_the_token_once_and_stores_its_hash(tmp_path):
+    result = runner.invoke(app, ["serve", "token", "add", "boat", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    token = result.output.strip()
+    store = Store(tmp_path / "run")
+    assert store.vehicle_of(token) == "boat" and store.vehicle_of(token + "x") is None
+    with sqlite3.connect(tmp_path / "run" / DATABASE) as db:
+        assert db.execute("SELECT name, hash FROM tokens").fetchall() == [("boat", token_hash(token))]
+    assert token.encode() not in (tmp_path / "run" / DATABASE).read_bytes()
+    assert runner.invoke(app, ["serve", "token", "add", "bad name!", str(tmp_path / "run")]).exit_code != 0
+    listed = runner.invoke(app, ["serve", "token", "list", str(tmp_path / "run")])
+    assert listed.exit_code == 0 and listed.output.startswith("boat\t") and token not in listed.output
+    assert runner.invoke(app, ["serve", "token", "remove", "boat", str(tmp_path / "run")]).exit_code == 0
+    assert store.vehicle_of(token) is None
+    assert runner.invoke(app, ["serve", "token", "remove", "boat", str(tmp_path / "run")]).exit_code != 0
+
+
+def test_serve_checks_its_options_and_warns_off_loopback(tmp_path, monkeypatch):
+    import uvicorn
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **how: calls.append(how))
+    run = str(tmp_path / "run")
+    assert "--area" in runner.invoke(app, ["serve", run]).output
+    how = ["--host", "0.0.0.0", "--port", "9", "--unit", "mg/L", *OPTION_ARGS]
+    result = runner.invoke(app, ["serve", run, "--area", AREA_TEXT, *how])
+    assert result.exit_code == 0, result.output
+    assert "TLS" in result.output and calls == [{"host": "0.0.0.0", "port": 9, "log_level": "warning"}]
+    assert ServiceConfig.load(tmp_path / "run").unit == "mg/L"
+    assert "TLS" not in runner.invoke(app, ["serve", "--resume", run]).output
+    refused = runner.invoke(app, ["serve", run, "--resume", "--area", AREA_TEXT])
+    assert refused.exit_code != 0 and "--area" in refused.output
+    assert len(calls) == 2
+    bad = runner.invoke(app, ["serve", str(tmp_path / "other"), "--area", AREA_TEXT, "-o", "no_such_option=1"])
+    assert bad.exit_code != 0 and "no_such_option" in bad.output
+
+
+def test_the_command_imports_the_web_stack_only_to_serve():
+    probe = (
+        "import sys, onlinegp.experiments.cli; print(sorted({'fastapi', 'uvicorn', 'starlette'} & set(sys.modules)))"
+    )
+    env = os.environ | {"PYTHONPATH": str(Path(onlinegp.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
