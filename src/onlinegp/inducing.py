@@ -194,6 +194,11 @@ class Fixed:
     def __init__(self, Z: Tensor):
         self.Z = Z
 
+    @property
+    def num_inducing(self) -> int:
+        """M, the size of the kept set: a fixed size, which the size check (:func:`onlinegp.health.size`) reads."""
+        return int(self.Z.shape[0])
+
     def __call__(
         self,
         kernel: Kernel,

@@ -77,6 +77,7 @@ import torch
 from torch import Tensor, nn
 
 from ..base import KernelGP, PhaseTimer
+from ..inducing import Fixed
 from ..kernels.product_matern import ProductMatern52Kernel
 from ..kronecker import GridFactors, grid_marginal, kron_dense, kron_matmul
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
@@ -563,6 +564,12 @@ class WISKI(Trained, KernelGP):
     @property
     def num_inducing(self) -> int | None:
         return None if self.input_dim is None else self.grid.size
+
+    @property
+    def selector(self) -> Fixed | None:
+        """The grid as a fixed inducing set (None before the first batch): its ``num_inducing``, m, bounds the
+        model's size, so the size check (:func:`onlinegp.health.size`) does not take the grid for growth."""
+        return None if self.input_dim is None else Fixed(self.U)
 
     @property
     def noise(self) -> Tensor:
