@@ -2,6 +2,7 @@
 failures, and the Ray backend against the local one."""
 
 import csv
+import json
 import math
 import statistics
 from pathlib import Path
@@ -331,3 +332,27 @@ def test_time_curves_are_median_and_quartiles_never_below_zero(tmp_path):
     (smse,) = poam.curves(records, "smse", num_points=3).values()
     np.testing.assert_allclose(smse["mean"], values.mean(0))
     np.testing.assert_allclose(smse["std"], values.std(0))
+
+
+#: the options each class fixes for its parent, which every kept mission record must state as they ran
+FORCED_OPTIONS = {
+    "SSGPpp": {"optimizer": "adam"},
+    "OVC": {"noise_weighted": True},
+    "OVCpp": {"noise_weighted": True, "optimize_inducing": False},
+    "FULL": {"terms": "all"},
+}
+
+
+def test_kept_mission_records_state_the_options_their_class_fixed():
+    """0.1.0 recorded each option's constructor default as found in the signatures, not the value a subclass passed
+    to its parent (SSGP++ as L-BFGS, OVC++ moving Z, ...); the kept records were corrected to what ran."""
+    results = Path(__file__).resolve().parents[3] / "results"
+    checked = 0
+    for path in sorted(results.glob("poam-*/*/config.json")):
+        model = json.loads(path.read_text())["model"]
+        options = model["options"]
+        training = options.get("training") if isinstance(options.get("training"), dict) else {}
+        for key, value in FORCED_OPTIONS.get(model["class"], {}).items():
+            assert options.get(key, training.get(key)) == value, f"{path}: {key}"
+            checked += 1
+    assert checked >= 4 * 83
