@@ -49,11 +49,10 @@ def test_a_normal_first_batch_raises_no_size_warning(name):
 
 
 def test_wiski_declares_its_grid_as_its_fixed_size():
-    """WISKI's default 3-D grid (1000 points) is larger than a first batch of 500: without its grid declared as a
-    fixed size, the size check would report it."""
+    """WISKI's default 3-D grid (1000 points) is larger than a first batch of 500: its grid is declared as a fixed
+    size, the bound the size check reads (``selector.num_inducing``), so the check never reports it."""
     model = WISKI(3)
     size = model.num_inducing
     assert model.selector.num_inducing == size == 1000
-    assert health.size((None, 0), (size, BATCH)) != []
     assert health.size((None, 0), (size, BATCH), model.selector.num_inducing) == []
     assert WISKI().selector is None  # no grid before the first batch
