@@ -194,6 +194,11 @@ class Fixed:
     def __init__(self, Z: Tensor):
         self.Z = Z
 
+    @property
+    def num_inducing(self) -> int:
+        """M, the size of the kept set: a fixed size, which the size check (:func:`onlinegp.health.size`) reads."""
+        return int(self.Z.shape[0])
+
     def __call__(
         self,
         kernel: Kernel,
@@ -421,7 +426,7 @@ class KeepAfterFirst:
     gradient (POAM's Z-OPT ablation, Chen et al. 2024 §V-C: a random Z from the first batch).
 
     A first batch of fewer than ``MIN_FIRST_BATCH`` points cannot stand for the domain (a first batch of one point left
-    M = 1 for good: RMSE 0.89 of the target's std after 100 single points, issue 35). After such a batch, later
+    M = 1 for good: RMSE 0.89 of the target's std after a stream of 100 single points). After such a batch, later
     updates (the context's ``num_updates`` > 0: a first update may select again, as POAM's pre-training rounds do) add points
     chosen by the selector from their batches, the inputs already there kept, for as long as Z holds every point seen
     (the context's ``num_data``) and fewer than the selector's ``num_inducing``. A first batch of at least ``MIN_FIRST_BATCH``

@@ -183,7 +183,7 @@ class Pretraining:
 @dataclass(frozen=True, repr=False)
 class Training:
     """How a model fits its hyper-parameters, the same names meaning the same thing in every model: one spec in place
-    of per-model ``lr*``/``num_steps``/``pretrain_*`` keywords (issue 32). A field left None takes the model's default
+    of per-model ``lr*``/``num_steps``/``pretrain_*`` keywords. A field left None takes the model's default
     (each model's ``TRAINING`` and docstring); ``model.training`` is the spec it resolved and runs with, and
     ``model.options()['training']`` reports it. A field the model does not use is refused with a ValueError.
 
@@ -315,7 +315,7 @@ class Trained:
         self.training = dataclasses.replace(self.training, steps=value)
 
 
-#: the keywords the models took one by one before the training spec (issue 32) and the :class:`Training` field each
+#: the keywords the models took one by one before the training spec and the :class:`Training` field each
 #: sets ('pretrain.' for a :class:`Pretraining` field). A class may rename some (O-SVGP: ``FLAT_TRAINING``).
 FLAT_TRAINING = {
     "optimizer": "optimizer",

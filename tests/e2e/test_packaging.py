@@ -168,3 +168,23 @@ def test_import_onlinegp_loads_no_application_dependency():
     assert report["experiments after every library module"] == [], report
     ours = [a for a in report["attempts"] if Path(a[1]).resolve().is_relative_to(SRC.resolve())]
     assert not ours, f"library modules import application dependencies: {ours}"
+
+
+def test_the_command_loads_tqdm_only_to_draw_a_bar():
+    """Importing any module of the experiments (the command's among them) asks for no tqdm: it is imported where a
+    progress bar is drawn. (``import torch`` itself loads tqdm where it is installed, for torch.hub's download bars:
+    not ours to change.)"""
+    experiments = [
+        ".".join(("onlinegp", *path.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__")
+        for path in sorted((SRC / "experiments").rglob("*.py"))
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, json.dumps(["tqdm"]), json.dumps(experiments)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    ours = [a for a in report["attempts"] if Path(a[1]).resolve().is_relative_to(SRC.resolve())]
+    assert not ours, f"modules of onlinegp import tqdm on import: {ours}"

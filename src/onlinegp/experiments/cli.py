@@ -958,7 +958,7 @@ def bench_fleet(
     ),
     profile: str = typer.Option("paper", "--profile", help="simulator settings: paper or reference-code"),
 ) -> None:
-    """Multi-robot active mapping (issue 34): K = 1, 2, 4 vehicles, one POAM model, equal total samples; final
+    """Multi-robot active mapping: K = 1, 2, 4 vehicles, one POAM model, equal total samples; final
     SMSE/MSLL and the mission time to reach K = 1's final SMSE, joint against independent goals."""
 
 

@@ -180,6 +180,17 @@ def animate_maps(
     return path
 
 
+def line_and_band(curve: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
+    """A sweep curve's x, line, band's low and high edges and the band's name: its own ``centre``, ``low``, ``high``
+    and ``band`` where it gives them, else its mean ± std."""
+    x = np.asarray(curve["samples"], dtype=np.float64)
+    if "centre" in curve:
+        centre, low, high = (np.asarray(curve[k], dtype=np.float64) for k in ("centre", "low", "high"))
+        return x, centre, low, high, curve["band"]
+    mean, std = (np.asarray(curve[k], dtype=np.float64) for k in ("mean", "std"))
+    return x, mean, mean - std, mean + std, "mean ± std"
+
+
 def plot_sweep_curves(
     panels: dict[tuple[str, str], dict[str, dict]],
     path: str | Path,
@@ -188,8 +199,9 @@ def plot_sweep_curves(
     xlabel: str = "samples",
 ) -> Path:
     """Metric curves of a sweep (Chen et al. 2024, Figs. 5, 8, 9): ``panels[(metric, env)] = {method: curve}`` with
-    ``curve = {"samples", "mean", "std"}`` arrays (``samples`` on the x axis, named ``xlabel``); rows are metrics,
-    columns environments, a ±std band per line."""
+    ``curve = {"samples", "mean", "std"}`` arrays (``samples`` on the x axis, named ``xlabel``), a ±std band per line,
+    or ``{"samples", "centre", "low", "high", "band"}`` (a line, its band and their name, e.g. a median and its
+    quartiles); rows are metrics, columns environments, and each panel's y axis names its line and band."""
     path = Path(path)
     metrics = list(dict.fromkeys(k for k, _ in panels))
     envs = list(dict.fromkeys(e for _, e in panels))
@@ -201,12 +213,15 @@ def plot_sweep_curves(
     for i, metric in enumerate(metrics):
         for j, env in enumerate(envs):
             ax = axes[i, j]
+            bands = set()
             for method, c in panels.get((metric, env), {}).items():
-                x, mean, std = (np.asarray(c[k], dtype=np.float64) for k in ("samples", "mean", "std"))
-                ax.plot(x, mean, "-", lw=1.3, color=colours[method], label=method)
-                ax.fill_between(x, mean - std, mean + std, color=colours[method], alpha=0.2, lw=0)
+                x, centre, low, high, band = line_and_band(c)
+                ax.plot(x, centre, "-", lw=1.3, color=colours[method], label=method)
+                ax.fill_between(x, low, high, color=colours[method], alpha=0.2, lw=0)
+                bands.add(band)
             ax.set_title(f"{metric_label(metric)} in {env}", fontsize=9)
             ax.set_xlabel(xlabel)
+            ax.set_ylabel("; ".join(sorted(bands)), fontsize=8)
             ax.grid(alpha=0.3)
     handles = [plt.Line2D([], [], color=colours[m], lw=2) for m in methods]
     fig.legend(handles, methods, loc="center right", fontsize=8)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from .. import portable
 from ..base import OnlineGP, model_record
@@ -110,6 +109,8 @@ def run_stream(
     every evaluated batch (e.g. to draw maps). With ``out``, ``metrics.csv`` is rewritten after every evaluated
     batch, so an interrupted run keeps the batches it finished.
     """
+    from tqdm import tqdm  # only where a bar is drawn: importing the experiments loads no tqdm
+
     train, test, parts, common, y_std = prepare(config)
     exact = config.model.lower() == "exact"
     evals = set(config.eval_batches or range(1, len(parts) + 1))

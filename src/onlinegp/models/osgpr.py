@@ -82,8 +82,8 @@ class OSGPR(Trained, KernelGP):
     fixed the objectives of all batches sum to the batch SGPR bound. ``summary`` is the InducingPosterior kept.
 
     Small batches under L-BFGS. Fitted to convergence on a batch of a few points, the online bound's maximum is
-    degenerate (one point: the noise collapses to its floor and the length-scales run off; issue 35 measured a stream
-    of 100 single points ending at RMSE 1.0 of the target's std, 0.074 for the same points in one batch). So with
+    degenerate (one point: the noise collapses to its floor and the length-scales run off: a stream
+    of 100 single points ended at RMSE 1.0 of the target's std, 0.074 for the same points in one batch). So with
     ``training.optimizer='lbfgs'`` a first batch of fewer than ``min_fit_points`` points (``MIN_FIT_POINTS``), or a
     later one of fewer than ``MIN_FIT_BATCH``, is absorbed under the current θ (exact for that θ) and held, with the summary from
     before it (``held_x``, ``held_y``, ``held_base``; at most ``min_fit_points`` − 1 points); once the held points and
@@ -97,7 +97,7 @@ class OSGPR(Trained, KernelGP):
     at the dropped inputs (−½ tr(C⁻¹E_uu) and their misfit under the projection onto Z'). Fitted at Z', θ lowers that
     charge by inflating σ² and the output scale: on a lawnmower survey whose first lanes share one x (the WGPR
     bench's lake stand-in, seed 3) L-BFGS moved σ² from 0.12 to 55 and the output scale from 0.31 to 363 at the
-    second lane, and test RMSE went 45 → 579 (issue 35; ``tests/library/models/test_osgpr.py``). There the bound at
+    second lane, and test RMSE went 45 → 579 (``tests/library/models/test_osgpr.py``). There the bound at
     Z ∪ Z', like the batch SGPR bound on all data at Z', prefers the old θ (−32 against −535; at Z': −2980 against
     −1310). So θ is fitted at Z' followed by the inputs of Z it drops (at most M + N points; the bound is at least as
     tight there), and the summary is then projected onto Z' at that θ, so memory stays O(M²). Where Z' keeps all of
@@ -341,7 +341,7 @@ class SSGP(OSGPR):
 
     It fits θ only on batches of at least twice OSGPR's ``min_fit_points`` (smaller ones are held as :class:`OSGPR`
     says): L-BFGS moves the Attentive Kernel's network and every inducing input (as many as the batch's points while
-    M is below its cap) to convergence, and on 50 points that overfits (issue 35's stream, seed 0: RMSE 0.17 of the
+    M is below its cap) to convergence, and on 50 points that overfits (a stream of 100 points, seed 0: RMSE 0.17 of the
     target's std in batches of 50, 0.081 in one batch of 100)."""
 
     min_fit_points = 2 * MIN_FIT_POINTS

@@ -12,7 +12,7 @@ Only q(u), Z and the prior root of the last batch are kept: memory does not grow
 q(b)'s parameters are its mean and root in the coordinates of the prior at the batch's start: b = P v with
 P = chol K_bb(θ₀, Z), θ₀ the hyper-parameters before the batch's steps and Z the current inducing inputs, so Adam's
 steps (about the rate per coordinate, whatever the gradient's size) are steps within the prior and q(b) moves with Z. In
-raw function values at Z they were not: on 10 batches of 100 of a smooth 2-D function (issue 35) the pivoted-Cholesky
+raw function values at Z they were not: on 10 batches of 100 of a smooth 2-D function the pivoted-Cholesky
 selector placed inducing inputs as close as ℓ·1e-4, steps of 5e-3 in b and in Z sent KL(q(b)‖p(b)) from 40 to 3e3
 in one step, the objective to −3e8 by the second batch and the predictions' RMSE over the target's std from 0.44 to
 526 by the fifth; in these coordinates the same stream ends at 0.03 (0.03 also with five duplicate points per batch

@@ -99,7 +99,7 @@ class SOLARGP(_Dominant, LocalEnsemble):
     whatever its similarity (the report's ``small``). A member started on a few points has its θ fitted to them (or,
     under L-BFGS, held at its initial value), and single points spread over the domain each started one: 34 members
     of 1 to 7 points after a stream of 100 single points, RMSE 0.32 of the target's std against 0.074 for the same
-    points in one batch, and one point far from the rest left a second member for good (issue 35).
+    points in one batch, and one point far from the rest left a second member for good.
     """
 
     _dynamic = ("centroids", "counts")
@@ -188,7 +188,7 @@ class LGPR(_Dominant, KernelGP):
     the first ``MIN_FIT_POINTS`` points are used for it: a first batch with fewer is absorbed under the initial θ and
     held (``held_x``, ``held_y``) until the points seen reach that many, and then the local models are built again from
     all of them, θ fitted (fitted on a single point, θ made a stream of 100 single points end at RMSE 0.50 of the
-    target's std, 0.24 for the same points in one batch; issue 35). Hyper-parameters are then fixed.
+    target's std, 0.24 for the same points in one batch). Hyper-parameters are then fixed.
 
     Args:
         input_dim: D.

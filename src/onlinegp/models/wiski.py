@@ -54,7 +54,7 @@ pre-training, 200 full-batch Adam steps (epochs) at 5e-2 (θ) and 5e-3 (φ) with
 step per update at 5e-3 (θ) and 5e-4 (φ); the RBF length-scale starts at 0.693 (gpytorch's default, softplus(0)).
 Elevators and protein use 1e-2/1e-3 and 1e-3/1e-4 (:data:`onlinegp.experiments.bench.wiski.TABLE_C1`). Pre-training needs a batch
 that can define θ: 200 steps on a single point drove the length-scales to 0.04 of the input half-range, and one small
-step per later point had not recovered them 99 points on (issue 35: RMSE 0.44 of the target's std after 100 single
+step per later point had not recovered them 99 points on (RMSE 0.44 of the target's std after a stream of 100 single
 points, 0.075 for the same points in one batch). So a first batch of fewer than ``MIN_FIT_POINTS`` points is
 absorbed under the initial θ and held (``held_x``, ``held_y``, ``held_noise``); the update whose points, with the held
 ones, reach ``MIN_FIT_POINTS`` empties the stored terms and absorbs them all as the first batch, pre-training on them.
@@ -77,6 +77,7 @@ import torch
 from torch import Tensor, nn
 
 from ..base import KernelGP, PhaseTimer
+from ..inducing import Fixed
 from ..kernels.product_matern import ProductMatern52Kernel
 from ..kronecker import GridFactors, grid_marginal, kron_dense, kron_matmul
 from ..linalg import JitterLog, cholesky, lanczos_basis, trisolve
@@ -563,6 +564,12 @@ class WISKI(Trained, KernelGP):
     @property
     def num_inducing(self) -> int | None:
         return None if self.input_dim is None else self.grid.size
+
+    @property
+    def selector(self) -> Fixed | None:
+        """The grid as a fixed inducing set (None before the first batch): its ``num_inducing``, m, bounds the
+        model's size, so the size check (:func:`onlinegp.health.size`) does not take the grid for growth."""
+        return None if self.input_dim is None else Fixed(self.U)
 
     @property
     def noise(self) -> Tensor:

@@ -2,10 +2,12 @@
 failures, and the Ray backend against the local one."""
 
 import csv
+import json
 import math
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from onlinegp.experiments.bench import parse, poam
@@ -309,3 +311,48 @@ def test_paper_model_options_are_the_paper_implementations():
         asked = training_options(paper_model_options(method))  # pretrain_steps=0 is the spec's pretrain.steps
         assert all(options[k] == v for k, v in asked.items() if k != "training")
         assert options["training"].updated(asked.get("training", Training())) == options["training"]
+
+
+def test_time_curves_are_median_and_quartiles_never_below_zero(tmp_path):
+    """Update times are positive and skewed (one loaded epoch of a seed takes 100 s): the curve is their median and
+    interquartile band, which stays within the data, where mean - std fell below zero; other metrics stay mean ± std."""
+    samples = np.array([10.0, 20.0, 30.0])
+    times = [np.array([0.5, 0.6, 0.7]) * (1 + seed / 10) for seed in range(9)] + [np.array([0.5, 100.0, 0.7])]
+    records = [
+        poam.RunRecord("", "env", "poam", seed, tmp_path, {"num_samples": samples, "update_time": t, "smse": t})
+        for seed, t in enumerate(times)
+    ]
+    values = np.stack(times)
+    assert (values.mean(0) - values.std(0)).min() < 0  # what the ±std band drew
+    (time,) = poam.curves(records, "update_time", num_points=3).values()
+    assert time["band"] == "median, 25-75% of seeds" and time["seeds"] == 10
+    np.testing.assert_allclose(time["centre"], np.median(values, 0))
+    assert (time["low"] > 0).all() and (time["low"] <= time["centre"]).all() and (time["centre"] <= time["high"]).all()
+    assert time["high"].max() < 100  # the one slow epoch does not stretch the band
+    (smse,) = poam.curves(records, "smse", num_points=3).values()
+    np.testing.assert_allclose(smse["mean"], values.mean(0))
+    np.testing.assert_allclose(smse["std"], values.std(0))
+
+
+#: the options each class fixes for its parent, which every kept mission record must state as they ran
+FORCED_OPTIONS = {
+    "SSGPpp": {"optimizer": "adam"},
+    "OVC": {"noise_weighted": True},
+    "OVCpp": {"noise_weighted": True, "optimize_inducing": False},
+    "FULL": {"terms": "all"},
+}
+
+
+def test_kept_mission_records_state_the_options_their_class_fixed():
+    """0.1.0 recorded each option's constructor default as found in the signatures, not the value a subclass passed
+    to its parent (SSGP++ as L-BFGS, OVC++ moving Z, ...); the kept records were corrected to what ran."""
+    results = Path(__file__).resolve().parents[3] / "results"
+    checked = 0
+    for path in sorted(results.glob("poam-*/*/config.json")):
+        model = json.loads(path.read_text())["model"]
+        options = model["options"]
+        training = options.get("training") if isinstance(options.get("training"), dict) else {}
+        for key, value in FORCED_OPTIONS.get(model["class"], {}).items():
+            assert options.get(key, training.get(key)) == value, f"{path}: {key}"
+            checked += 1
+    assert checked >= 4 * 83

@@ -465,7 +465,8 @@ def write_paired(rows: Sequence[dict], out: Path, name: str = "paired") -> dict[
 
 # ---------------------------------------------------------------------- figures
 def curves(records: Sequence[RunRecord], key: str, num_points: int = 100) -> dict[tuple[str, str, str], dict]:
-    """Fig. 5's curves: per group, ``key`` against samples as mean ± std over seeds.
+    """Fig. 5's curves: per group, ``key`` against samples over seeds, as mean ± std, or for a time (a ``*_time``
+    key: positive and skewed, where mean - std falls below zero) as the median and the interquartile band.
 
     Runs evaluate at different sample counts, so each run's curve is interpolated linearly onto a common grid
     spanning the sample counts every run of the group covers.
@@ -476,12 +477,17 @@ def curves(records: Sequence[RunRecord], key: str, num_points: int = 100) -> dic
         hi = min(float(r.columns["num_samples"][-1]) for r in runs)
         grid = np.linspace(lo, hi, num_points) if hi > lo else np.array([hi])
         values = np.stack([np.interp(grid, r.columns["num_samples"], r.columns[key]) for r in runs])
-        out[group] = {"samples": grid, "mean": values.mean(0), "std": values.std(0), "seeds": len(runs)}
+        if key.endswith("_time"):
+            low, centre, high = np.quantile(values, (0.25, 0.5, 0.75), axis=0)
+            spread = {"centre": centre, "low": low, "high": high, "band": "median, 25-75% of seeds"}
+        else:
+            spread = {"mean": values.mean(0), "std": values.std(0)}
+        out[group] = {"samples": grid, **spread, "seeds": len(runs)}
     return out
 
 
 def curve_figures(records: Sequence[RunRecord], out: Path, keys: Sequence[str], prefix: str) -> dict[str, Path]:
-    """One figure per setting: rows are ``keys``, columns environments, a line and ±std band per method."""
+    """One figure per setting: rows are ``keys``, columns environments, a line and band per method (:func:`curves`)."""
     from ..plots import plot_sweep_curves
 
     files = {}
@@ -493,7 +499,7 @@ def curve_figures(records: Sequence[RunRecord], out: Path, keys: Sequence[str], 
             for env in dict.fromkeys(r.env for r in records if r.setting == setting)
         }
         name = f"{prefix}{'-' + setting if setting else ''}"
-        files[name] = plot_sweep_curves(panels, out / f"{name}.png", title=f"{name} (mean ± std over seeds)")
+        files[name] = plot_sweep_curves(panels, out / f"{name}.png", title=f"{name} (over seeds)")
     return files
 
 
