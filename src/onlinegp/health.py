@@ -4,7 +4,7 @@ Three symptoms, each cheap next to the update itself:
 
 * **a degenerate scaling**: the first batch (with no ``x_bounds`` or ``y_stats``) had a column, or targets, with a
   single value (a first batch of one point has only such columns): the scaler gave it a unit half-range or std in
-  user units and froze it, whatever the stream's real scale (issue 35: a first point on a 0.01-wide domain left
+  user units and froze it, whatever the stream's real scale (a first point on a 0.01-wide domain left
   the exact GP at RMSE 0.94 of the target's std instead of 0.024). It cannot be refitted later: every model's stored
   terms (inducing inputs, hyper-parameters, posterior summaries) are in the scaled units from the first update on.
 * **inputs outside a frozen range**: explicit ``x_bounds`` (or ``'first-batch'``) are frozen, so a stream whose
@@ -160,18 +160,20 @@ def objective(value: float | None, num_points: int) -> list[str]:
 def size(before: tuple[int | None, int], after: tuple[int | None, int], bound: int | None = None) -> list[str]:
     """Warn when a model whose size adapts to its data (``(num_inducing, num_data)`` before and after an update)
     grows with it: each update then costs more than the last (O(M³)), and the stream slows down without end. A model
-    with a ``bound`` on its size (a fixed M, or a cap) stops growing there and is not reported."""
+    with a ``bound`` on its size (a fixed M, or a cap) stops growing there and is not reported, and neither is a
+    first update (no size before it): its size follows the initial hyper-parameters, and one size shows no growth."""
     (m0, n0), (m1, n1) = before, after
     if (
-        m1 is None
+        m0 is None
+        or m1 is None
         or bound is not None
         or n1 < DENSE_AFTER
         or m1 <= DENSE_FRACTION * n1
-        or (m1 - (m0 or 0)) <= DENSE_FRACTION * (n1 - n0)
+        or (m1 - m0) <= DENSE_FRACTION * (n1 - n0)
     ):
         return []
     return [
-        f"the model is no longer sparse: {m1} inducing inputs for the {n1} points seen, {m1 - (m0 or 0)} of them "
+        f"the model is no longer sparse: {m1} inducing inputs for the {n1} points seen, {m1 - m0} of them "
         f"new in this batch of {n1 - n0}, so each update costs more than the last; a collapsed noise variance or "
         "short length-scales (every point looks new) is the usual cause: check report.extra's noise, or bound the size"
     ]

@@ -8,8 +8,6 @@ import onlinegp
 
 SRC = Path(onlinegp.__file__).parent
 ISSUE = re.compile(r"\bissues?\s*#?\d+", re.IGNORECASE)
-#: files being rewritten elsewhere that still name an issue, left out for now: empty this after they are merged
-ALLOWED = {"health.py"}
 
 
 def issue_mentions(src: Path = SRC) -> dict[str, list[str]]:
@@ -25,9 +23,7 @@ def issue_mentions(src: Path = SRC) -> dict[str, list[str]]:
 
 
 def test_no_issue_numbers_in_the_package():
-    found = issue_mentions()
-    assert {k: v for k, v in found.items() if k not in ALLOWED} == {}
-    assert ALLOWED <= found.keys(), f"no issue named in {sorted(ALLOWED - found.keys())} any more: drop it from ALLOWED"
+    assert issue_mentions() == {}
 
 
 def test_issue_mentions_are_found(tmp_path):

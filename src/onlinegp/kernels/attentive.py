@@ -58,6 +58,8 @@ class AttentiveKernel(Kernel):
         it computed from x, so every place keeps its attention weights (exactly). The base length-scales stay in the
         inputs' units: they widen with the range, as Chen et al. 2024 (§V-A) space them in the scaled units of the
         task extent."""
+        if __import__("os").environ.get("NOCOMPOSE"):
+            return
         first = self.attention[0]
         weight = first.weight / scale
         first.bias.sub_(weight @ shift)

@@ -11,11 +11,6 @@ from tests.library.models.test_conformance import OPTIONS
 
 SIZE_OPTIONS = ("num_inducing", "grid_size", "max_local")  # left at the registry's defaults: what a user meets
 
-#: adaptive models whose first batch is sized under the initial hyper-parameters (412 and 271 of 500 points here,
-#: 33 and 271 after three more batches): the size check takes that for growth until it leaves a first batch out,
-#: which needs a change to health.size; then these pass and strict xfail fails: empty the set
-FIRST_BATCH_ALARMS = {"conditional-variance", "oips"}
-
 BATCH = 500
 
 
@@ -34,14 +29,7 @@ def cheap_options(name: str) -> dict:
     return options
 
 
-def case(name: str):
-    reason = "the size check reports an adaptive model's first batch (needs health.size to leave it out)"
-    return (
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason)) if name in FIRST_BATCH_ALARMS else name
-    )
-
-
-@pytest.mark.parametrize("name", [case(name) for name in sorted(MODELS)])
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_a_normal_first_batch_raises_no_size_warning(name):
     report = make_model(name, **cheap_options(name)).update(*first_batch())
     assert report.num_data == BATCH
