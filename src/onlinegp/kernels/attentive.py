@@ -52,19 +52,6 @@ class AttentiveKernel(Kernel):
         w = self.attention(x)
         return w / w.norm(dim=-1, keepdim=True)
 
-    @torch.no_grad()
-    def follow_inputs(self, scale: Tensor, shift: Tensor) -> None:
-        """Re-express the network for inputs ``x' = scale * x + shift``: its first layer takes x' and computes what
-        it computed from x, so every place keeps its attention weights (exactly). The base length-scales stay in the
-        inputs' units: they widen with the range, as Chen et al. 2024 (§V-A) space them in the scaled units of the
-        task extent."""
-        if __import__("os").environ.get("NOCOMPOSE"):
-            return
-        first = self.attention[0]
-        weight = first.weight / scale
-        first.bias.sub_(weight @ shift)
-        first.weight.copy_(weight)
-
     def lengthscale_at(self, x: Tensor) -> Tensor:
         """Attention-weighted length-scale Σ_m w̄_m ℓ_m / Σ_m w̄_m at each input (what length-scale maps show)."""
         w = self.weights(x)

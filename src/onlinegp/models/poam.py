@@ -178,9 +178,9 @@ class POAM(Trained, KernelGP):
         """Inputs in wider units (:meth:`~onlinegp.base.OnlineGP._follow`): the kernel re-expressed
         (:func:`~onlinegp.kernels.follow_inputs`), the data moved, Z what the selector keeps of the moved Z under the
         kernel, and the terms a, B formed again from all data at it (the data are kept for the M-step; a projection
-        assumes θ moved little, and the Attentive Kernel's fixed length-scales widen with the range, as they would
-        with the final range given as ``x_bounds``). With a stationary kernel the model is then the one it would be
-        had the wider range been given from the start (to round-off, with OVC's terms weighted by the current σ²)."""
+        assumes θ moved little, and the Attentive Kernel stretches with the range, as it would with the final range
+        given as ``x_bounds``). With a stationary kernel the model is then the one it would be had the wider range
+        been given from the start (to round-off, with OVC's terms weighted by the current σ²)."""
         if not follow_inputs(self.kernel, scale, shift):
             return False
         self.data.X = self.data.X * scale + shift
