@@ -39,7 +39,8 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serving(app, timeout: float = 30.0):
-    """``app`` served by uvicorn on a free loopback port in a thread; yields its URL."""
+    """``app`` served by uvicorn on a free loopback port in a thread; yields its URL. The server must stop within
+    10 s once the block ends (a page's WebSocket must not hold it)."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -51,7 +52,8 @@ def serving(app, timeout: float = 30.0):
         yield f"http://127.0.0.1:{server.config.port}"
     finally:
         server.should_exit = True
-        thread.join(timeout)
+        thread.join(10.0)
+    assert not thread.is_alive(), "the server did not stop within 10 s"
 
 
 def browser():
@@ -73,9 +75,10 @@ def variance(png: bytes) -> float:
     return float(np.var(matplotlib.image.imread(io.BytesIO(png), format="png")[..., :3]))
 
 
-def watch(url: str, until_n: int, post=None, screenshot: Path | None = None, timeout: float = 120.0) -> bytes:
-    """Open the page at ``url``, call ``post()`` once it is connected, wait until it shows ``N = until_n`` (or
-    more) and the map is drawn; the screenshot's PNG (also written to ``screenshot``)."""
+def watch(url: str, until_n: int, post=None, screenshot: Path | None = None, timeout: float = 120.0):
+    """Open the page at ``url``; once it is connected take a screenshot and call ``post()``; wait until it shows
+    ``N = until_n`` (or more) and the map is drawn. The two screenshots' PNGs (the last also written to
+    ``screenshot``)."""
     sync_playwright, executable = browser()
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
@@ -83,12 +86,13 @@ def watch(url: str, until_n: int, post=None, screenshot: Path | None = None, tim
             page = chromium.new_page(viewport={"width": 860, "height": 520})
             page.goto(url + "/")
             page.wait_for_function("document.getElementById('status').textContent.startsWith('N = ')")
+            first = page.screenshot(full_page=True)
             if post is not None:
                 post()
             shown = f"Number(document.getElementById('status').textContent.split(/\\s+/)[2]) >= {until_n}"
             page.wait_for_function(shown, timeout=timeout * 1000)
             page.wait_for_timeout(1500)  # the map the update announced: fetched and drawn
-            return page.screenshot(path=screenshot, full_page=True)
+            return first, page.screenshot(path=screenshot, full_page=True)
         finally:
             chromium.close()
 
@@ -101,14 +105,13 @@ def test_the_page_shows_the_new_n_and_a_map(tmp_path):
     token = app.state.service.state.store.add_token("boat")
     with serving(app) as url:
         client = MapClient(url, token)
-        blank = watch(url, 0)
         posts = [rows(seed) for seed in range(3)]
 
         def post():
             for batch in posts:
                 client.post("boat", *np.array(batch).T)
 
-        shot = watch(url, 3 * len(posts[0]), post, tmp_path / "page.png")
+        blank, shot = watch(url, 3 * len(posts[0]), post, tmp_path / "page.png")
         assert client.status()["N"] == 3 * len(posts[0])
     assert (tmp_path / "page.png").read_bytes() == shot
     assert variance(blank) < MIN_VARIANCE < variance(shot), (variance(blank), variance(shot))
@@ -127,7 +130,7 @@ def test_the_demo_on_the_page(tmp_path):
     with serving(app) as url:
         stop = start_vehicles(url, tokens, field, app.state.service.state.config.area, speedup=50.0)
         try:
-            shot = watch(url, 500, screenshot=png, timeout=300.0)
+            _, shot = watch(url, 500, screenshot=png, timeout=300.0)
         finally:
             stop.set()
         assert set(MapClient(url).status()["vehicles"]) == set(tokens)
