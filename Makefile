@@ -26,7 +26,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples docs/hooks.py
 	$(VENV)/bin/ruff format --check src tests benchmarks examples docs/hooks.py
 
+# tests/experiments/service/test_browser.py drives Debian's chromium (skipped without it): installed here where
+# apt-get can, never failing the build where it cannot
 test: lint
+	command -v chromium >/dev/null || (command -v apt-get >/dev/null && apt-get install -y -q chromium >/dev/null 2>&1) || true
 	OMP_NUM_THREADS=1 MPLBACKEND=Agg $(PY) -m pytest -q -n 2 --dist loadfile
 
 # the tests that pin numbers (marker `pinned`) again, under CPU dispatches no current x86-64 machine picks by

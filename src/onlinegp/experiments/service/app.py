@@ -279,20 +279,37 @@ def page() -> str:
     return PAGE.read_text()
 
 
+async def _push(socket: WebSocket, queue: asyncio.Queue) -> None:
+    while True:
+        await socket.send_json(await queue.get())
+
+
+async def _closed(socket: WebSocket) -> None:
+    """Returns when the page goes away or the server shuts down (the page sends nothing)."""
+    while (await socket.receive())["type"] != "websocket.disconnect":
+        pass
+
+
 @router.websocket("/ws")
 async def live(socket: WebSocket) -> None:
-    """A summary (N, M, updates, last update) now and after each update."""
+    """A summary (N, M, updates, last update) now and after each update, until the page goes away or the server
+    shuts down (watching for both: a handler waiting only for the next update would hold a shutdown until then)."""
     service: Service = socket.app.state.service
     await socket.accept()
     queue: asyncio.Queue = asyncio.Queue()
     service.sockets.add(queue)
+    tasks: set[asyncio.Task] = set()
     try:
         await socket.send_json(service.state.summary())
-        while True:
-            await socket.send_json(await queue.get())
+        tasks = {asyncio.create_task(_push(socket, queue)), asyncio.create_task(_closed(socket))}
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:
+        for task in tasks:
+            task.cancel()
         service.sockets.discard(queue)
 
 

@@ -17,8 +17,7 @@ from typer.core import TyperGroup
 from ...io import claim_run_directory, fresh_directory, run_kind
 from ...options import parse_options
 from ..simulator.fields import bundled
-from ..simulator.mission import MISSION_MODEL_OPTIONS, task_extent
-from .demo import start_vehicles
+from .demo import demo_config, start_vehicles
 from .state import CONFIG, ServiceConfig
 from .store import Store
 
@@ -151,16 +150,14 @@ def serve_demo(
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     run_dir = run_dir or fresh_directory("runs", "serve-demo")
-    area = task_extent(field.extent)
-    how = {"batch_size": 30, "batch_seconds": 1.0, "unit": field.unit}
-    config = ServiceConfig(options=dict(MISSION_MODEL_OPTIONS), area=area, **how)
+    config = demo_config(field)
     try:
         claim_run_directory(run_dir, "serve")
         app = create_app(run_dir, config)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     tokens = {f"vehicle{k + 1}": app.state.service.state.store.add_token(f"vehicle{k + 1}") for k in range(vehicles)}
-    start_vehicles(f"http://127.0.0.1:{port}", tokens, field, area, speedup)
+    start_vehicles(f"http://127.0.0.1:{port}", tokens, field, config.area, speedup)
     _serve(uvicorn, app, "127.0.0.1", port)
 
 

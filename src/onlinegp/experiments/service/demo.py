@@ -15,12 +15,20 @@ import numpy as np
 
 from ...client import MapClient, ServiceError
 from ..simulator.fields import Field
+from ..simulator.mission import MISSION_MODEL_OPTIONS, task_extent
 from ..simulator.robot import DiffDrive, PointSensor
+from .state import ServiceConfig
 
 log = logging.getLogger("onlinegp.service")
 
 #: samples a vehicle posts at most per leg (a leg ends at the goal or here, then it asks again)
 SAMPLES_PER_POST = 30
+
+
+def demo_config(field: Field) -> ServiceConfig:
+    """The demo's service over ``field``: the mission's model on its task area, small batches closed each second."""
+    how = {"batch_size": 30, "batch_seconds": 1.0, "unit": field.unit}
+    return ServiceConfig(options=dict(MISSION_MODEL_OPTIONS), area=task_extent(field.extent), **how)
 
 
 def drive(
