@@ -107,44 +107,36 @@ async def _body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _json_body(schema: dict, example: dict) -> dict:
+    """An OpenAPI request body of JSON: ``schema`` and one ``example``."""
+    content = {"application/json": {"schema": schema, "example": example}}
+    return {"requestBody": {"required": True, "content": content}}
+
+
 #: the request bodies the app reads itself (to name bad rows), described for the OpenAPI docs at /docs
-OBSERVATIONS_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["vehicle", "rows"],
-                    "properties": {
-                        "vehicle": {"type": "string", "description": "the vehicle whose token the request carries"},
-                        "rows": {
-                            "type": "array",
-                            "description": "[x, y, value] or [x, y, value, time], all rows the same width",
-                            "items": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 4},
-                        },
-                    },
-                },
-                "example": {"vehicle": "boat1", "rows": [[10.0, 20.0, 3.1], [11.0, 20.5, 3.3]]},
-            }
+OBSERVATIONS_BODY = _json_body(
+    {
+        "type": "object",
+        "required": ["vehicle", "rows"],
+        "properties": {
+            "vehicle": {"type": "string", "description": "the vehicle whose token the request carries"},
+            "rows": {
+                "type": "array",
+                "description": "[x, y, value] or [x, y, value, time], all rows the same width",
+                "items": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 4},
+            },
         },
-    }
-}
-POSITION_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["position"],
-                    "properties": {"position": {"type": "array", "items": {"type": "number"}, "minItems": 2}},
-                },
-                "example": {"position": [11.0, 20.5]},
-            }
-        },
-    }
-}
+    },
+    {"vehicle": "boat1", "rows": [[10.0, 20.0, 3.1], [11.0, 20.5, 3.3]]},
+)
+POSITION_BODY = _json_body(
+    {
+        "type": "object",
+        "required": ["position"],
+        "properties": {"position": {"type": "array", "items": {"type": "number"}, "minItems": 2}},
+    },
+    {"position": [11.0, 20.5]},
+)
 
 
 @router.post("/observations", openapi_extra=OBSERVATIONS_BODY)
