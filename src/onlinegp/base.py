@@ -311,12 +311,9 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         the same model. Read from the instance, so they are what it resolved (the kernel ``'auto'`` stands for, the
         steps chosen for the input width once it is known), not a signature's defaults; each class adds the options
         it owns. ``input_dim`` is not among them (it is the data's, recorded as ``model.input_dim``)."""
+        frozen = None if self._widens else FIRST_BATCH
         return {
-            "x_bounds": self._x_bounds.tolist()
-            if self._x_bounds is not None
-            else None
-            if self._widens
-            else FIRST_BATCH,
+            "x_bounds": frozen if self._x_bounds is None else self._x_bounds.tolist(),
             "y_stats": None if self._y_stats is None else [float(v) for v in self._y_stats],
             "noise": self.initial_noise,
             "seed": self.seed,

@@ -207,7 +207,9 @@ class POAM(Trained, KernelGP):
         except CholeskyError:  # projected across a large change of θ, the terms lost positive definiteness
             if self.terms == "all":
                 raise
-            health.log.warning("%s: projected terms not positive definite; formed again from all data", self)
+            health.log.warning(
+                "%s: projected terms not positive definite; formed again from all data", type(self).__name__
+            )
             self._set_terms(Z_new, *self._terms_from_data(Z_new))
             self.q = self.projected.posterior(self.kernel, self.noise, self.jitter).q()
 
