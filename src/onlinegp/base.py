@@ -35,6 +35,9 @@ from .buffer import GrowingBuffer
 from .io import atomic_write
 from .kernels import kernel_name, lengthscale_map, make_kernel
 from .linalg import JitterLog
+from .objectives import DataStatistics
+from .posterior import InducingPosterior, Predictor, VariationalQ
+from .projected import ProjectedTerms
 from .scaling import Scaler
 from .training import options_for
 from .validation import as_noise_variances, as_targets, as_tensor_2d, floating_dtype
@@ -79,6 +82,25 @@ def to_device(value: Any, device: torch.device) -> Any:
 def class_name(cls: type) -> str:
     """``module.QualName`` of a model class, as a checkpoint records it."""
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+#: the library's own types a model's state holds besides tensors, numbers and containers: all :func:`read_state` lets
+#: a checkpoint build
+STATE_TYPES = (DataStatistics, InducingPosterior, Predictor, ProjectedTerms, VariationalQ)
+
+
+def read_state(source: Any, map_location: Any = None) -> dict:
+    """A model's state from a checkpoint (a path or a binary file) written by :meth:`OnlineGP.save`, read with torch's
+    weights-only unpickler: a checkpoint can build tensors and :data:`STATE_TYPES` and nothing else, so a file from
+    elsewhere (a service, a colleague) cannot run code. A ValueError when it is not such a checkpoint."""
+    try:
+        with torch.serialization.safe_globals(list(STATE_TYPES)):
+            state = torch.load(source, weights_only=True, map_location=map_location)
+    except (OSError, EOFError, RuntimeError, ValueError, UnicodeDecodeError, pickle.UnpicklingError) as error:
+        raise ValueError(f"cannot read the checkpoint {source}: {type(error).__name__}: {error}") from error
+    if not isinstance(state, dict) or not isinstance(state.get("_extra_state"), dict):
+        raise ValueError(f"{source} is not a checkpoint written by OnlineGP.save (no model state in it)")
+    return state
 
 
 def registered_names(cls: type) -> list[str]:
@@ -683,13 +705,7 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
             )
         # a class takes the flat training keywords of earlier versions, as make_model does (num_steps=5, lr=0.01)
         model = target(**options_for(target, options)) if isinstance(target, type) else target
-        try:
-            state = torch.load(path, weights_only=False, map_location=model.device)
-        except (OSError, EOFError, RuntimeError, ValueError, UnicodeDecodeError, pickle.UnpicklingError) as error:
-            raise ValueError(f"cannot read the checkpoint {path}: {type(error).__name__}: {error}") from error
-        if not isinstance(state, dict) or not isinstance(state.get("_extra_state"), dict):
-            raise ValueError(f"{path} is not a checkpoint written by OnlineGP.save (no model state in it)")
-        model.load_state_dict(state)
+        model.load_state_dict(read_state(path, model.device))
         return model
 
     # ----------------------------------------------------------------- conventions of nn.Module

@@ -74,6 +74,14 @@ class MapClient:
         """The map: ``x`` and ``y`` (cell centres), ``mean`` and ``std`` (rows along y; None before any data), N, M."""
         return self._request("GET", f"/map?cells={int(cells)}")
 
+    def close_batch(self) -> dict:
+        """Close every open row into one batch now; returns once the map covers it (N, M, ``closed``, ``refused``)."""
+        return self._request("POST", "/batches", {})
+
+    def model_state(self) -> bytes:
+        """The model's exact checkpoint as bytes (read it with :func:`onlinegp.base.read_state`)."""
+        return self._request("GET", "/model", raw=True)
+
     def status(self) -> dict:
         """N, M, updates, the last update's time, vehicles seen, backlog."""
         return self._request("GET", "/status")

@@ -314,6 +314,9 @@ def mission_command(
     list_envs: bool = typer.Option(False, "--list-envs", help="list bundled environments and exit"),
     list_models: bool = typer.Option(False, "--list-models", help="list models and exit"),
     stop_after_epochs: int = typer.Option(None, "--stop-after-epochs", hidden=True),
+    via: str = typer.Option(None, "--via", help="keep the map in the `onlinegp serve` service at this URL"),
+    token: str = typer.Option(None, "--token", envvar="ONLINEGP_TOKEN", help="--via: the vehicle's token"),
+    vehicle: str = typer.Option("mission", "--vehicle", help="--via: the vehicle the token is for"),
     **settings: Any,
 ) -> None:
     """Active mapping: a vehicle surveys a terrain while an online GP maps it and picks the next waypoint."""
@@ -322,8 +325,9 @@ def mission_command(
     if list_envs or list_models:
         _echo_choices(list_envs, list_models)
         return
-    _check_resume(resume, force, out)
-    config, state, mission, default_name = _open_mission(settings, list(option or []), out, resume, force)
+    _check_resume(resume, force, out, via)
+    service = None if via is None else (via, token, vehicle)
+    config, state, mission, default_name = _open_mission(settings, list(option or []), out, resume, force, service)
     if not quiet and config.env.lower() not in ENVIRONMENTS:
         typer.echo(f"field {mission.field.name}: {mission.field.description}")
     if resume and state == "finished":
@@ -337,10 +341,12 @@ def mission_command(
     _run_mission(mission, out, quiet, stop_after_epochs)
 
 
-def _open_mission(settings: dict[str, Any], items: list[str], out: str | None, resume: bool, force: bool):
+def _open_mission(
+    settings: dict[str, Any], items: list[str], out: str | None, resume: bool, force: bool, service: tuple | None
+):
     """The mission of ``mission``'s *settings* and ``--option`` *items* (its config, the state of ``--out``, the opened
-    mission, the default run directory's name); a setting or option refused is a usage error, a field warning is
-    shown on stderr."""
+    mission, the default run directory's name), through the *service* (URL, token, vehicle) when given; a setting or
+    option refused is a usage error, a field warning is shown on stderr."""
     import warnings
 
     from .simulator import fields
@@ -354,7 +360,10 @@ def _open_mission(settings: dict[str, Any], items: list[str], out: str | None, r
         default_name = f"{config.model.lower()}-{_slug(config.env)}-seed{config.seed}{robots}"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", fields.FieldWarning)
-            mission = rig_mission.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)
+            if service is None:
+                mission = rig_mission.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)
+            else:
+                mission = _service_mission(config, *service)
     except rig_mission.ModelOptionsError as err:
         raise typer.BadParameter(_blame_options(config, items, err)) from err
     except (ValueError, TypeError) as err:
@@ -377,7 +386,9 @@ def _warn_pilot_only(mission) -> None:
 
 
 def _run_mission(mission, out: str, quiet: bool, stop_after_epochs: int | None) -> None:
-    """Run the opened *mission* into *out* and describe it; Ctrl-C says how to resume (exit 130)."""
+    """Run the opened *mission* into *out* and describe it; Ctrl-C says how to resume (exit 130), a service that
+    fails a mission through it is an error (exit 1)."""
+    from ..client import ServiceError
     from .simulator import mission as rig_mission
 
     try:
@@ -387,6 +398,11 @@ def _run_mission(mission, out: str, quiet: bool, stop_after_epochs: int | None) 
     except KeyboardInterrupt:
         typer.echo(f"interrupted; continue with: onlinegp mission --resume --out {out} (same options)", err=True)
         raise typer.Exit(130) from None
+    except (OSError, ServiceError) as err:
+        if not mission.provenance():  # not a mission through a service: not the service's failure
+            raise
+        typer.echo(f"error: the service failed during the mission: {err} (the epochs before are in {out})", err=True)
+        raise typer.Exit(1) from None
     if not quiet:
         typer.echo(
             rig_mission.describe(result)
@@ -395,8 +411,24 @@ def _run_mission(mission, out: str, quiet: bool, stop_after_epochs: int | None) 
         )
 
 
-def _check_resume(resume: bool, force: bool, out: str | None) -> None:
-    """``mission --resume`` takes the ``--out`` to continue, and no ``--force``."""
+def _service_mission(config, url: str, token: str | None, vehicle: str):
+    """The mission through the service at *url*, posting as *vehicle* with *token*; a service that cannot be reached
+    or refuses the token is a ValueError."""
+    from ..client import MapClient, ServiceError
+    from .service.mission import ServiceMission
+
+    if not token:
+        raise ValueError("--via needs the vehicle's token: --token TOKEN or ONLINEGP_TOKEN (onlinegp serve token add)")
+    try:
+        return ServiceMission(config, MapClient(url, token), vehicle)
+    except (OSError, ServiceError) as err:
+        raise ValueError(f"cannot use the service at {url}: {err}") from err
+
+
+def _check_resume(resume: bool, force: bool, out: str | None, via: str | None = None) -> None:
+    """``mission --resume`` takes the ``--out`` to continue, and no ``--force`` or ``--via``."""
+    if resume and via:
+        raise typer.BadParameter("a mission through a service (--via) does not resume: start it again on a new service")
     if resume and force:
         raise typer.BadParameter("--resume continues the mission in --out and --force starts it over: pass one")
     if resume and out is None:

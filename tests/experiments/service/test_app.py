@@ -19,9 +19,10 @@ pytest.importorskip("httpx")
 with warnings.catch_warnings():  # starlette's TestClient asks for httpx2 over httpx
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient  # noqa: E402
+    from starlette.websockets import WebSocketDisconnect  # noqa: E402
 
 from onlinegp.experiments.service.app import PAGE, Limits, create_app  # noqa: E402
-from onlinegp.experiments.service.store import DATABASE, Store  # noqa: E402
+from onlinegp.experiments.service.store import DATABASE, Store, token_hash  # noqa: E402
 
 from .helpers import AREA, BATCH, grid_points, rows, small_config  # noqa: E402
 
@@ -73,7 +74,7 @@ def test_writes_need_the_vehicles_own_token(service):
 def test_refused_batches_leave_the_log_and_the_model_as_they_were(service):
     client, state, tokens = service
     assert post(client, tokens["boat"]).status_code == 200
-    state.step(force=True)
+    state.flush()
     before = snapshot(state)
     good = rows(1, 5)
     bad = {
@@ -91,7 +92,7 @@ def test_refused_batches_leave_the_log_and_the_model_as_they_were(service):
         answer = post(client, tokens["boat"], content=body)
         assert answer.status_code == code, (name, answer.text)
         assert named in answer.json()["detail"], (name, answer.text)
-    assert not state.step(force=True)  # nothing was left open to apply
+    assert not state.flush()  # nothing was left open to apply
     after = snapshot(state)
     assert after[0] == before[0]
     assert torch.equal(after[1], before[1])
@@ -166,11 +167,42 @@ def test_the_websocket_pushes_a_summary_after_each_update(service):
     assert pushed["updates"] == 1 and pushed["N"] == BATCH and pushed["M"] > 0
 
 
-def test_reads_can_be_protected(tmp_path):
-    token = Store(tmp_path).add_token("boat")
+def test_reads_can_be_protected_and_a_watchers_token_only_reads(tmp_path):
+    store = Store(tmp_path)
+    token, watcher = store.add_token("boat"), store.add_token("screen", reads_only=True)
     with TestClient(create_app(tmp_path, small_config(), worker=False, protect_reads=True)) as client:
         assert client.get("/status").status_code == 401
         assert client.get("/status", headers=auth(token)).status_code == 200
+        assert client.get("/map", headers=auth(watcher)).status_code == 200
+        refused = post(client, watcher, vehicle="screen")
+        assert refused.status_code == 401 and "only reads" in refused.json()["detail"]
+        with pytest.raises(WebSocketDisconnect) as closed, client.websocket_connect("/ws") as socket:
+            socket.receive_json()
+        assert closed.value.code == 1008
+        with client.websocket_connect(f"/ws?token={watcher}") as socket:
+            assert socket.receive_json()["N"] == 0
+    assert store.all_rows() == []
+
+
+def test_an_expired_token_is_refused_and_says_so(tmp_path):
+    store = Store(tmp_path)
+    late, fresh = store.add_token("boat", lifetime=0.05), store.add_token("kayak", lifetime=3600)
+    time.sleep(0.1)
+    with TestClient(create_app(tmp_path, small_config(), worker=False, protect_reads=True)) as client:
+        refused = post(client, late)
+        assert refused.status_code == 401 and "expired" in refused.json()["detail"]
+        assert client.get("/status", headers=auth(late)).status_code == 401
+        assert post(client, fresh, vehicle="kayak").status_code == 200
+    assert [row[1] for row in store.all_rows()] == ["kayak"] * BATCH
+
+
+def test_a_log_made_before_token_expiry_gains_it(tmp_path):
+    with sqlite3.connect(tmp_path / DATABASE) as db:  # the tokens table of the first logs
+        db.execute("CREATE TABLE tokens (name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, created REAL NOT NULL)")
+        db.execute("INSERT INTO tokens VALUES ('boat', ?, 0.0)", (token_hash("old-token"),))
+    store = Store(tmp_path)
+    assert store.vehicle_of("old-token") == "boat"
+    assert store.token_names()[0][2].expires is None
 
 
 def test_geotiff_and_the_rate_limit(tmp_path):
@@ -181,9 +213,29 @@ def test_geotiff_and_the_rate_limit(tmp_path):
         assert client.get("/map", params={"format": "geotiff"}).status_code == 409  # no data yet
         codes = [post(client, token, batch=rows(k, 4)).status_code for k in range(4)]
         assert codes == [200, 200, 200, 429]
-        client.app.state.service.state.step(force=True)
+        client.app.state.service.state.flush()
         tiff = client.get("/map", params={"format": "geotiff", "cells": 8})
     assert tiff.status_code == 200 and tiff.content[:4] in (b"II*\x00", b"MM\x00*")
+
+
+def test_the_geotiff_of_a_service_with_an_origin_is_placed_on_the_earth(tmp_path):
+    rasterio = pytest.importorskip("rasterio")
+    pytest.importorskip("pyproj")
+    from onlinegp.geo import LocalFrame
+
+    frame = LocalFrame.around(10.75, 59.9)  # Oslo: UTM zone 32 north
+    token = Store(tmp_path).add_token("boat")
+    with TestClient(create_app(tmp_path, small_config(frame=frame.to_dict()), worker=False)) as client:
+        post(client, token)
+        client.app.state.service.state.flush()
+        assert client.get("/status").json()["frame"]["crs"] == "EPSG:32632"
+        tiff = client.get("/map", params={"format": "geotiff", "cells": 10})
+    with rasterio.MemoryFile(tiff.content) as memory, memory.open() as raster:
+        assert raster.crs.to_string() == "EPSG:32632"
+        left, bottom, right, top = raster.bounds
+    east, north = frame.origin
+    assert (left, bottom) == pytest.approx((east + AREA[0], north + AREA[2]))
+    assert (right, top) == pytest.approx((east + AREA[1], north + AREA[3]))
 
 
 def test_the_pages_script_parses(tmp_path):

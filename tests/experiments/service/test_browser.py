@@ -5,13 +5,9 @@ or playwright is missing (`make test` installs chromium where apt-get can).
 ``ONLINEGP_PAGE_PNG=docs/live-mapping.png pytest tests/experiments/service/test_browser.py -k demo`` remakes the
 README's picture of the page."""
 
-import contextlib
 import io
 import os
 import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +17,7 @@ from onlinegp.client import MapClient
 from onlinegp.experiments.service.demo import demo_config, start_vehicles
 from onlinegp.experiments.simulator.fields import bundled
 
-from .helpers import rows, small_config
+from .helpers import rows, serving, small_config
 
 pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
@@ -29,31 +25,6 @@ uvicorn = pytest.importorskip("uvicorn")
 #: the least pixel variance (RGB in [0, 1]) of a screenshot that shows the map: the page before any data has about
 #: 0.007 (text, empty canvases), with a map drawn about 0.12
 MIN_VARIANCE = 0.03
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serving(app, timeout: float = 30.0):
-    """``app`` served by uvicorn on a free loopback port in a thread; yields its URL. The server must stop within
-    10 s once the block ends (a page's WebSocket must not hold it)."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    end = time.monotonic() + timeout
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < end, "the server did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}"
-    finally:
-        server.should_exit = True
-        thread.join(10.0)
-    assert not thread.is_alive(), "the server did not stop within 10 s"
 
 
 def browser():

@@ -1,10 +1,12 @@
 """``onlinegp serve`` and ``onlinegp serve token add``, in-process, the server itself replaced (test_faults.py runs
 a real one)."""
 
+import importlib.util
 import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,20 @@ def test_token_add_prints_the_token_once_and_stores_its_hash(tmp_path):
     assert runner.invoke(app, ["serve", "token", "remove", "boat", str(tmp_path / "run")]).exit_code != 0
 
 
+def test_tokens_that_expire_or_only_read(tmp_path):
+    run = str(tmp_path / "run")
+    made = runner.invoke(app, ["serve", "token", "add", "screen", run, "--expires-in", "12h", "--reads-only"])
+    assert made.exit_code == 0, made.output
+    holder = Store(run).holder(made.output.strip())
+    assert holder.reads_only and 12 * 3600 - 60 < holder.expires - time.time() <= 12 * 3600
+    assert Store(run).vehicle_of(made.output.strip()) is None  # a watcher's token never writes
+    listed = runner.invoke(app, ["serve", "token", "list", run]).output
+    assert "reads only" in listed and "expires 2" in listed
+    for bad in ("0", "-3h", "soon", "infd"):
+        refused = runner.invoke(app, ["serve", "token", "add", "boat", run, "--expires-in", bad])
+        assert refused.exit_code != 0 and "--expires-in" in refused.output, bad
+
+
 def test_serve_checks_its_options_and_warns_off_loopback(tmp_path, monkeypatch):
     import uvicorn
 
@@ -58,6 +74,14 @@ def test_serve_checks_its_options_and_warns_off_loopback(tmp_path, monkeypatch):
     refused = runner.invoke(app, ["serve", run, "--resume", "--area", AREA_TEXT])
     assert refused.exit_code != 0 and "--area" in refused.output
     assert len(calls) == 2
+    assert ServiceConfig.load(tmp_path / "run").frame is None
+    if importlib.util.find_spec("pyproj") is not None:
+        placed = runner.invoke(app, ["serve", str(tmp_path / "placed"), "--area", AREA_TEXT, "--origin", "10.75,59.9"])
+        assert placed.exit_code == 0, placed.output
+        assert ServiceConfig.load(tmp_path / "placed").frame["crs"] == "EPSG:32632"
+    for bad in ("10.75", "200,59.9", "east,north"):
+        refused = runner.invoke(app, ["serve", str(tmp_path / "bad"), "--area", AREA_TEXT, "--origin", bad])
+        assert refused.exit_code != 0 and "--origin" in refused.output, bad
     bad = runner.invoke(app, ["serve", str(tmp_path / "other"), "--area", AREA_TEXT, "-o", "no_such_option=1"])
     assert bad.exit_code != 0 and "no_such_option" in bad.output
 

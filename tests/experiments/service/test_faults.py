@@ -7,7 +7,6 @@ import http.client
 import os
 import random
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import onlinegp
 from onlinegp.client import MapClient, ServiceError
 from onlinegp.experiments.service.store import DATABASE, Store
 
-from .helpers import AREA, OPTIONS, uninterrupted
+from .helpers import AREA, OPTIONS, free_port, uninterrupted
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -32,12 +31,6 @@ pytest.importorskip("uvicorn")
 KILLS = int(os.environ.get("ONLINEGP_SERVE_KILLS", "20"))
 AREA_TEXT = ",".join(str(v) for v in AREA)
 OPTION_ARGS = [item for k, v in OPTIONS.items() for item in ("-o", f"{k}={v}")]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(run: Path, port: int, resume: bool) -> subprocess.Popen:

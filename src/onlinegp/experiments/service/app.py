@@ -1,7 +1,9 @@
 """The HTTP service (FastAPI): :func:`create_app` over one run directory.
 
-Writes (``POST /observations``, ``POST /vehicles/{id}/next``) need the vehicle's token (``Authorization: Bearer
-TOKEN``, made by ``onlinegp serve token add``); reads are open unless ``protect_reads``. A posted batch is answered
+Writes (``POST /observations``, ``POST /vehicles/{id}/next``, ``POST /batches``) need a vehicle's token
+(``Authorization: Bearer TOKEN``, made by ``onlinegp serve token add``); reads are open unless ``protect_reads``, and
+then take a vehicle's or a watcher's token (``token add --reads-only``). A token may expire (``--expires-in``); an
+expired one gets a 401 that says so. A posted batch is answered
 only after its rows are committed to the log; a refused one (401, 413, 422, 429) leaves the log and the map as they
 were. The interactive API docs are at ``/docs``.
 """
@@ -12,6 +14,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import datetime
 import io
 import math
 import tempfile
@@ -22,8 +25,10 @@ from typing import Any
 import numpy as np
 from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import HTMLResponse, Response
+from starlette.requests import HTTPConnection
 
 from .state import MapState, ServiceConfig, Worker
+from .store import Holder
 from .validation import BadRequest, parse_observations
 
 PAGE = Path(__file__).parent / "static" / "index.html"
@@ -71,27 +76,42 @@ router = APIRouter()
 BEARER = {"WWW-Authenticate": "Bearer"}
 
 
-def _service(request: Request) -> Service:
-    return request.app.state.service
+def _service(connection: HTTPConnection) -> Service:
+    return connection.app.state.service
 
 
-def _bearer(request: Request) -> str | None:
-    """The vehicle whose token the request carries, or None."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return _service(request).state.store.vehicle_of(token.strip())
+def _holder(connection: HTTPConnection) -> Holder | None:
+    """Whose token the request carries (``Authorization: Bearer TOKEN``, or a ``token`` query parameter, which is
+    how the page's WebSocket sends it), or None; a 401 when it has expired."""
+    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
+    token = token.strip() if scheme.lower() == "bearer" else connection.query_params.get("token", "")
+    holder = _service(connection).state.store.holder(token) if token else None
+    if holder is not None and holder.expired():
+        when = datetime.datetime.fromtimestamp(holder.expires, datetime.UTC).isoformat(timespec="seconds")
+        raise HTTPException(
+            401, f"{holder.name}'s token expired at {when}: make a new one (onlinegp serve token add {holder.name} DIR)"
+        )
+    return holder
+
+
+def _sender(request: Request) -> str:
+    """The vehicle whose token the request carries; a 401 without one (or with a watcher's, which only reads)."""
+    holder = _holder(request)
+    if holder is None or holder.reads_only:
+        whose = "" if holder is None else f" ({holder.name}'s token only reads)"
+        raise HTTPException(401, f"a write needs a vehicle's token (Authorization: Bearer TOKEN){whose}", BEARER)
+    return holder.name
 
 
 def _writer(request: Request, vehicle: str) -> None:
     """A 401 unless the request carries ``vehicle``'s token."""
-    if _bearer(request) != vehicle:
+    if _sender(request) != vehicle:
         raise HTTPException(401, f"a write needs the token of vehicle {vehicle!r}", BEARER)
 
 
-def _reader(request: Request) -> None:
-    if _service(request).protect_reads and _bearer(request) is None:
-        raise HTTPException(401, "reads need a vehicle's token on this service", BEARER)
+def _reader(connection: HTTPConnection) -> None:
+    if _service(connection).protect_reads and _holder(connection) is None:
+        raise HTTPException(401, "reads need a token on this service (a vehicle's or a watcher's)", BEARER)
 
 
 async def _body(request: Request, limit: int) -> bytes:
@@ -142,9 +162,7 @@ POSITION_BODY = _json_body(
 @router.post("/observations", openapi_extra=OBSERVATIONS_BODY)
 async def post_observations(request: Request) -> dict[str, Any]:
     """Log rows ``[x, y, value]`` or ``[x, y, value, time]`` of one vehicle; answered once they are committed."""
-    service, sender = _service(request), _bearer(request)
-    if sender is None:
-        raise HTTPException(401, "a write needs a vehicle's token (Authorization: Bearer TOKEN)", BEARER)
+    service, sender = _service(request), _sender(request)
     body = await _body(request, service.limits.max_bytes)
     try:
         vehicle, rows = parse_observations(body, service.limits.max_rows, service.state.config.area)
@@ -173,6 +191,25 @@ async def next_waypoint(vehicle: str, request: Request) -> dict[str, Any]:
     return {"vehicle": vehicle, "goal": goal.tolist()}
 
 
+@router.post("/batches")
+async def close_batch(request: Request) -> dict[str, Any]:
+    """Close every open row into one batch now; answered once the map covers it. For a client that keeps its own
+    batch boundaries (``onlinegp mission --via``, on a service whose batches close on request)."""
+    service, sender = _service(request), _sender(request)
+    service.throttle(sender)
+    closed = await asyncio.to_thread(service.state.flush)
+    summary = service.state.summary()
+    return summary | {"closed": closed, "refused": closed and summary["batch_id"] in service.state.failed}
+
+
+@router.get("/model")
+async def model_state(request: Request) -> Response:
+    """The model's exact checkpoint (``OnlineGP.save``'s format: load it with ``OnlineGP.load`` or
+    :func:`onlinegp.base.read_state`), as of the last update."""
+    _reader(request)
+    return Response(await asyncio.to_thread(_service(request).state.state_bytes), media_type="application/octet-stream")
+
+
 @router.get("/status")
 def status(request: Request) -> dict[str, Any]:
     """N, M, updates, the last update's time and seconds, vehicles seen, backlog (rows in no closed batch)."""
@@ -185,6 +222,10 @@ def status(request: Request) -> dict[str, Any]:
         "backlog_age": None if oldest is None else time.time() - oldest,
         "area": list(state.config.area),
         "model": state.config.model,
+        "options": state.config.options,
+        "seed": state.config.seed,
+        "close_on": state.config.close_on,
+        "frame": state.config.frame,
         "unit": state.config.unit,
     }
 
@@ -259,6 +300,7 @@ def _geotiff(state: MapState, cells: int) -> bytes:
                 (xmin, ymin),
                 (xmax, ymax),
                 cell_size=max(xmax - xmin, ymax - ymin) / cells,
+                frame=state.config.frame,
             )
             return path.read_bytes()
     except ImportError as error:
@@ -287,6 +329,11 @@ async def live(socket: WebSocket) -> None:
     """A summary (N, M, updates, last update) now and after each update, until the page goes away or the server
     shuts down (watching for both: a handler waiting only for the next update would hold a shutdown until then)."""
     service: Service = socket.app.state.service
+    try:
+        _reader(socket)
+    except HTTPException:
+        await socket.close(code=1008)  # policy violation: no (valid) token where reads are protected
+        return
     await socket.accept()
     queue: asyncio.Queue = asyncio.Queue()
     service.sockets.add(queue)

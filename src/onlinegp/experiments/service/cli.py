@@ -8,6 +8,7 @@ uvicorn (the ``serve`` extra) are imported only when the service starts.
 from __future__ import annotations
 
 import ipaddress
+import math
 import time
 from pathlib import Path
 
@@ -54,6 +55,22 @@ def parse_area(text: str | None) -> tuple[float, float, float, float] | None:
     except ValueError as err:
         raise typer.BadParameter(f"--area is XMIN,XMAX,YMIN,YMAX: {err}") from err
     return area
+
+
+def parse_origin(text: str | None) -> dict | None:
+    """``LON,LAT`` in degrees as the frame of its UTM zone with its origin there (None for None); a usage error
+    otherwise."""
+    if text is None:
+        return None
+    from ...geo import LocalFrame
+
+    try:
+        lon, lat = (float(v) for v in text.split(","))
+        return LocalFrame.around(lon, lat).to_dict()
+    except ImportError as err:
+        raise typer.BadParameter(f"--origin needs pyproj: pip install 'onlinegp[geo]' ({err})") from err
+    except ValueError as err:
+        raise typer.BadParameter(f"--origin is LON,LAT in degrees: {err}") from err
 
 
 def is_loopback(host: str) -> bool:
@@ -110,7 +127,7 @@ def _serve(uvicorn, app, host: str, port: int) -> None:
 
 
 @serve_app.command("run")
-def serve_command(
+def serve_command(  # noqa: PLR0913 - a typer command: one parameter per option
     run_dir: Path = typer.Argument(..., help="the run directory: log, checkpoint, tokens"),
     model: str = typer.Option(None, "--model", help="registered model (default poam)"),
     area: str = typer.Option(None, "--area", help="survey area XMIN,XMAX,YMIN,YMAX (needed for a new service)"),
@@ -122,11 +139,19 @@ def serve_command(
     resume: bool = typer.Option(False, "--resume", help="restore DIR's checkpoint and replay its log after it"),
     protect_reads: bool = typer.Option(False, "--protect-reads", help="reads need a vehicle's token too"),
     unit: str = typer.Option(None, "--unit", help="the unit of the field's values, for the page (e.g. 'mg/L')"),
+    seed: int = typer.Option(None, "--seed", help="seeds the model's construction and the planner (default 0)"),
+    close_on: str = typer.Option(
+        None, "--close-on", help="size-or-age (default: --batch-size, --batch-seconds) or request (POST /batches)"
+    ),
+    origin: str = typer.Option(
+        None, "--origin", help="LON,LAT: the area is metres east and north of it (its UTM zone; the geo extra)"
+    ),
 ) -> None:
     """Serve the map of DIR: POST /observations, GET /map, /status, POST /vehicles/ID/next, a page at /."""
     uvicorn, create_app = _web_stack()
-    given = {"model": model and model.lower(), "area": parse_area(area), "batch_size": batch_size}
-    config = _config(run_dir, resume, given | {"batch_seconds": batch_seconds, "unit": unit}, option)
+    given = {"model": model and model.lower(), "area": parse_area(area), "batch_size": batch_size, "seed": seed}
+    given |= {"batch_seconds": batch_seconds, "unit": unit, "close_on": close_on, "frame": parse_origin(origin)}
+    config = _config(run_dir, resume, given, option)
     try:
         claim_run_directory(run_dir, "serve", reuse=True)
         app = create_app(run_dir, config, resume=resume, protect_reads=protect_reads)
@@ -161,16 +186,43 @@ def serve_demo(
     _serve(uvicorn, app, "127.0.0.1", port)
 
 
+#: seconds per unit of a token's lifetime (``--expires-in 12h``)
+DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str | None) -> float | None:
+    """``90s``, ``30m``, ``12h``, ``7d`` or plain seconds, in seconds (None for None); a usage error otherwise."""
+    if text is None:
+        return None
+    number, unit = (text[:-1], text[-1]) if text[-1:].lower() in DURATION_UNITS else (text, "s")
+    try:
+        seconds = float(number) * DURATION_UNITS[unit.lower()]
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0 or math.isinf(seconds):
+        raise typer.BadParameter(f"--expires-in is a positive duration such as 90s, 30m, 12h or 7d, got {text!r}")
+    return seconds
+
+
+def _when(epoch: float | None) -> str:
+    return "never" if epoch is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
 @token_app.command("add")
 def token_add(
-    name: str = typer.Argument(..., help="the vehicle's name (letters, digits, - _ .)"),
+    name: str = typer.Argument(..., help="the vehicle's (or watcher's) name (letters, digits, - _ .)"),
     run_dir: Path = typer.Argument(..., help="the service's run directory"),
+    expires_in: str = typer.Option(None, "--expires-in", help="the token stops working after 90s, 30m, 12h, 7d, ..."),
+    reads_only: bool = typer.Option(
+        False, "--reads-only", help="a watcher's token: reads a service with --protect-reads, never writes"
+    ),
 ) -> None:
-    """Make a write token for vehicle NAME (replacing its old one) and print it: it is shown only this once."""
+    """Make a token for NAME (replacing its old one) and print it: it is shown only this once."""
+    lifetime = parse_duration(expires_in)
     try:
         if run_kind(run_dir) != "serve":  # a service's directory may be in use by it: tokens go in while it runs
             claim_run_directory(run_dir, "serve", reuse=True)
-        token = Store(run_dir).add_token(name)
+        token = Store(run_dir).add_token(name, lifetime, reads_only)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     typer.echo(token)
@@ -181,7 +233,7 @@ def token_remove(
     name: str = typer.Argument(..., help="the vehicle's name"),
     run_dir: Path = typer.Argument(..., help="the service's run directory"),
 ) -> None:
-    """Revoke vehicle NAME's token: its writes get 401 from now on (a running service included)."""
+    """Revoke NAME's token: its requests get 401 from now on (a running service included)."""
     if run_kind(run_dir) != "serve" or not Store(run_dir).remove_token(name):
         raise typer.BadParameter(f"{run_dir} holds no token of a vehicle {name!r}")
     typer.echo(f"revoked the token of {name}")
@@ -189,8 +241,9 @@ def token_remove(
 
 @token_app.command("list")
 def token_list(run_dir: Path = typer.Argument(..., help="the service's run directory")) -> None:
-    """The vehicles holding a token, and when it was made (the tokens themselves are not kept)."""
+    """Who holds a token: name, when it was made, when it expires, whether it only reads (the tokens are not kept)."""
     if run_kind(run_dir) != "serve":
         raise typer.BadParameter(f"{run_dir} is no service's run directory")
-    for name, created in Store(run_dir).token_names():
-        typer.echo(f"{name}\t{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(created))}")
+    for name, created, holder in Store(run_dir).token_names():
+        expiry = f"expired {_when(holder.expires)}" if holder.expired() else f"expires {_when(holder.expires)}"
+        typer.echo(f"{name}\t{_when(created)}\t{expiry}\t{'reads only' if holder.reads_only else 'vehicle'}")

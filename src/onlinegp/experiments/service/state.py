@@ -1,7 +1,8 @@
 """The map the service keeps: a registered model over the survey area, fed batch by batch from the log.
 
-One worker closes batches (:meth:`MapState.step`: on size, or when the oldest open row is ``batch_seconds`` old),
-applies each to the model and then checkpoints the model atomically with the id of the last batch it covers.
+One worker closes batches (:meth:`MapState.step`: on size, or when the oldest open row is ``batch_seconds`` old; or
+only when a client asks, :meth:`MapState.flush`, with ``close_on="request"``), applies each to the model and then
+checkpoints the model atomically with the id of the last batch it covers.
 :meth:`MapState.open` restores that checkpoint and replays the batches closed after it, by the boundaries the log
 recorded: the model it reaches is the one, bit for bit, that a service never stopped would hold after the same
 batches. Rows still open are closed into batches by the worker, as new ones are.
@@ -10,6 +11,7 @@ batches. Rows still open are closed into batches by the worker, as new ones are.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import logging
 import threading
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ...base import OnlineGP
 from ...io import atomic_write
 from ...models.registry import make_model
 from ..simulator.fleet import joint_goals
@@ -31,15 +34,19 @@ log = logging.getLogger("onlinegp.service")
 
 CONFIG = "service.json"
 CHECKPOINT = "checkpoint.pt"
+#: when a batch closes: on its size or its oldest row's age (the worker), or only when a client asks (POST /batches)
+CLOSE_ON = ("size-or-age", "request")
 #: a worker that has fallen behind closes batches of up to this many batch sizes (:meth:`MapState.batch_limit`)
 CATCH_UP = 10
 
 
 @dataclasses.dataclass(frozen=True)
 class ServiceConfig:
-    """What a run directory's service is: its model (a registered name and options), the survey area (xmin, xmax,
-    ymin, ymax) the model is scaled to and the planner draws goals in, when a batch closes, and the unit of the
-    field's values (for the page and the figures)."""
+    """What a run directory's service is: its model (a registered name and options, built under ``torch`` seeded
+    with ``seed``, which also seeds the planner), the survey area (xmin, xmax, ymin, ymax) the model is scaled to and
+    the planner draws goals in, when a batch closes (:data:`CLOSE_ON`), and the unit of the field's values (for the
+    page and the figures). ``frame`` (:meth:`onlinegp.geo.LocalFrame.to_dict`: a CRS and an origin) places the area's
+    metres on the Earth, for the GeoTIFF map and for clients that project their fixes as the service does."""
 
     model: str = "poam"
     options: dict = dataclasses.field(default_factory=dict)
@@ -49,6 +56,8 @@ class ServiceConfig:
     num_candidates: int = 2000
     seed: int = 0
     unit: str = ""
+    close_on: str = "size-or-age"
+    frame: dict | None = None
 
     def __post_init__(self) -> None:
         xmin, xmax, ymin, ymax = self.area
@@ -56,6 +65,10 @@ class ServiceConfig:
             raise ValueError(f"the area needs XMIN < XMAX and YMIN < YMAX, got {self.area}")
         if self.batch_size < 1 or not self.batch_seconds > 0:
             raise ValueError(f"batch size and seconds must be positive, got {self.batch_size}, {self.batch_seconds}")
+        if self.frame is not None and not ({"crs", "origin"} <= set(self.frame) and len(self.frame["origin"]) == 2):
+            raise ValueError(f"a frame is LocalFrame.to_dict()'s crs and origin (easting, northing), got {self.frame}")
+        if self.close_on not in CLOSE_ON:
+            raise ValueError(f"a batch closes on {' or '.join(CLOSE_ON)}, got {self.close_on!r}")
 
     @property
     def x_bounds(self) -> list[list[float]]:
@@ -71,6 +84,14 @@ class ServiceConfig:
         return cls(**record | {"area": tuple(record["area"])})
 
 
+def build_model(config: ServiceConfig) -> OnlineGP:
+    """The service's model, new: the registered ``model`` for 2-D inputs scaled to the area, with its ``options``,
+    built under ``torch`` seeded with ``seed`` (a network's initial weights too), as a mission builds its own."""
+    with torch.random.fork_rng():
+        torch.manual_seed(config.seed)
+        return make_model(config.model, 2, x_bounds=config.x_bounds, **config.options)
+
+
 class MapState:
     """The model, the log and the worker's step; every use of the model holds :attr:`lock`."""
 
@@ -78,7 +99,8 @@ class MapState:
         self.run_dir, self.config = Path(run_dir), config
         self.store = store or Store(self.run_dir)
         self.lock = threading.RLock()
-        self.model = make_model(config.model, x_bounds=config.x_bounds, **config.options)
+        self.closing = threading.Lock()  # one batch closed and applied at a time, by the worker or a flush
+        self.model = build_model(config)
         self.batch_id = 0  # the last batch the model covers
         self.last_update: float | None = None
         self.last_seconds: float | None = None
@@ -127,7 +149,8 @@ class MapState:
         start = time.perf_counter()
         with self.lock:
             try:
-                self.model.update(torch.as_tensor(rows[:, :2]), torch.as_tensor(rows[:, 2]))
+                x, y = np.ascontiguousarray(rows[:, :2]), np.ascontiguousarray(rows[:, 2])  # as a caller's arrays
+                self.model.update(torch.from_numpy(x), torch.from_numpy(y))
             except Exception as error:  # the model refused it: recorded, as a replay would find too
                 log.warning("batch %d (%d rows) refused by the model: %s", batch_id, len(rows), error)
                 self.failed.append(batch_id)
@@ -143,7 +166,10 @@ class MapState:
         atomic_write(self.run_dir / CHECKPOINT, lambda fh: torch.save(state, fh))
 
     def due(self, now: float | None = None) -> bool:
-        """Whether a batch should close now: a full batch is open, or the oldest open row is old enough."""
+        """Whether a batch should close now: a full batch is open, or the oldest open row is old enough (never when
+        batches close on request)."""
+        if self.config.close_on == "request":
+            return False
         n, oldest = self.store.backlog()
         now = time.time() if now is None else now
         return n >= self.config.batch_size or (n > 0 and now - oldest >= self.config.batch_seconds)
@@ -155,15 +181,32 @@ class MapState:
         size = self.config.batch_size
         return size if backlog < 2 * size else min(backlog, CATCH_UP * size)
 
-    def step(self, force: bool = False) -> bool:
-        """Close and apply one batch if one is due (any open rows with ``force``); whether it did."""
-        if not (force or self.due()):
-            return False
-        closed = self.store.close_batch(self.batch_limit(self.store.backlog()[0]))
-        if closed is None:
-            return False
-        self.apply(*closed)
-        return True
+    def step(self) -> bool:
+        """Close and apply one batch if one is due; whether it did."""
+        with self.closing:
+            if not self.due():
+                return False
+            closed = self.store.close_batch(self.batch_limit(self.store.backlog()[0]))
+            if closed is not None:
+                self.apply(*closed)
+            return closed is not None
+
+    def flush(self) -> bool:
+        """Close every open row into one batch now and apply it (after any batch the worker has in hand): when it
+        returns, the map covers every row committed before the call. Whether there were open rows."""
+        with self.closing:
+            backlog = self.store.backlog()[0]
+            closed = self.store.close_batch(backlog) if backlog else None
+            if closed is not None:
+                self.apply(*closed)
+            return closed is not None
+
+    def state_bytes(self) -> bytes:
+        """The model's exact checkpoint (:meth:`~onlinegp.base.OnlineGP.save`'s format) as bytes."""
+        out = io.BytesIO()
+        with self.lock:
+            torch.save(self.model.state_dict(), out)
+        return out.getvalue()
 
     # ------------------------------------------------------------------ reads
     def summary(self) -> dict[str, Any]:

@@ -4,7 +4,8 @@
   it and the batch it went into (``batch_id``, NULL while the row waits in the open batch);
 * ``batches``: each closed batch's range of ``seq`` (its rows are exactly those, in ``seq`` order), recorded before
   the model sees it, so that a replay after a crash applies the same batches as the service that was killed;
-* ``tokens``: each vehicle's write token, as the SHA-256 of the token (the token itself is shown once and not kept).
+* ``tokens``: each token, as its SHA-256 (the token itself is shown once and not kept), with its holder's name, when
+  it expires (NULL: never) and whether it only reads (a watcher's, for a service whose reads are protected).
 
 A connection is shared by the service's threads under one lock; each write is one transaction, committed before
 the method returns.
@@ -12,6 +13,7 @@ the method returns.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import secrets
 import sqlite3
@@ -45,9 +47,26 @@ CREATE TABLE IF NOT EXISTS batches (
 CREATE TABLE IF NOT EXISTS tokens (
     name TEXT PRIMARY KEY,
     hash TEXT NOT NULL UNIQUE,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    expires REAL,
+    reads_only INTEGER NOT NULL DEFAULT 0
 );
 """
+#: columns added to ``tokens`` since the first log: a log made before them gains them, NULL/0 for its tokens
+ADDED_TOKEN_COLUMNS = {"expires": "REAL", "reads_only": "INTEGER NOT NULL DEFAULT 0"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Holder:
+    """Who a token belongs to: the vehicle's (or watcher's) ``name``, when the token ``expires`` (epoch seconds, None:
+    never) and whether it only reads."""
+
+    name: str
+    expires: float | None = None
+    reads_only: bool = False
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires is not None and self.expires <= (time.time() if now is None else now)
 
 
 def token_hash(token: str) -> str:
@@ -66,39 +85,54 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(tokens)")}
+        for column, kind in ADDED_TOKEN_COLUMNS.items():
+            if column not in columns:
+                self.db.execute(f"ALTER TABLE tokens ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         with self.lock:
             self.db.close()
 
     # ------------------------------------------------------------------ tokens
-    def add_token(self, name: str) -> str:
-        """A new token for vehicle ``name`` (replacing its old one); only its hash is stored."""
+    def add_token(self, name: str, lifetime: float | None = None, reads_only: bool = False) -> str:
+        """A new token for ``name`` (replacing its old one), valid for ``lifetime`` seconds (None: until removed), a
+        vehicle's (writes and reads) or, with ``reads_only``, a watcher's; only its hash is stored."""
         if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
             raise ValueError(f"a vehicle name is letters, digits, '-', '_' and '.', got {name!r}")
-        token = secrets.token_urlsafe(32)
+        if lifetime is not None and not lifetime > 0:
+            raise ValueError(f"a token's lifetime must be positive, got {lifetime!r} s")
+        token, now = secrets.token_urlsafe(32), time.time()
         with self.lock:
             self.db.execute(
-                "INSERT OR REPLACE INTO tokens (name, hash, created) VALUES (?, ?, ?)",
-                (name, token_hash(token), time.time()),
+                "INSERT OR REPLACE INTO tokens (name, hash, created, expires, reads_only) VALUES (?, ?, ?, ?, ?)",
+                (name, token_hash(token), now, None if lifetime is None else now + lifetime, int(reads_only)),
             )
         return token
 
     def remove_token(self, name: str) -> bool:
-        """Revoke vehicle ``name``'s token (its writes are refused from now on); whether it had one."""
+        """Revoke ``name``'s token (its requests are refused from now on); whether it had one."""
         with self.lock:
             return self.db.execute("DELETE FROM tokens WHERE name = ?", (name,)).rowcount > 0
 
-    def token_names(self) -> list[tuple[str, float]]:
-        """The vehicles holding a token, with when it was made."""
+    def token_names(self) -> list[tuple[str, float, Holder]]:
+        """Each token's holder with when it was made, by name."""
         with self.lock:
-            return self.db.execute("SELECT name, created FROM tokens ORDER BY name").fetchall()
+            rows = self.db.execute("SELECT name, created, expires, reads_only FROM tokens ORDER BY name").fetchall()
+        return [(name, created, Holder(name, expires, bool(reads))) for name, created, expires, reads in rows]
+
+    def holder(self, token: str) -> Holder | None:
+        """Whose token this is (expired or not), or None."""
+        with self.lock:
+            row = self.db.execute(
+                "SELECT name, expires, reads_only FROM tokens WHERE hash = ?", (token_hash(token),)
+            ).fetchone()
+        return None if row is None else Holder(row[0], row[1], bool(row[2]))
 
     def vehicle_of(self, token: str) -> str | None:
-        """The vehicle whose token this is, or None."""
-        with self.lock:
-            row = self.db.execute("SELECT name FROM tokens WHERE hash = ?", (token_hash(token),)).fetchone()
-        return None if row is None else row[0]
+        """The vehicle that may write with this token (not expired, not a watcher's), or None."""
+        holder = self.holder(token)
+        return None if holder is None or holder.expired() or holder.reads_only else holder.name
 
     # ------------------------------------------------------------------ observations
     def add(self, vehicle: str, rows: np.ndarray) -> tuple[int, int]:

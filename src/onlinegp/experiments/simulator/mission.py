@@ -485,6 +485,10 @@ class Mission:
         """Update the model with the epoch's samples; returns its number of inducing inputs."""
         return self.model.update(torch.from_numpy(xy), torch.from_numpy(y)).num_inducing
 
+    def provenance(self) -> dict:
+        """What config.json records beyond the config of where the model was kept: nothing for this process."""
+        return {}
+
     # ------------------------------------------------------------------ checkpoints
     def state(self) -> dict:
         return {
@@ -766,6 +770,7 @@ def run_mission(
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "numerics": portable.description(),
+        **mission.provenance(),
     }
     atomic_write(out / "config.json", json.dumps(info, indent=2))
     ran = 0
