@@ -697,7 +697,8 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
         """Read a checkpoint written by ``save`` and return the model: ``model.load(path)`` loads into ``model``,
         ``POAM.load(path, **options)`` into a new model of that class. A checkpoint holds the state, not the options:
         give the options it was saved with where they are not the defaults (``POAM.load(path, num_inducing=120)``,
-        or ``make_model(name, **options).load(path)``); its input width and scaling come from the file."""
+        or ``make_model(name, **options).load(path)``); its input width and scaling come from the file, read by
+        :func:`read_state` (weights-only: a checkpoint cannot run code)."""
         if not isinstance(target, type) and options:
             raise ValueError(
                 f"options ({', '.join(options)}) are for building a model: call load on the class "
