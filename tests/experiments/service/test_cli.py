@@ -93,3 +93,19 @@ def test_the_command_imports_the_web_stack_only_to_serve():
     env = os.environ | {"PYTHONPATH": str(Path(onlinegp.__file__).parents[1])}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_request_limits_from_the_command_line(tmp_path, monkeypatch):
+    import uvicorn
+
+    apps = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **how: apps.append(app))
+    run = str(tmp_path / "run")
+    limits = ["--limit", "requests_per_second=3", "--limit", "max_rows=500"]
+    result = runner.invoke(app, ["serve", run, "--area", AREA_TEXT, *limits])
+    assert result.exit_code == 0, result.output
+    chosen = apps[0].state.service.limits
+    assert (chosen.requests_per_second, chosen.max_rows, chosen.max_bytes) == (3, 500, 2_000_000)
+    for bad, said in (("bogus=1", "unknown limit bogus"), ("max_rows=0", "positive"), ("max_rows", "KEY=VALUE")):
+        refused = runner.invoke(app, ["serve", "--resume", run, "--limit", bad])
+        assert refused.exit_code != 0 and said in refused.output, (bad, refused.output)

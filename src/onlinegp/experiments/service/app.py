@@ -43,6 +43,21 @@ class Limits:
     requests_per_second: float = 50.0
     max_cells: int = 200
 
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"the limit {field.name} must be a positive number, got {value!r}")
+
+    @classmethod
+    def of(cls, items: dict) -> Limits:
+        """The limits ``items`` change (``{"max_rows": 5000}``); a ValueError naming an unknown one."""
+        names = [field.name for field in dataclasses.fields(cls)]
+        unknown = sorted(set(items) - set(names))
+        if unknown:
+            raise ValueError(f"unknown limit {', '.join(unknown)}; the limits are {', '.join(names)}")
+        return cls(**items)
+
 
 @dataclasses.dataclass
 class Service:

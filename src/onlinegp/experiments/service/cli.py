@@ -7,6 +7,7 @@ uvicorn (the ``serve`` extra) are imported only when the service starts.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import time
@@ -101,15 +102,20 @@ def _config(run_dir: Path, resume: bool, given: dict, option: list[str]) -> Serv
         raise typer.BadParameter(str(err)) from err
 
 
-def _web_stack():
-    """uvicorn and :func:`~.app.create_app`, or a usage error naming the extra to install."""
+def _web_stack(limit: list[str] | None = None):
+    """uvicorn and :func:`~.app.create_app` with the ``--limit`` items applied, or a usage error naming the extra to
+    install or the limit refused."""
     try:
         import uvicorn
 
-        from .app import create_app
+        from .app import Limits, create_app
     except ImportError as err:
         raise typer.BadParameter(f"onlinegp serve needs the serve extra ({err.name}): {SERVE_EXTRA}") from err
-    return uvicorn, create_app
+    try:
+        limits = Limits.of(parse_options(limit))
+    except ValueError as err:
+        raise typer.BadParameter(f"--limit: {err}") from err
+    return uvicorn, functools.partial(create_app, limits=limits)
 
 
 def _serve(uvicorn, app, host: str, port: int) -> None:
@@ -146,9 +152,14 @@ def serve_command(  # noqa: PLR0913 - a typer command: one parameter per option
     origin: str = typer.Option(
         None, "--origin", help="LON,LAT: the area is metres east and north of it (its UTM zone; the geo extra)"
     ),
+    limit: list[str] = typer.Option(
+        [],
+        "--limit",
+        help="a request limit KEY=VALUE: max_rows (10000), max_bytes, requests_per_second (50), max_cells",
+    ),
 ) -> None:
     """Serve the map of DIR: POST /observations, GET /map, /status, POST /vehicles/ID/next, a page at /."""
-    uvicorn, create_app = _web_stack()
+    uvicorn, create_app = _web_stack(limit)
     given = {"model": model and model.lower(), "area": parse_area(area), "batch_size": batch_size, "seed": seed}
     given |= {"batch_seconds": batch_seconds, "unit": unit, "close_on": close_on, "frame": parse_origin(origin)}
     config = _config(run_dir, resume, given, option)
