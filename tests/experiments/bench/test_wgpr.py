@@ -10,11 +10,13 @@ import torch
 from onlinegp.experiments.bench.runner import RunnerOptions
 from onlinegp.experiments.bench.wgpr import (
     BENCHES,
+    PAPER_TRAIN_TIME,
     SETTINGS,
     WgprOptions,
     bathymetry_stream,
     build,
     lawnmower_path,
+    ratio_table,
     specs_for,
     two_regime_toy,
 )
@@ -34,6 +36,20 @@ def test_toy_and_bathymetry_streams():
     assert survey.X.shape == (400, 2) and grid.X.shape == (2500, 2)
 
 
+def test_the_ratio_table_divides_by_lgprs_time_in_the_same_sweep_beside_the_papers():
+    run = lambda seconds, cpu=None: {"train_time": seconds} | ({} if cpu is None else {"cpu_time": cpu})  # noqa: E731
+    groups = {
+        ("kin40k", "lgpr"): [run(10.0, 9.0), run(30.0, 11.0)],
+        ("kin40k", "wgpr"): [run(100.0, 150.0), run(140.0, 50.0)],
+        ("kin40k", "ovfe"): [run(40.0), run(40.0, 10.0)],  # a kept run without CPU time
+    }
+    rows = ratio_table(groups, ["kin40k"], ["lgpr", "wgpr", "solar-gp", "ovfe"]).splitlines()[2:4]
+    paper = PAPER_TRAIN_TIME["kin40k"]
+    assert rows[0] == f"| kin40k | WGPR | 6.0 | 10.0 | {paper['wgpr'] / paper['lgpr']:.1f} |"
+    assert rows[1] == f"| kin40k | OVFE | 2.0 | - | {paper['ovfe'] / paper['lgpr']:.1f} |"
+    assert paper["wgpr"] / paper["lgpr"] == pytest.approx(6.48, abs=0.01)  # Kepler et al. 2021, Table II
+
+
 @pytest.mark.slow
 def test_bench_writes_tables_and_figures(tmp_path):
     options = WgprOptions("toy,bathymetry", sweep="toy", max_points=200, max_test=50, seeds="0,1", member_steps=3)
@@ -43,6 +59,7 @@ def test_bench_writes_tables_and_figures(tmp_path):
         "config.json",
         "runs.csv",
         "table_time.md",
+        "table_ratio.md",
         "table_rmse.csv",
         "sweep.csv",
         "sweep_toy.png",
