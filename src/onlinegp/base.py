@@ -104,10 +104,9 @@ def read_state(source: Any, map_location: Any = None) -> dict:
 
 
 def registered_names(cls: type) -> list[str]:
-    """The names :func:`~onlinegp.models.make_model` builds ``cls`` under (its presets included), sorted."""
-    from .models.registry import MODELS
-
-    return sorted(name for name, entry in MODELS.items() if getattr(entry.factory, "func", entry.factory) is cls)
+    """The names :func:`~onlinegp.models.make_model` builds ``cls`` under (its presets included), sorted: what
+    :func:`~onlinegp.models.register` recorded on the class itself (a subclass inherits none)."""
+    return list(vars(cls).get("_registered_names", ()))
 
 
 @dataclass

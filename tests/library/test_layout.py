@@ -28,8 +28,15 @@ def imports(path: Path) -> tuple[set[str], list[int]]:
     tree = ast.parse(path.read_text())
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     found, deferred = set(), []
+    typing_only = {  # lines only a type checker reads
+        inner.lineno
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for inner in ast.walk(block)
+        if isinstance(inner, ast.stmt)
+    }
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno in typing_only:
             continue
         if isinstance(node, ast.ImportFrom) and node.level:
             base = package.split(".")[: len(package.split(".")) - node.level + 1]

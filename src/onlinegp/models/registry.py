@@ -3,17 +3,20 @@
 ``MODELS`` maps a lower-case name to a :class:`ModelEntry` (factory and one-line description); each model module
 registers its classes with :func:`register` when it is imported (``onlinegp.models`` imports them all), and
 :func:`make_model` builds one by name. A registered variant of a class with preset options (an ablation) is a
-``functools.partial`` of that class.
+``functools.partial`` of that class. Each registered class lists the names it is built under in its own
+``_registered_names`` attribute (what :func:`onlinegp.base.registered_names` reads).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from ..base import OnlineGP
 from ..training import options_for
+
+if TYPE_CHECKING:
+    from ..base import OnlineGP
 
 T = TypeVar("T")
 
@@ -36,6 +39,7 @@ def register(name: str, description: str, **preset: Any) -> Callable[[T], T]:
         if key in MODELS:
             raise ValueError(f"a model is already registered as {key!r}")
         MODELS[key] = ModelEntry(functools.partial(cls, **preset) if preset else cls, description)
+        cls._registered_names = tuple(sorted((*vars(cls).get("_registered_names", ()), key)))
         return cls
 
     return add
