@@ -11,7 +11,7 @@ paths every x86-64 CPU since 2009 (x86-64-v2, numpy's own baseline) runs, and to
 - :data:`PINS`, read by the libraries when they load (glibc's when the process starts);
 - the Attentive Kernel's routine built for plain x86-64 without FMA contraction or SIMD reductions
   (:mod:`onlinegp.kernels.native`), or its PyTorch path where no C compiler exists (a build without a compiler
-  gives other digits: :func:`description` records which ran).
+  gives other digits: :func:`onlinegp.kernels.native.numerics` records which ran).
 
 The variables must be in place before the process starts, so importing onlinegp with ``ONLINEGP_PORTABLE=1`` in
 a process that started without them runs the same command again at once with them (``os.execve``); an interactive
@@ -130,16 +130,6 @@ def active() -> bool:
 def threads(count: int | None) -> int | None:
     """The thread count to use when ``count`` is asked for: 1 in the portable mode."""
     return 1 if active() else count
-
-
-def description() -> str:
-    """What ran, for a run's record: 'portable' (with the Attentive Kernel's path when it is not the C routine)
-    or 'default'."""
-    if not active():
-        return "default"
-    from .kernels import native
-
-    return "portable" if native.library() is not None else "portable (no C compiler: PyTorch Attentive Kernel)"
 
 
 configure()

@@ -11,8 +11,8 @@ import json
 import tempfile
 
 import onlinegp
-from onlinegp import portable
 from onlinegp.experiments.simulator.mission import MissionConfig, run_mission
+from onlinegp.kernels import native
 
 #: a small mission (issue 52's table; tests/experiments/simulator/test_fleet.py runs it too)
 SMALL = {"budget": 900, "num_inducing": 40, "num_steps": 2, "seed": 3, "num_candidates": 300}
@@ -45,7 +45,7 @@ def main() -> None:
     print(
         json.dumps(
             {
-                "numerics": portable.description(),
+                "numerics": native.numerics(),
                 "mission": None if args.no_mission else mission_rows(),
                 "models": model_sums([n for n in args.models.split(",") if n]),
             }

@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import metrics, portable, vehicle_logs
+from .. import metrics, vehicle_logs
 from ..base import FIRST_BATCH, OnlineGP, model_record
 from ..io import atomic_write, write_csv
+from ..kernels import native
 from ..maps import write_geotiff
 from ..models import make_model
 from ..tables import Table, read_table
@@ -368,7 +369,7 @@ def run_replay(
         results[name] = replay(survey, model, None if on_row is None else (lambda row, n=name: on_row(n, row)))
         (out / name).mkdir(parents=True, exist_ok=True)
         write_csv(out / name / "metrics.csv", results[name])
-        record = {**model_record(model), "numerics": portable.description()}
+        record = {**model_record(model), "numerics": native.numerics()}
         if "frame" in survey.meta:
             record["frame"] = survey.meta["frame"]  # where the inputs' metres lie on the Earth
         atomic_write(out / name / "config.json", json.dumps(record, indent=1))

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import portable
 from ..base import OnlineGP, model_record
 from ..data import Dataset, batch_indices, chunked_fold_split, load_dataset, train_test_split
 from ..io import write_csv
+from ..kernels import native
 from ..metrics import nlpd, rmse
 from ..models.registry import make_model
 from .bench.exact import lbfgs_exact_gp
@@ -165,7 +165,7 @@ def write_run(
 
     out.mkdir(parents=True, exist_ok=True)
     record = config.to_json() | ({} if model is None else {"model_record": model_record(model)})
-    record["numerics"] = portable.description()
+    record["numerics"] = native.numerics()
     if frame is not None:
         record["frame"] = frame
     (out / "config.json").write_text(json.dumps(record, indent=1, default=repr))

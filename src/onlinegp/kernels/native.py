@@ -96,6 +96,14 @@ def _load(target: Path) -> ctypes.CDLL:
     return lib
 
 
+def numerics() -> str:
+    """The numeric mode that ran, for a run's record: 'portable' (with the Attentive Kernel's path when it is not the
+    C routine) or 'default'."""
+    if not portable.active():
+        return "default"
+    return "portable" if library() is not None else "portable (no C compiler: PyTorch Attentive Kernel)"
+
+
 def library() -> ctypes.CDLL | None:
     """The compiled routine (built on first use: the portable build in the portable mode), or None when switched off
     (settings.native_kernel) or no compiler could build it."""

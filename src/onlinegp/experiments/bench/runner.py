@@ -66,6 +66,7 @@ from typing import Any
 
 from ... import portable
 from ...io import atomic_write
+from ...kernels import native
 
 MARKER = "DONE.json"
 ERROR_FILE = "error.txt"
@@ -436,9 +437,7 @@ def machine_kind() -> str:
     run: ``onlinegp bench verify`` expects exact reproduction on the same kind only."""
     import torch
 
-    from ...kernels.native import _cpu_signature
-
-    return hashlib.sha256(f"{_cpu_signature()}|{torch.__version__}".encode()).hexdigest()[:12]
+    return hashlib.sha256(f"{native._cpu_signature()}|{torch.__version__}".encode()).hexdigest()[:12]
 
 
 def is_dirty(code: str) -> bool:
@@ -473,7 +472,7 @@ def _execute(fn: JobFn, config: dict, run_dir: str) -> dict:
     """Run ``fn`` into ``run_dir``; never raises for the job's own errors, returns the outcome instead."""
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    code, machine, numerics = code_version(), machine_kind(), portable.description()
+    code, machine, numerics = code_version(), machine_kind(), native.numerics()
     t0 = time.perf_counter()
     try:
         value = fn(config, path)

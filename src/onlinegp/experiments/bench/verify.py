@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import portable
+from ...kernels import native
 from .runner import MARKER, SPEC_FILE, JobFn, _execute, code_version, machine_kind
 
 TIMING = re.compile(r"(time|_s|seconds|rate)$")  # wall-clock figures: not compared
@@ -233,7 +233,7 @@ def verify_run(run: KeptRun, repeats: Sequence[KeptRun] = ()) -> Verdict:
         differences = differences[:12] + [f"... {len(differences) - 12} more"]
     if not differences:
         return Verdict(run, "reproduced", [], outcome["seconds"], new_fields)
-    mode_now, made_on = portable.description(), run.marker.get("machine") or "not recorded"
+    mode_now, made_on = native.numerics(), run.marker.get("machine") or "not recorded"
     if run.numerics.startswith("portable"):
         if run.numerics == mode_now:  # portable on both sides: any CPU reproduces it, so this is the code's
             return Verdict(run, "differs", differences, outcome["seconds"], new_fields)
@@ -265,7 +265,7 @@ def verify(
     runs = choose(every, names, sample, seed)
     if not runs:
         raise ValueError(f"no kept run of version {__version__} under {results}: name runs to verify older ones")
-    echo(f"verifying {len(runs)} kept run(s) with {code_version()}, numeric mode '{portable.description()}'")
+    echo(f"verifying {len(runs)} kept run(s) with {code_version()}, numeric mode '{native.numerics()}'")
     verdicts = []
     for run in runs:
         verdict = verify_run(run, [r for r in every if r.cell() == run.cell()])

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ... import metrics, portable
+from ... import metrics
 from ...base import FIRST_BATCH, OnlineGP, model_record
 from ...io import atomic_write, write_csv
+from ...kernels import native
 from ...maps import write_geotiff
 from ...models.poam import POAM
 from ...models.registry import MODELS, make_model, model_class
@@ -769,7 +770,7 @@ def run_mission(
         },
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
-        "numerics": portable.description(),
+        "numerics": native.numerics(),
         **mission.provenance(),
     }
     atomic_write(out / "config.json", json.dumps(info, indent=2))
