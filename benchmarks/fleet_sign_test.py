@@ -21,6 +21,7 @@ from pathlib import Path
 from onlinegp.experiments.bench.poam import sign_test
 from onlinegp.experiments.bench.report import Block, regenerate
 from onlinegp.experiments.bench.runner import default_results_root
+from onlinegp.experiments.cli import invoke
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: (command, version): the paper's two terrains and the five bundled ones, each complete for K = 1 and 4
@@ -47,7 +48,8 @@ def pooled(comparison: str, robots: int, sweeps=SWEEPS) -> str:
     ]
     totals = [0, 0, 0]
     for command, version in sweeps:
-        text = regenerate(Block(Path("fleet_sign_test"), command, "paired.csv", version, ""), default_results_root())
+        block = Block(Path("fleet_sign_test"), command, "paired.csv", version, "")
+        text = regenerate(block, default_results_root(), invoke)
         (row,) = [
             r for r in csv.DictReader(io.StringIO(text)) if r["comparison"] == comparison and int(r["robots"]) == robots
         ]

@@ -71,7 +71,7 @@ from common import RESULTS, write  # noqa: E402
 
 from onlinegp import Training, __version__  # noqa: E402
 from onlinegp.experiments.bench import defaults as bench  # noqa: E402
-from onlinegp.experiments.bench.runner import MARKER, default_results_root, kept_only  # noqa: E402
+from onlinegp.experiments.bench.runner import MARKER, default_results_root  # noqa: E402
 from onlinegp.models import osvgp, wiski  # noqa: E402
 from onlinegp.models.osvgp import OSVGP, VariationalQ  # noqa: E402
 
@@ -169,9 +169,7 @@ STUDIES: dict[str, dict[str, Variant]] = {
 
 def kept(spec, version: str) -> dict | None:
     """The final row of the kept run of ``spec`` of ``version``, None when the results tree lacks it."""
-    with kept_only(version):
-        key = spec.config_hash
-    marker = default_results_root() / "defaults" / key / MARKER
+    marker = default_results_root() / "defaults" / spec.key(version) / MARKER
     return json.loads(marker.read_text())["value"] if marker.exists() else None
 
 

@@ -8,7 +8,7 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -826,6 +826,15 @@ def _results_options() -> Options:
             ),
         ),
         "no_results": (bool, typer.Option(False, "--no-results", help="neither use nor keep a results tree")),
+        "kept_only": (
+            str,
+            typer.Option(
+                None,
+                "--kept-only",
+                hidden=True,  # bench report's: its --out is a scratch directory
+                help="run nothing: restore every run from the runs of this version kept in --results",
+            ),
+        ),
         "resume": (
             bool,
             typer.Option(
@@ -839,7 +848,7 @@ def _results_options() -> Options:
 
 
 #: the options of :func:`_common_options` that become the sweep's RunnerOptions
-RUNNER_OPTIONS = ("workers", "backend", "address", "quiet", "results", "no_results", "resume")
+RUNNER_OPTIONS = ("workers", "backend", "address", "quiet", "results", "no_results", "resume", "kept_only")
 
 
 def _run_bench(name: str, module: str, arguments: dict[str, Any]) -> None:
@@ -1312,6 +1321,12 @@ def bench_verify(
         raise typer.Exit(1)
 
 
+def invoke(words: Sequence[str]) -> None:
+    """Run one ``onlinegp`` command line (``words``: what follows ``onlinegp``) in this process, its errors raised
+    rather than printed (how ``bench report`` runs the command of each block)."""
+    app(list(words), standalone_mode=False)
+
+
 @bench_app.command("report")
 def bench_report(
     pages: list[Path] = typer.Argument(None, help="pages to render (default: docs/results/*.md and README.md)"),
@@ -1325,7 +1340,8 @@ def bench_report(
 
     try:
         root = default_results_root()
-        changed = render(pages or default_pages(root.parent), resolve_results(results), check=check, echo=typer.echo)
+        pages = pages or default_pages(root.parent)
+        changed = render(pages, resolve_results(results), invoke, check=check, echo=typer.echo)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     verb = "differ from their rendering" if check else "rewritten"

@@ -10,7 +10,7 @@ import pytest
 import typer
 
 from onlinegp.experiments.bench.protocol import Bench, default_out
-from onlinegp.experiments.bench.runner import RunnerOptions, RunSpec, kept_only
+from onlinegp.experiments.bench.runner import RunnerOptions, RunSpec
 from onlinegp.experiments.cli import BENCH_MODULES, app
 
 MODULES = ("poam", "wgpr", "fleet", "defaults", "vips", "wiski")
@@ -72,7 +72,8 @@ def test_a_bench_command_takes_the_common_options_and_its_bench_options(name):
     assert {"quiet", "force"} <= params.keys()
     assert {"results", "no_results", "resume"} <= params.keys()
     fields = {f.name for f in dataclasses.fields(bench.options)}
-    own = params.keys() - {"out", "quiet", "force", "results", "no_results", "resume", "workers", "backend", "address"}
+    runner = {"results", "no_results", "resume", "kept_only", "workers", "backend", "address"}
+    own = params.keys() - {"out", "quiet", "force"} - runner
     assert own <= fields, f"{name}: options its options class lacks: {own - fields}"
     assert dataclasses.is_dataclass(bench.options) and bench.options.__dataclass_params__.frozen
     bench.options()  # every option has a default
@@ -81,13 +82,11 @@ def test_a_bench_command_takes_the_common_options_and_its_bench_options(name):
 @pytest.mark.parametrize("name", sorted(DEFAULT_KEYS))
 def test_default_options_give_the_runs_kept_today(name):
     bench = _bench(name)
-    with kept_only("0.5.0"):
-        keys = sorted(f"{s.run_id} {s.config_hash}" for s in bench.specs(bench.options()))
+    keys = sorted(f"{s.run_id} {s.key('0.5.0')}" for s in bench.specs(bench.options()))
     assert hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16] == DEFAULT_KEYS[name]
     if name in KEPT and RESULTS.is_dir():
         version, count = KEPT[name]
-        with kept_only(version):
-            kept = [s for s in bench.specs(bench.options()) if (RESULTS / name / s.config_hash).is_dir()]
+        kept = [s for s in bench.specs(bench.options()) if (RESULTS / name / s.key(version)).is_dir()]
         assert len(kept) >= count
 
 

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from onlinegp.experiments.bench.report import blocks, default_pages, render
 from onlinegp.experiments.bench.runner import default_results_root
-from onlinegp.experiments.cli import app
+from onlinegp.experiments.cli import app, invoke
 
 ROOT = default_results_root().parent
 RESULTS = ROOT / "results"
@@ -28,12 +28,12 @@ def test_a_page_that_differs_is_reported_and_rewritten(tmp_path):
     assert "0.33 (0.03)" in block.body
     page.write_text(page.read_text().replace(block.body, block.body.replace("0.33 (0.03)", "0.31 (0.03)", 1)))
     lines: list[str] = []
-    assert render([page], RESULTS, check=True, echo=lines.append) == [page]
+    assert render([page], RESULTS, invoke, check=True, echo=lines.append) == [page]
     assert lines[0].startswith("differs") and "0.31 (0.03)" in page.read_text()  # --check writes nothing
     assert all(line.startswith("ok") for line in lines[1:])
-    assert render([page], RESULTS, echo=lines.append) == [page]
+    assert render([page], RESULTS, invoke, echo=lines.append) == [page]
     assert page.read_text() == PAGE.read_text()
-    assert render([page], RESULTS, check=True, echo=lines.append) == []
+    assert render([page], RESULTS, invoke, check=True, echo=lines.append) == []
 
 
 def test_a_block_whose_runs_are_not_kept_fails_and_names_them(tmp_path):
@@ -41,7 +41,7 @@ def test_a_block_whose_runs_are_not_kept_fails_and_names_them(tmp_path):
     command = "onlinegp bench vips-table1 --datasets concrete --splits 7"  # split 5 and 6 were never run
     page.write_text(f"# t\n\n<!-- report: {command} | table.md | 0.1.0 -->\n| old |\n<!-- /report -->\n")
     with pytest.raises(ValueError, match="not kept for version 0.1.0 .* concrete/exact/split5"):
-        render([page], RESULTS, echo=lambda line: None)
+        render([page], RESULTS, invoke, echo=lambda line: None)
     page.write_text(f"<!-- report: {command} --out x | table.md | 0.1.0 -->\n<!-- /report -->\n")
     with pytest.raises(ValueError, match="no --out"):
-        render([page], RESULTS, echo=lambda line: None)
+        render([page], RESULTS, invoke, echo=lambda line: None)

@@ -406,7 +406,7 @@ def test_kept_only_restores_runs_of_a_pinned_version_by_run_id_and_their_recorde
     """History is read back after configs gained keys: a kept run matches a spec with the same run id whose config
     holds every key (nested too) the kept run recorded; nothing runs, and a run not kept is named."""
     from onlinegp.experiments.bench import runner
-    from onlinegp.experiments.bench.runner import NotKept, kept_only
+    from onlinegp.experiments.bench.runner import NotKept
 
     results = tmp_path / "results"
     monkeypatch.setattr(onlinegp, "__version__", "0.1.0")
@@ -416,12 +416,13 @@ def test_kept_only_restores_runs_of_a_pinned_version_by_run_id_and_their_recorde
     monkeypatch.setattr(onlinegp, "__version__", "0.2.0")
     monkeypatch.setattr(runner, "code_version", lambda: "0.2.0 (git def5678)")
     new = [RunSpec(s.run_id, s.config | {"opts": {"x": 1, "added": 0}, "added": True}) for s in old]
-    with kept_only("0.1.0"):
-        restored = sweep_kept(new, tmp_path / "history", results)
-        assert [r.status for r in restored.runs] == ["skipped"] * 4 and all(r.restored for r in restored.runs)
-        assert read_values(tmp_path / "history") == read_values(tmp_path / "out")
-        assert all(is_finished(tmp_path / "history" / s.run_id, s) for s in new)  # the bench reads them as its own
-        changed = [RunSpec(s.run_id, s.config | {"opts": {"x": 2}}) for s in new]
-        with pytest.raises(NotKept, match="4 run"):
-            sweep_kept(changed, tmp_path / "other", results)
+    restored = sweep_kept(new, tmp_path / "history", results, kept_only="0.1.0")
+    assert [r.status for r in restored.runs] == ["skipped"] * 4 and all(r.restored for r in restored.runs)
+    assert read_values(tmp_path / "history") == read_values(tmp_path / "out")
+    assert all(is_finished(tmp_path / "history" / s.run_id, s) for s in new)  # the bench reads them as its own
+    exact = sweep_kept(old, tmp_path / "exact", results, kept_only="0.1.0")  # found by their keys of 0.1.0
+    assert all(r.restored for r in exact.runs) and read_values(tmp_path / "exact") == read_values(tmp_path / "out")
+    changed = [RunSpec(s.run_id, s.config | {"opts": {"x": 2}}) for s in new]
+    with pytest.raises(NotKept, match="4 run"):
+        sweep_kept(changed, tmp_path / "other", results, kept_only="0.1.0")
     assert not list((tmp_path / "history").rglob("calls.log"))  # nothing ran

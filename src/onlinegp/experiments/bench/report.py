@@ -7,9 +7,11 @@ the package version whose kept runs it reads::
     ...the table...
     <!-- /report -->
 
-:func:`render` runs each command under :func:`~onlinegp.experiments.bench.runner.kept_only` (nothing runs: every run must be
-kept for that version, else :class:`~onlinegp.experiments.bench.runner.NotKept` names the missing ones) into a scratch
-directory and puts the named file between the markers. ``--check`` compares instead of writing, so a test fails
+:func:`render` runs each command with ``--kept-only VERSION``
+(:attr:`~onlinegp.experiments.bench.runner.RunnerOptions.kept_only`: nothing runs, every run must be kept for that
+version, else :class:`~onlinegp.experiments.bench.runner.NotKept` names the missing ones) into a scratch directory,
+through the runner of command lines it is given (the CLI's :func:`~onlinegp.experiments.cli.invoke`), and puts the
+named file between the markers. ``--check`` compares instead of writing, so a test fails
 when a page no longer equals its regeneration; the prose around a block names the data and is written by hand.
 """
 
@@ -24,7 +26,8 @@ from pathlib import Path
 
 import typer
 
-from .runner import kept_only
+#: runs one ``onlinegp`` command line: the words that follow ``onlinegp``
+Invoke = Callable[[list[str]], object]
 
 BLOCK = re.compile(
     r"(?P<open><!-- report: (?P<command>[^|]+?) \| (?P<file>[^|]+?) \| (?P<version>[^ ]+?) -->\n)"
@@ -54,20 +57,21 @@ def blocks(page: Path) -> list[Block]:
     return [_block(page, m) for m in BLOCK.finditer(page.read_text())]
 
 
-def regenerate(block: Block, results: Path) -> str:
-    """The block's file as its command writes it now, from the runs of the block's version kept in ``results``."""
-    from ..cli import app
-
+def regenerate(block: Block, results: Path, invoke: Invoke) -> str:
+    """The block's file as its command, run by ``invoke``, writes it now, from the runs of the block's version kept in
+    ``results``."""
     words = shlex.split(block.command)
     if len(words) < 3 or words[:2] != ["onlinegp", "bench"] or words[2] in ("report", "verify"):
         raise ValueError(
             f"{block.page.name}: a report block runs an `onlinegp bench NAME ...` sweep, got {block.command!r}"
         )
-    if any(w in ("--out", "--results", "--no-results", "--fresh") for w in words):
-        raise ValueError(f"{block.page.name}: a report block chooses no --out/--results/--fresh ({block.command!r})")
-    with tempfile.TemporaryDirectory(prefix="onlinegp-report-") as out, kept_only(block.version):
+    if any(w in ("--out", "--results", "--no-results", "--fresh", "--kept-only") for w in words):
+        raise ValueError(
+            f"{block.page.name}: a report block chooses no --out/--results/--fresh/--kept-only ({block.command!r})"
+        )
+    with tempfile.TemporaryDirectory(prefix="onlinegp-report-") as out:
         try:
-            app([*words[1:], "--out", out, "--results", str(results), "--quiet"], standalone_mode=False)
+            invoke([*words[1:], "--out", out, "--results", str(results), "--quiet", "--kept-only", block.version])
         except typer.BadParameter as err:
             raise ValueError(f"{block.page.name}: `{block.command}`: {err.message}") from err
         text = (Path(out) / block.file).read_text()
@@ -75,17 +79,17 @@ def regenerate(block: Block, results: Path) -> str:
 
 
 def render(
-    pages: Sequence[Path], results: Path, check: bool = False, echo: Callable[[str], None] = print
+    pages: Sequence[Path], results: Path, invoke: Invoke, check: bool = False, echo: Callable[[str], None] = print
 ) -> list[Path]:
-    """Regenerate every block of ``pages`` from the results tree ``results``; write the pages that changed, or with
-    ``check`` only list them. Returns the pages that differ(ed) from their regeneration."""
+    """Regenerate every block of ``pages`` from the results tree ``results``, each command run by ``invoke``; write the
+    pages that changed, or with ``check`` only list them. Returns the pages that differ(ed) from their regeneration."""
     changed = []
     for page in pages:
         text = page.read_text()
 
         def fill(match: re.Match, page: Path = page) -> str:
             block = _block(page, match)
-            body = regenerate(block, results)
+            body = regenerate(block, results, invoke)
             state = "ok" if body == block.body else "differs"
             echo(f"{state:8s}{page.name}: {block.command} | {block.file} | {block.version}")
             return match["open"] + body + match["close"]

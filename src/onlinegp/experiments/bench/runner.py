@@ -57,7 +57,6 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from multiprocessing import get_context
@@ -79,24 +78,9 @@ _SCRATCH = re.compile(r"\.(?:tmp|old)-(\d+)-")  # a summary being written, or on
 
 JobFn = Callable[[dict, Path], Any]
 
-#: set by :func:`kept_only` (``onlinegp bench report``): the version whose kept runs are read, and no running
-_KEPT_ONLY: dict[str, str] = {}
-
-
-@contextmanager
-def kept_only(version: str) -> Iterator[None]:
-    """Within the block every sweep only restores kept runs of ``version`` (its keys are computed for that version)
-    and raises :class:`NotKept` instead of running one that is not kept: how tables are rendered from the results
-    tree alone, including the history of older versions."""
-    _KEPT_ONLY["version"] = version
-    try:
-        yield
-    finally:
-        _KEPT_ONLY.clear()
-
 
 class NotKept(ValueError):
-    """A sweep under :func:`kept_only` needs runs that the results tree does not hold."""
+    """A sweep of :attr:`RunnerOptions.kept_only` needs runs that the results tree does not hold."""
 
 
 @dataclass(frozen=True)
@@ -108,12 +92,17 @@ class RunSpec:
 
     @property
     def config_hash(self) -> str:
-        """The run's key: its config and the package version (``onlinegp.__version__``, raised by any change that
-        alters a committed run's numbers), so a run of older code is never taken for a run of this one; in the
-        portable numeric mode also the mode, whose numbers differ from the default's (default keys are unchanged)."""
+        """The run's key for this code: :meth:`key` of ``onlinegp.__version__``."""
+        return self.key()
+
+    def key(self, version: str | None = None) -> str:
+        """The run's key: its config and the package version ``version`` (default ``onlinegp.__version__``, raised
+        by any change that alters a committed run's numbers), so a run of older code is never taken for a run of
+        this one; in the portable numeric mode also the mode, whose numbers differ from the default's (default keys
+        are unchanged)."""
         from ... import __version__
 
-        keyed = {"config": self.config, "onlinegp": _KEPT_ONLY.get("version", __version__)}
+        keyed = {"config": self.config, "onlinegp": version or __version__}
         if portable.active():
             keyed["numerics"] = "portable"
         return hashlib.sha256(_canonical(keyed, self.run_id).encode()).hexdigest()[:16]
@@ -140,7 +129,10 @@ class RunnerOptions:
     ``threads`` is the number of torch/BLAS threads per run (default: the machine's cores divided by ``workers``
     for local processes, ``cpus_per_run`` for Ray tasks, unchanged in-process); ``cpus_per_run`` is the CPUs Ray
     reserves per task. ``results`` is the root of the committed results tree (None: none); ``fresh`` runs every
-    spec again, finished or committed (see the module docstring).
+    spec again, finished or committed (see the module docstring). ``kept_only`` (a version) runs nothing: every run
+    is restored from the runs of that version kept in ``results`` (:class:`NotKept` names those it lacks), under
+    this code's keys, so into a scratch sweep root: how ``onlinegp bench report`` renders tables from the results
+    tree alone, including the history of older versions.
     """
 
     workers: int = 1
@@ -151,6 +143,7 @@ class RunnerOptions:
     cpus_per_run: int = 1
     results: str | Path | None = None
     fresh: bool = False
+    kept_only: str | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -197,15 +190,16 @@ def _canonical(config: dict, run_id: str) -> str:
         ) from err
 
 
-def is_finished(run_dir: str | Path, spec: RunSpec | None = None) -> bool:
-    """True when ``run_dir`` holds a completion marker (for ``spec``'s config, when given)."""
+def is_finished(run_dir: str | Path, spec: RunSpec | None = None, version: str | None = None) -> bool:
+    """True when ``run_dir`` holds a completion marker (for ``spec``'s config, when given, run by ``version``:
+    default this code's)."""
     path = Path(run_dir) / MARKER
     if not path.is_file():
         return False
     if spec is None:
         return True
     try:
-        return json.loads(path.read_text()).get("config_hash") == spec.config_hash
+        return json.loads(path.read_text()).get("config_hash") == spec.key(version)
     except (OSError, ValueError):
         return False
 
@@ -338,12 +332,11 @@ def _code_of(run_dir: Path) -> str | None:
         return None
 
 
-def _restore_kept(specs: Sequence[RunSpec], root: Path, store: Path | None, title: str) -> SweepResult:
-    """:func:`kept_only`'s sweep: every spec restored from the kept run of the pinned version, found by its key or
-    else by run id and the config keys that run records (a key added to configs since that version is one its code
-    did not have); :class:`NotKept` names the runs not found. The restored marker takes the spec's key, so the
-    bench reads the run back as its own."""
-    version = _KEPT_ONLY["version"]
+def _restore_kept(specs: Sequence[RunSpec], root: Path, store: Path | None, title: str, version: str) -> SweepResult:
+    """The sweep of :attr:`RunnerOptions.kept_only`: every spec restored from the kept run of ``version``, found by
+    its key or else by run id and the config keys that run records (a key added to configs since that version is one
+    its code did not have); :class:`NotKept` names the runs not found. The restored marker takes the spec's key, so
+    the bench reads the run back as its own."""
     by_id: dict[str, list[tuple[dict, Path]]] = {}
     for marker in sorted(store.glob(f"*/{MARKER}")) if store is not None else []:
         kept = marker.parent
@@ -352,8 +345,8 @@ def _restore_kept(specs: Sequence[RunSpec], root: Path, store: Path | None, titl
             by_id.setdefault(spec_record["run_id"], []).append((spec_record["config"], kept))
     runs, missing = [], []
     for spec in specs:
-        exact = store / spec.config_hash if store is not None else None
-        found = [exact] if exact is not None and is_finished(exact, spec) else []
+        exact = store / spec.key(version) if store is not None else None
+        found = [exact] if exact is not None and is_finished(exact, spec, version) else []
         found = found or [d for config, d in by_id.get(spec.run_id, []) if _records_part_of(config, spec.config)]
         if len(found) != 1:
             missing.append(f"{spec.run_id}{' (ambiguous)' if found else ''}")
@@ -714,8 +707,8 @@ def run_sweep(  # noqa: PLR0912 - a sweep's resume, backends and results tree
         )
     root.mkdir(parents=True, exist_ok=True)
     atomic_write(root / SWEEP_FILE, json.dumps({"runs": [asdict(s) for s in specs]}, indent=1))
-    if _KEPT_ONLY:
-        return _restore_kept(specs, root, store, title)
+    if opts.kept_only is not None:
+        return _restore_kept(specs, root, store, title, opts.kept_only)
     results: dict[str, RunResult] = {}
     todo = []
     for spec in specs:
