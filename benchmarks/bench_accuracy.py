@@ -61,7 +61,8 @@ def streaming_run(variant: str, seed: int, n: int = 1500, batch: int = 60, num_i
 
 
 def mission_run(variant: str, seed: int, threads: int = 1) -> dict:
-    from onlinegp.experiments.simulator.mission import MissionConfig, run_mission
+    from onlinegp.experiments.simulator.mission import MissionConfig
+    from onlinegp.experiments.simulator.run import run_mission
 
     torch.set_num_threads(threads)
     context, _, options = VARIANTS[variant]

@@ -42,6 +42,10 @@ t0 = time.perf_counter()
 from onlinegp.experiments.cli import app
 import onlinegp.experiments.simulator.mission as mm
 import onlinegp.experiments.simulator.planners as planners
+try:
+    import onlinegp.experiments.simulator.run as mr
+except ImportError:  # a --compare tree from before run.py, whose mission.py held run_mission
+    mr = mm
 acc = {"checkpoint": 0.0, "figures": 0.0, "candidates": 0.0, "model_build": 0.0}
 marks = {"imported": time.perf_counter() - t0}
 def timed(key, fn):
@@ -52,18 +56,18 @@ def timed(key, fn):
         finally:
             acc[key] += time.perf_counter() - t
     return inner
-def run_mission(*args, _run=mm.run_mission, **kwargs):
+def run_mission(*args, _run=mr.run_mission, **kwargs):
     marks["run_start"] = time.perf_counter() - t0
     try:
         return _run(*args, **kwargs)
     finally:
         marks["run_end"] = time.perf_counter() - t0
 mm.Mission.save = timed("checkpoint", mm.Mission.save)
-mm.write_csv = timed("checkpoint", mm.write_csv)
-mm.write_figures = timed("figures", mm.write_figures)
+mr.write_csv = timed("checkpoint", mr.write_csv)
+mr.write_figures = timed("figures", mr.write_figures)
 mm.build_model = timed("model_build", mm.build_model)
 planners.MaxEntropyPlanner.scores = timed("candidates", planners.MaxEntropyPlanner.scores)
-mm.run_mission = run_mission
+mr.run_mission = run_mission
 try:
     app(sys.argv[2:], standalone_mode=False)
 finally:

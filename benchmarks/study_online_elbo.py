@@ -41,7 +41,8 @@ from common import RESULTS, code_version, write  # noqa: E402
 
 from onlinegp.experiments.bench.poam import PAPER_SETTINGS, paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
-from onlinegp.experiments.simulator.mission import SURVEY, MissionConfig, run_mission  # noqa: E402
+from onlinegp.experiments.simulator.mission import MissionConfig  # noqa: E402
+from onlinegp.experiments.simulator.run import SURVEY, run_mission  # noqa: E402
 from onlinegp.models import POAM, OnlineELBO, register  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"

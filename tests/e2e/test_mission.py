@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from onlinegp import metrics
 from onlinegp.experiments.cli import app
-from onlinegp.experiments.simulator.mission import Mission, MissionConfig, build_model, open_mission, run_mission
+from onlinegp.experiments.simulator.mission import Mission, MissionConfig, build_model
+from onlinegp.experiments.simulator.run import open_mission, run_mission
 
 runner = CliRunner()
 BASE = ["mission", "--budget", "700", "--num-inducing", "60", "--num-steps", "2", "--seed", "3"]
@@ -303,7 +304,7 @@ def test_records_of_every_schema_are_read_back():
 
 def test_figures_name_model_environment_and_units(tmp_path, monkeypatch):
     from onlinegp.experiments import plots
-    from onlinegp.experiments.simulator.mission import write_figures
+    from onlinegp.experiments.simulator.run import write_figures
 
     figures = {}
 
@@ -332,7 +333,7 @@ def test_figures_name_model_environment_and_units(tmp_path, monkeypatch):
 
 
 def test_config_json_records_the_model_defaults_it_used():
-    from onlinegp.experiments.simulator.mission import _recorded_config
+    from onlinegp.experiments.simulator.run import _recorded_config
 
     config = MissionConfig(budget=100, num_steps=1).resolved()
     recorded = _recorded_config(config, build_model(config))

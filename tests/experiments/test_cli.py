@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 import onlinegp
 from onlinegp.experiments.cli import app
-from onlinegp.experiments.simulator import mission as rig_mission
-from onlinegp.experiments.simulator.mission import Mission, MissionConfig, run_state
+from onlinegp.experiments.simulator import run as mission_run
+from onlinegp.experiments.simulator.mission import Mission, MissionConfig
+from onlinegp.experiments.simulator.run import run_state
 from onlinegp.io import RUN_LOCK, fcntl, fresh_directory
 
 runner = CliRunner()
@@ -166,9 +167,9 @@ def test_pilot_size_is_computed_from_the_mission(finished):
 @pytest.mark.parametrize("budget, warned", [("597", True), ("400", True), ("598", False)])
 def test_a_pilot_only_budget_is_a_warning(budget, warned, tmp_path, monkeypatch):
     def fake_run_mission(mission, out, **kwargs):
-        return rig_mission.MissionResult([{"epoch": 0}], out, {}, completed=False)
+        return mission_run.MissionResult([{"epoch": 0}], out, {}, completed=False)
 
-    monkeypatch.setattr(rig_mission, "run_mission", fake_run_mission)
+    monkeypatch.setattr(mission_run, "run_mission", fake_run_mission)
     args = [*SMALL, "--budget", budget, "--out", str(tmp_path / "run")]
     result = runner.invoke(app, ["mission", *args])
     assert result.exit_code == 0, result.output

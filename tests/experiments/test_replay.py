@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from onlinegp.experiments.cli import app
 from onlinegp.experiments.replay import Survey, load_survey, run_replay
-from onlinegp.experiments.simulator.mission import MissionConfig, run_mission
+from onlinegp.experiments.simulator.mission import MissionConfig
+from onlinegp.experiments.simulator.run import run_mission
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "poam" / "valley-ridges_seed0.npz"
 

@@ -11,7 +11,8 @@ import json
 import tempfile
 
 import onlinegp
-from onlinegp.experiments.simulator.mission import MissionConfig, run_mission
+from onlinegp.experiments.simulator.mission import MissionConfig
+from onlinegp.experiments.simulator.run import run_mission
 from onlinegp.kernels import native
 
 #: a small mission (issue 52's table; tests/experiments/simulator/test_fleet.py runs it too)

@@ -69,7 +69,7 @@ PARSED = {"sketch": None, "lr": 0.005, "inducing": "vips", "kernel_options": {"a
 
 def test_mission_and_stream_read_options_alike(monkeypatch, tmp_path):
     from onlinegp.experiments import stream
-    from onlinegp.experiments.simulator import mission
+    from onlinegp.experiments.simulator import run as mission_run
 
     seen = {}
 
@@ -81,7 +81,7 @@ def test_mission_and_stream_read_options_alike(monkeypatch, tmp_path):
         seen["stream"] = config.options
         return []
 
-    monkeypatch.setattr(mission, "open_mission", fake_open_mission)
+    monkeypatch.setattr(mission_run, "open_mission", fake_open_mission)
     monkeypatch.setattr(stream, "run_stream", fake_run_stream)
     args = [arg for item in OPTIONS for arg in ("--option", item)]
     result = runner.invoke(app, ["mission", "--out", str(tmp_path / "m"), "--quiet", *args])

@@ -351,6 +351,7 @@ def _open_mission(
 
     from .simulator import fields
     from .simulator import mission as rig_mission
+    from .simulator import run as mission_run
     from .simulator.mission_settings import check_run_directory, mission_config
 
     try:
@@ -361,7 +362,7 @@ def _open_mission(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", fields.FieldWarning)
             if service is None:
-                mission = rig_mission.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)
+                mission = mission_run.open_mission(config, out or Path("runs/mission") / default_name, resume=resume)
             else:
                 mission = _service_mission(config, *service)
     except rig_mission.ModelOptionsError as err:
@@ -389,10 +390,10 @@ def _run_mission(mission, out: str, quiet: bool, stop_after_epochs: int | None) 
     """Run the opened *mission* into *out* and describe it; Ctrl-C says how to resume (exit 130), a service that
     fails a mission through it is an error (exit 1)."""
     from ..client import ServiceError
-    from .simulator import mission as rig_mission
+    from .simulator import run as mission_run
 
     try:
-        result = rig_mission.run_mission(
+        result = mission_run.run_mission(
             mission, out, quiet=quiet, stop_after_epochs=stop_after_epochs, echo=typer.echo
         )
     except KeyboardInterrupt:
@@ -405,7 +406,7 @@ def _run_mission(mission, out: str, quiet: bool, stop_after_epochs: int | None) 
         raise typer.Exit(1) from None
     if not quiet:
         typer.echo(
-            rig_mission.describe(result)
+            mission_run.describe(result)
             if result.completed
             else f"stopped after epoch {result.rows[-1]['epoch']}; continue with --resume --out {out}"
         )

@@ -147,7 +147,8 @@ def test_failing_mission_is_reported_and_others_complete(tmp_path):
 
 
 def test_interrupted_mission_resumes_to_the_uninterrupted_result(tmp_path):
-    from onlinegp.experiments.simulator.mission import MissionConfig, open_mission, run_mission
+    from onlinegp.experiments.simulator.mission import MissionConfig
+    from onlinegp.experiments.simulator.run import open_mission, run_mission
 
     exp = poam.Experiment(
         "t",

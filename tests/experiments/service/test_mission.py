@@ -15,7 +15,8 @@ from onlinegp.experiments.service.app import create_app
 from onlinegp.experiments.service.mission import ServiceMission, serve_command, service_config
 from onlinegp.experiments.service.state import ServiceConfig
 from onlinegp.experiments.service.store import Store
-from onlinegp.experiments.simulator.mission import MissionConfig, run_mission
+from onlinegp.experiments.simulator.mission import MissionConfig
+from onlinegp.experiments.simulator.run import run_mission
 
 from .helpers import serving, small_config
 

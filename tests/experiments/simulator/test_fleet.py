@@ -21,9 +21,10 @@ from onlinegp.experiments.simulator.fleet import (
     leg_limit,
     pilot_pieces,
 )
-from onlinegp.experiments.simulator.mission import MissionConfig, make_mission, run_mission
+from onlinegp.experiments.simulator.mission import MissionConfig
 from onlinegp.experiments.simulator.planners import MaxEntropyPlanner, bezier_pilot
 from onlinegp.experiments.simulator.robot import DiffDrive
+from onlinegp.experiments.simulator.run import make_mission, run_mission
 from onlinegp.models.registry import make_model
 from tests.library.portable_probe import SMALL
 

@@ -13,7 +13,8 @@ from onlinegp.experiments.bench import fleet as bench_fleet
 from onlinegp.experiments.bench.runner import RunnerOptions
 from onlinegp.experiments.cli import app
 from onlinegp.experiments.simulator.merge import VehicleMap, exchange
-from onlinegp.experiments.simulator.mission import MissionConfig, make_mission, run_mission
+from onlinegp.experiments.simulator.mission import MissionConfig
+from onlinegp.experiments.simulator.run import make_mission, run_mission
 from onlinegp.kernels import dense
 from onlinegp.models.registry import make_model
 from onlinegp.posterior import kuu

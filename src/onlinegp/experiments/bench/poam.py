@@ -12,7 +12,7 @@ Every experiment pins the settings of the paper's implementation: besides M, ste
 likelihood starts at σ² = 1.0, POAM's family runs the exact M-step and OVC steps Z with θ's Adam (:func:`paper_model_options`;
 ``paper_options=False`` leaves the library's defaults; explicit ``model_options`` win).
 
-Each run is one mission (:func:`onlinegp.experiments.simulator.mission.run_mission`) in its own directory
+Each run is one mission (:func:`onlinegp.experiments.simulator.run.run_mission`) in its own directory
 ``<out>/[<setting>/]<env>/<method>/seed-<k>``; the runner (:mod:`onlinegp.experiments.bench.runner`) executes them locally or on
 Ray and skips finished ones; a run's small files (:data:`SUMMARY_FILES`) are what the tables and figures read, and
 what the runner keeps in the committed results tree (``results/<experiment>/``). The summary follows Table I: for every run the SMSE, MSLL and update time are averaged
@@ -35,7 +35,8 @@ from ...io import atomic_write, write_csv
 from ...models import OVC, POAM
 from ...models.registry import model_class
 from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
-from ..simulator.mission import MissionConfig, lengthscale_grid, open_mission, run_mission
+from ..simulator.mission import MissionConfig, lengthscale_grid
+from ..simulator.run import open_mission, run_mission
 from .parse import parse_names, parse_seeds
 from .protocol import Bench, Echo
 from .runner import MARKER, RunSpec, SweepResult, is_finished

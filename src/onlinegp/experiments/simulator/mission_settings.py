@@ -8,7 +8,8 @@ from typing import Any
 
 from ...io import run_kind
 from .fields import DEFAULT_ENV
-from .mission import CHECKPOINT, Mission, MissionConfig, run_state
+from .mission import Mission, MissionConfig
+from .run import CHECKPOINT, run_state
 
 #: :func:`~.fields.load_field`'s options for a DEM file, given one by one (``mission --extent`` ... ``--values``)
 FIELD_OPTIONS = ("extent", "cell_size", "array", "first_row", "nodata", "values")
@@ -32,7 +33,7 @@ def mission_config(
 
 
 def check_run_directory(out: str | Path | None, resume: bool, force: bool) -> str | None:
-    """What the run directory ``out`` holds (:func:`~.mission.run_state`; None for no ``out``), checked against
+    """What the run directory ``out`` holds (:func:`~.run.run_state`; None for no ``out``), checked against
     ``resume`` and ``force``: a ValueError naming the option to pass when it holds another run, nothing to resume, or
     a mission that is neither resumed nor started over."""
     held = None if out is None else run_kind(out)
