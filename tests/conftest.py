@@ -3,7 +3,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
+
+# the contract's helpers, which tests import from here too
+from onlinegp.testing import state_equal as state_equal
+from onlinegp.testing import update_failing_after_mutation as update_failing_after_mutation
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -24,36 +27,6 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip("../shared/data is not present (only developers and CI have it)")
     return path
-
-
-def state_equal(a, b) -> bool:
-    """Deep equality of (nested) state dicts holding tensors."""
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(state_equal(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(state_equal(x, y) for x, y in zip(a, b))
-    if hasattr(a, "__dataclass_fields__"):
-        return type(a) is type(b) and all(state_equal(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__)
-    return a == b
-
-
-def update_failing_after_mutation(model, X, y) -> None:
-    """``model.update(X, y)`` with ``_update`` run to the end (mutating the model) and then raising; the caller checks
-    that the model was restored."""
-    real = model._update
-
-    def fail_after_mutating(*args, **kwargs):
-        real(*args, **kwargs)
-        raise RuntimeError("simulated failure after a partial update")
-
-    model._update = fail_after_mutating
-    try:
-        with pytest.raises(RuntimeError, match="simulated"):
-            model.update(X, y)
-    finally:
-        del model._update
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Shared test oracles: a seeded 2-D toy stream, batch SGPR (Titsias 2009) with explicit matrices, the Gaussian log
-density with autograd through its Cholesky factor, and a Cholesky solve."""
+"""Shared test oracles: batch SGPR (Titsias 2009) with explicit matrices, the Gaussian log density with autograd
+through its Cholesky factor, and a Cholesky solve; and the seeded 2-D toy stream of :mod:`onlinegp.testing`."""
 
 import torch
 from torch import Tensor
@@ -8,15 +8,9 @@ from onlinegp.kernels import dense, diagonal
 from onlinegp.linalg import JitterLog, cholesky, trisolve
 from onlinegp.objectives import LOG2PI
 from onlinegp.posterior import kuu
+from onlinegp.testing import toy as toy  # tests import it from here too
 
 D = torch.float64
-
-
-def toy(n=300, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, 2, dtype=D, generator=g) * 4 - 2
-    y = torch.sin(2 * X[:, 0]) * torch.cos(X[:, 1]) + 0.1 * torch.randn(n, dtype=D, generator=g)
-    return X, y
 
 
 def dense_sgpr(kernel, noise, Z, X, y, Xs):
