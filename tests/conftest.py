@@ -4,10 +4,6 @@ from pathlib import Path
 
 import pytest
 
-# the contract's helpers, which tests import from here too
-from onlinegp.testing import state_equal as state_equal
-from onlinegp.testing import update_failing_after_mutation as update_failing_after_mutation
-
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 

@@ -1,5 +1,5 @@
 """Shared test oracles: batch SGPR (Titsias 2009) with explicit matrices, the Gaussian log density with autograd
-through its Cholesky factor, and a Cholesky solve; and the seeded 2-D toy stream of :mod:`onlinegp.testing`."""
+through its Cholesky factor, and a Cholesky solve. (The seeded 2-D toy stream is :func:`onlinegp.testing.toy`.)"""
 
 import torch
 from torch import Tensor
@@ -8,7 +8,6 @@ from onlinegp.kernels import dense, diagonal
 from onlinegp.linalg import JitterLog, cholesky, trisolve
 from onlinegp.objectives import LOG2PI
 from onlinegp.posterior import kuu
-from onlinegp.testing import toy as toy  # tests import it from here too
 
 D = torch.float64
 

@@ -27,8 +27,9 @@ from onlinegp.objectives import (
     svgp_elbo_terms,
 )
 from onlinegp.posterior import kuu, project_terms, projection, with_jitter
+from onlinegp.testing import toy
 from onlinegp.training import Training
-from tests.reference import gaussian_log_density_autograd, toy
+from tests.reference import gaussian_log_density_autograd
 
 D = torch.float64
 

@@ -7,7 +7,7 @@ import torch
 
 from onlinegp import make_model
 from onlinegp.maps import Raster, write_geotiff
-from tests.reference import toy
+from onlinegp.testing import toy
 
 rasterio = pytest.importorskip("rasterio")
 

@@ -9,6 +9,7 @@ import torch
 from onlinegp import MODELS, make_model
 from onlinegp.base import jsonable_options, model_record
 from onlinegp.models import OSVGP, POAM, WISKI, ExactGP
+from onlinegp.testing import toy
 from onlinegp.training import (
     FLAT_TRAINING,
     SETTLE_WINDOW,
@@ -17,7 +18,6 @@ from onlinegp.training import (
     gradient_steps,
     training_options,
 )
-from tests.reference import toy
 
 
 @pytest.mark.parametrize(

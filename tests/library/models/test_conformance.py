@@ -139,7 +139,7 @@ def test_recorded_options_rebuild_the_same_model(name, built):
 SEEDED_RUN = """
 import hashlib, sys, torch
 from onlinegp import make_model
-from tests.reference import toy
+from onlinegp.testing import toy
 
 torch.manual_seed(int(sys.argv[1]))  # the global generator differs between the processes
 X, Y = toy(80, seed=11)

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import onlinegp
+from onlinegp.testing import toy
 from onlinegp.training import Training
-from tests.reference import toy
 
 X, Y = toy(60, seed=3)
 SMALL = {"num_inducing": 12, "training": Training(steps=2)}

@@ -14,8 +14,9 @@ from onlinegp.models.poam_ablations import OnlineELBO, VarSSGP
 from onlinegp.models.registry import make_model
 from onlinegp.objectives import online_terms, sgpr_bound
 from onlinegp.posterior import kuu
+from onlinegp.testing import toy
 from onlinegp.training import Training
-from tests.reference import D, dense_sgpr, toy
+from tests.reference import D, dense_sgpr
 
 BOUNDS = [[-2, -2], [2, 2]]  # scaled inputs are X / 2
 

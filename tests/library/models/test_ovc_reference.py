@@ -6,9 +6,8 @@ import pytest
 import torch
 
 from onlinegp import OVC, POAM
+from onlinegp.testing import state_equal, toy, update_failing_after_mutation
 from onlinegp.training import Pretraining, Training
-from tests.conftest import state_equal, update_failing_after_mutation
-from tests.reference import toy
 
 X, Y = toy(240, seed=3)
 BATCHES = [(X[i : i + 60], Y[i : i + 60]) for i in range(0, 240, 60)]

@@ -10,8 +10,9 @@ from onlinegp.kernels import dense, diagonal
 from onlinegp.models.registry import make_model
 from onlinegp.objectives import sgpr_bound
 from onlinegp.posterior import InducingPosterior, kuu
+from onlinegp.testing import toy
 from onlinegp.training import Training
-from tests.reference import D, dense_sgpr, toy
+from tests.reference import D, dense_sgpr
 
 
 def fixed_model(cls, Z_scaled, seed=0, **kw):

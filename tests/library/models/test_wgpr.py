@@ -17,9 +17,9 @@ from onlinegp.models.osgpr import OSGPR
 from onlinegp.models.registry import make_model
 from onlinegp.models.solar import LGPR, SOLARGP, weighted_prediction
 from onlinegp.models.wgpr import WGPR
+from onlinegp.testing import state_equal
 from onlinegp.training import Training
 from onlinegp.wasserstein import w2_squared
-from tests.conftest import state_equal
 
 D = torch.float64
 BOUNDS = [[0.0, -1.0], [6.0, 1.0]]

@@ -12,8 +12,8 @@ from onlinegp.linalg import CholeskyError
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import SETTLED, WISKI, CubicGrid, InputProjection, WISKIClassifier
 from onlinegp.posterior import kuu
+from onlinegp.testing import state_equal
 from onlinegp.training import Pretraining, Training
-from tests.conftest import state_equal
 
 D = torch.float64
 BOUNDS2 = [[-1.0, -1.0], [1.0, 1.0]]

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from onlinegp.models.wiski import WISKI
+from onlinegp.testing import state_equal
 from onlinegp.training import Pretraining, Training
-from tests.conftest import state_equal
 
 D = torch.float64
 #: θ fixed, no pre-training

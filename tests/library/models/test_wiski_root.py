@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from onlinegp.models.wiski import WISKI, leading_root
-from tests.conftest import state_equal
+from onlinegp.testing import state_equal
 from tests.library.models.test_wiski import BOUNDS2, D, assert_close, dense_ski, steps, toy
 
 ALGEBRAS = ["kronecker", "dense"]
