@@ -11,7 +11,8 @@ import typer
 
 from onlinegp.experiments.bench.protocol import Bench, default_out
 from onlinegp.experiments.bench.runner import RunnerOptions, RunSpec
-from onlinegp.experiments.cli import BENCH_MODULES, app
+from onlinegp.experiments.cli import app
+from onlinegp.experiments.cli.bench import BENCH_MODULES
 
 MODULES = ("poam", "wgpr", "fleet", "defaults", "vips", "wiski")
 RESULTS = Path(__file__).resolve().parents[3] / "results"

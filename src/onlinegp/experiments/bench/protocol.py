@@ -6,7 +6,7 @@ them into :class:`~onlinegp.experiments.bench.runner.RunSpec` items (``specs``),
 summarises the finished and kept runs into the files of ``--out`` (``summarise``: tables, figures). :meth:`Bench.start`
 is the Python API: it runs the sweep between them through :func:`~onlinegp.experiments.bench.runner.run_sweep`
 (title: the bench's name, so its runs are kept under ``results/NAME/``). The CLI
-(:func:`onlinegp.experiments.cli.bench_command`) gives every bench the same common options (``--out``, default
+(:func:`onlinegp.experiments.cli.bench.bench_command`) gives every bench the same common options (``--out``, default
 ``runs/NAME``; ``--quiet``; ``--force``; for a sweep ``--results/--no-results`` and ``--resume/--fresh``; where the
 bench takes them ``--workers`` and ``--backend/--address``), turns them into
 :class:`~onlinegp.experiments.bench.runner.RunnerOptions`, builds the bench's options from its own and calls
