@@ -107,6 +107,33 @@ def parse_model_options(items: list[str] | None) -> dict:
         raise typer.BadParameter(str(err)) from err
 
 
+def blame_options(
+    build: Callable[[dict], object], items: Sequence[str], options: dict, err: Exception | None = None
+) -> str | None:
+    """What is wrong with the ``--option`` *items* when ``build(options)`` makes the model (*options*: the items' and
+    any others): None when it builds; else each item the model refuses on its own, with its reason, else all of them
+    with the model's error (*err*, when already caught); that error alone when the model fails without the items."""
+    parsed = {item: parse_options([item]) for item in items}
+    base = {k: v for k, v in options.items() if not any(k in p for p in parsed.values())}
+
+    def failure(extra: dict) -> Exception | None:
+        try:
+            build({**base, **extra})
+        except (ValueError, TypeError) as reason:
+            return reason
+        return None
+
+    err = err or failure({k: v for p in parsed.values() for k, v in p.items()})
+    if err is None:
+        return None
+    if not parsed or failure({}) is not None:
+        return str(err)
+    bad = {item: reason for item, p in parsed.items() if (reason := failure(p)) is not None}
+    if not bad:
+        return ", ".join(f"--option {item}" for item in parsed) + f": {err}"
+    return "; ".join(f"--option {item}: {reason}" for item, reason in bad.items())
+
+
 def _claim(out: str | Path, kind: str, **how: bool) -> None:
     """:func:`~onlinegp.io.claim_run_directory`, its refusal (another run's files, or a run still writing there) a
     usage error."""

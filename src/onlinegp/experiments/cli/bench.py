@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import typer
 
 from ...data import UCI
+from ..bench import CATALOGUE
 from ..bench.defaults import METHODS as DEFAULTS_METHODS
 from . import Options, _claim, _signature_with, bench_app, invoke
 
@@ -38,31 +38,24 @@ def seeds_option(default: str, description: str):
 #: the settings of a mission, the options of ``mission`` that
 
 
-#: every bench command: its name, the module of onlinegp.experiments.bench whose ``BENCHES`` holds it
-BENCH_MODULES: dict[str, str] = {}
-
-
 def bench_command(
     name: str,
-    module: str,
     quiet: str = "no progress bar or table",
     options: Options | None = None,
     workers: bool = False,
     ray: bool = False,
 ):
     """Register ``onlinegp bench NAME``, the one way every bench is registered: the command runs the
-    :class:`~onlinegp.experiments.bench.protocol.Bench` ``BENCHES[NAME]`` of ``onlinegp.experiments.bench.<module>``
+    :class:`~onlinegp.experiments.bench.protocol.Bench` ``CATALOGUE[NAME]`` of :mod:`onlinegp.experiments.bench`
     (imported when run; see :func:`_run_bench`). The decorated function declares the bench's own options, named as the
     fields of the bench's options dataclass (its docstring is the help); *options* (name: (type, ``typer.Option``))
     follow them, then the options every bench shares (:func:`_common_options`: ``--quiet`` with help *quiet*,
     ``--workers`` where *workers*, ``--backend`` and ``--address`` where *ray*, the results tree's options)."""
 
-    BENCH_MODULES[name] = module
-
     def register(declaration: Callable[..., None]) -> Callable[..., None]:
         @functools.wraps(declaration)
         def command(**arguments: Any) -> None:
-            _run_bench(name, module, arguments)
+            _run_bench(name, arguments)
 
         common = _common_options(name, quiet, workers, ray)
         command.__signature__ = _signature_with(declaration, {**(options or {}), **common})
@@ -155,8 +148,8 @@ def _results_options() -> Options:
 RUNNER_OPTIONS = ("workers", "backend", "address", "quiet", "results", "no_results", "resume", "kept_only")
 
 
-def _run_bench(name: str, module: str, arguments: dict[str, Any]) -> None:
-    """Run bench *name* of ``bench.<module>`` with the command's *arguments*: take ``--out`` (a usage error when it
+def _run_bench(name: str, arguments: dict[str, Any]) -> None:
+    """Run bench *name* of the catalogue with the command's *arguments*: take ``--out`` (a usage error when it
     holds another run, unless ``--force``; a rerun of the same bench continues there) and the runner's options off,
     build the bench's options from the rest and start it, show its result; a ValueError is a usage error, a failed
     run exit 1 where the bench says so."""
@@ -165,7 +158,7 @@ def _run_bench(name: str, module: str, arguments: dict[str, Any]) -> None:
     out, force = arguments.pop("out"), arguments.pop("force")
     runner = {k: arguments.pop(k) for k in RUNNER_OPTIONS if k in arguments}
     _claim(out, f"bench {name}", force=force, reuse=True)
-    bench = importlib.import_module(f"..bench.{module}", __package__).BENCHES[name]
+    bench = CATALOGUE[name]
     try:
         fresh = not runner.pop("resume", True)
         results = resolve_results(runner.pop("results", None), not runner.pop("no_results", True))
@@ -179,7 +172,7 @@ def _run_bench(name: str, module: str, arguments: dict[str, Any]) -> None:
 
 
 # -------------------------------------------------------------------------------------------------------- bench wgpr
-@bench_command("wgpr", "wgpr", quiet="no progress bar or tables", workers=True, ray=True)
+@bench_command("wgpr", quiet="no progress bar or tables", workers=True, ray=True)
 def bench_wgpr(
     datasets: str = typer.Option("toy,kin40k,pumadyn32nm,bathymetry", "--datasets", help="comma-separated"),
     methods: str = typer.Option("lgpr,wgpr,solar-gp,ovfe", "--methods", help="comma-separated"),
@@ -228,7 +221,7 @@ def _poam_options() -> Options:
 def _poam_command(name: str):
     """:func:`bench_command` for the experiment *name* of Chen et al. 2024: its own options, then
     :func:`_poam_options`, then the common ones (on Ray too)."""
-    return bench_command(name, "poam", options=_poam_options(), workers=True, ray=True)
+    return bench_command(name, options=_poam_options(), workers=True, ray=True)
 
 
 @_poam_command("poam-table1")
@@ -268,7 +261,7 @@ def bench_poam_robustness(
     """Chen et al. 2024, appendix B (Fig. 9): random initialisation and random planner, with FULL."""
 
 
-@bench_command("fleet", "fleet", workers=True)
+@bench_command("fleet", workers=True)
 def bench_fleet(
     envs: str = list_option(
         "valley-ridges,dissected-ridges,plateau,coast,seafloor,paper-env2,paper-env3",
@@ -316,7 +309,7 @@ _WISKI_OPTIONS = {
 }
 
 
-@bench_command("wiski-bo", "wiski", workers=True)
+@bench_command("wiski-bo", workers=True)
 def bench_wiski_bo(
     functions: str = list_option(
         "levy,ackley,styblinski-tang,rastrigin,griewank,michalewicz",
@@ -351,7 +344,7 @@ def bench_wiski_bo(
     """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D test functions with WISKI and an exact GP."""
 
 
-@bench_command("wiski-uci", "wiski", workers=True)
+@bench_command("wiski-uci", workers=True)
 def bench_wiski_uci(
     datasets: str = list_option("skillcraft,elevators,protein,kin40k", "--datasets", "comma-separated UCI sets"),
     models: str = list_option(
@@ -377,7 +370,7 @@ def bench_wiski_uci(
     """Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
 
 
-@bench_command("wiski-rank", "wiski", workers=True)
+@bench_command("wiski-rank", workers=True)
 def bench_wiski_rank(
     dataset: str = typer.Option("skillcraft", "--dataset", help="UCI set (the paper's: skillcraft)"),
     grid_sizes: str = list_option(
@@ -397,7 +390,7 @@ def bench_wiski_rank(
     """Stanton et al. 2021, appendix: WISKI's test NLL against the rank r of its root of WᵀW (m = 256 and 1024)."""
 
 
-@bench_command("wiski-banana", "wiski", quiet="no progress bar")
+@bench_command("wiski-banana", quiet="no progress bar")
 def bench_wiski_banana(
     pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
     eval_every: int = typer.Option(20, "--eval-every", help="evaluate every this many points"),
@@ -408,7 +401,7 @@ def bench_wiski_banana(
     (accuracy, NLL vs points seen)."""
 
 
-@bench_command("vips-table1", "vips", workers=True)
+@bench_command("vips-table1", workers=True)
 def bench_vips_table1(
     datasets: str = list_option(
         ",".join(("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm")),
@@ -455,7 +448,7 @@ def bench_vips_table1(
     UCI streams."""
 
 
-@bench_command("defaults", "defaults", workers=True)
+@bench_command("defaults", workers=True)
 def bench_defaults(
     datasets: str = list_option(",".join(UCI), "--datasets", "comma-separated bundled UCI sets"),
     methods: str = list_option(
@@ -473,7 +466,7 @@ def bench_defaults(
     NLPD difference, worst NLPD, update time): the regression check of the defaults."""
 
 
-@bench_command("vips-magnetic", "vips", quiet="no progress bar or summary")
+@bench_command("vips-magnetic", quiet="no progress bar or summary")
 def bench_vips_magnetic(
     thin: int = typer.Option(10, "--thin", help="keep one reading in this many (the survey has ~9000 per path)"),
     batches: int = typer.Option(20, "--batches", help="batches for trajectory 3"),
@@ -485,7 +478,7 @@ def bench_vips_magnetic(
     (VIPS vs CV)."""
 
 
-@bench_command("vips-synthetic", "vips", workers=True)
+@bench_command("vips-synthetic", workers=True)
 def bench_vips_synthetic(
     seeds: str = seeds_option("0-4", "seeds (data, test noise and model)"),
     datasets: str = list_option(

@@ -10,7 +10,7 @@ import typer
 
 from ...base import FIRST_BATCH
 from ...io import fresh_directory, run_kind
-from . import Options, _claim, _slug, _taking, app, parse_model_options
+from . import Options, _claim, _slug, _taking, app, blame_options, parse_model_options
 
 TARGET_HELP = "CSV target column, a header name or 0-based index (default: the last column but batch/time)"
 INPUTS_HELP = "comma-separated CSV input columns, names or 0-based indices (default: all but target, batch, time)"
@@ -235,29 +235,12 @@ def _parse_bounds(text: str) -> list[list[float]] | str | None:
 
 def check_model_options(name: str, input_dim: int, items: list[str] | None, options: dict) -> None:
     """Build model ``name`` with ``options`` once, before a run: a usage error naming each ``--option`` item it
-    refuses, with the model's reason (or the model's error when it fails without them)."""
+    refuses (:func:`~onlinegp.experiments.cli.blame_options`)."""
     from ...models.registry import make_model
 
-    parsed = {item: parse_model_options([item]) for item in items or []}
-    base = {k: v for k, v in options.items() if not any(k in p for p in parsed.values())}
-
-    def failure(extra: dict) -> Exception | None:
-        try:
-            make_model(name, input_dim, **base, **extra)
-        except (ValueError, TypeError) as reason:
-            return reason
-        return None
-
-    err = failure({k: v for p in parsed.values() for k, v in p.items()})
-    if err is None:
-        return
-    if not parsed or failure({}) is not None:
-        raise typer.BadParameter(str(err))
-    bad = {item: reason for item, p in parsed.items() if (reason := failure(p)) is not None}
-    raise typer.BadParameter(
-        "; ".join(f"--option {item}: {reason}" for item, reason in bad.items())
-        or ", ".join(f"--option {item}" for item in parsed) + f": {err}"
-    )
+    problem = blame_options(lambda o: make_model(name, input_dim, **o), items or [], options)
+    if problem is not None:
+        raise typer.BadParameter(problem)
 
 
 @app.command("stream")

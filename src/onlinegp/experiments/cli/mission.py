@@ -10,8 +10,7 @@ import typer
 
 from ...io import fresh_directory
 from ...models.registry import MODELS
-from ...options import parse_options
-from . import Options, _claim, _slug, _taking, app, parse_model_options
+from . import Options, _claim, _slug, _taking, app, blame_options, parse_model_options
 
 #: :func:`~onlinegp.experiments.simulator.mission_settings.mission_config` takes by the same names
 MISSION_SETTINGS: Options = {
@@ -244,7 +243,9 @@ def _open_mission(
             else:
                 mission = _service_mission(config, *service)
     except rig_mission.ModelOptionsError as err:
-        raise typer.BadParameter(_blame_options(config, items, err)) from err
+        resolved = config.resolved()  # as the mission builds its model
+        build = lambda o: rig_mission.build_model(dataclasses.replace(resolved, model_options=o))  # noqa: E731
+        raise typer.BadParameter(blame_options(build, items, config.model_options, err)) from err
     except (ValueError, TypeError) as err:
         raise typer.BadParameter(str(err)) from err
     for warning in caught:
@@ -323,27 +324,3 @@ def _echo_choices(envs: bool, models: bool) -> None:
     )
     for name, description in rows:
         typer.echo(f"{name:17s} {description}")
-
-
-def _blame_options(config, items: list[str], err: Exception) -> str:
-    """``err`` (the model refused its options) naming the ``--option`` items it refused: each one the model rejects
-    on its own, with its reason, else all of them with ``err``; unchanged when the model fails without any of them."""
-    from ..simulator import mission as rig_mission
-
-    parsed = {item: parse_options([item]) for item in items}
-    base = {k: v for k, v in config.model_options.items() if not any(k in p for p in parsed.values())}
-    config = config.resolved()  # as the mission builds its model
-
-    def failure(extra: dict) -> Exception | None:
-        try:
-            rig_mission.build_model(dataclasses.replace(config, model_options={**base, **extra}))
-        except (ValueError, TypeError) as reason:
-            return reason
-        return None
-
-    if not parsed or failure({}) is not None:
-        return str(err)
-    bad = {item: reason for item, p in parsed.items() if (reason := failure(p)) is not None}
-    if not bad:
-        return ", ".join(f"--option {item}" for item in parsed) + f": {err}"
-    return "; ".join(f"--option {item}: {reason}" for item, reason in bad.items())
