@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import typer
 
+from onlinegp.experiments.bench import CATALOGUE
 from onlinegp.experiments.bench.protocol import Bench, default_out
 from onlinegp.experiments.bench.runner import RunnerOptions, RunSpec
-from onlinegp.experiments.cli import BENCH_MODULES, app
+from onlinegp.experiments.cli import app
 
 MODULES = ("poam", "wgpr", "fleet", "defaults", "vips", "wiski")
 RESULTS = Path(__file__).resolve().parents[3] / "results"
@@ -47,7 +48,7 @@ KEPT = {
 
 
 def _bench(name: str) -> Bench:
-    return importlib.import_module(f"onlinegp.experiments.bench.{BENCH_MODULES[name]}").BENCHES[name]
+    return CATALOGUE[name]
 
 
 def _params(name: str) -> dict:
@@ -55,16 +56,18 @@ def _params(name: str) -> dict:
     return {p.name: p for p in group.commands[name].params}
 
 
-def test_every_bench_is_registered_once_from_its_module():
+def test_every_bench_is_in_the_catalogue_once_and_has_a_command():
     found = {}
     for module in MODULES:
         for name, bench in importlib.import_module(f"onlinegp.experiments.bench.{module}").BENCHES.items():
-            assert bench.name == name and name not in found
+            assert bench.name == name and name not in found and CATALOGUE[name] is bench
             found[name] = module
-    assert found == BENCH_MODULES
+    assert set(found) == set(CATALOGUE)
+    commands = typer.main.get_command(app).commands["bench"].commands
+    assert list(commands) == [*CATALOGUE, "verify", "report"]
 
 
-@pytest.mark.parametrize("name", sorted(BENCH_MODULES))
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
 def test_a_bench_command_takes_the_common_options_and_its_bench_options(name):
     bench = _bench(name)
     params = _params(name)

@@ -1,16 +1,17 @@
 """What every ``onlinegp bench NAME`` provides: one :class:`Bench`, registered by the CLI one way.
 
 A bench module (``poam``, ``vips``, ``wiski``, ``wgpr``, ``fleet``, ``defaults``) holds a ``BENCHES`` dict, name to
-:class:`Bench`. A bench's own options are one frozen dataclass (its defaults and docstring); a sweep bench turns
-them into :class:`~onlinegp.experiments.bench.runner.RunSpec` items (``specs``), runs each with its ``job`` and
-summarises the finished and kept runs into the files of ``--out`` (``summarise``: tables, figures). :meth:`Bench.start`
-is the Python API: it runs the sweep between them through :func:`~onlinegp.experiments.bench.runner.run_sweep`
-(title: the bench's name, so its runs are kept under ``results/NAME/``). The CLI
-(:func:`onlinegp.experiments.cli.bench_command`) gives every bench the same common options (``--out``, default
-``runs/NAME``; ``--quiet``; ``--force``; for a sweep ``--results/--no-results`` and ``--resume/--fresh``; where the
-bench takes them ``--workers`` and ``--backend/--address``), turns them into
-:class:`~onlinegp.experiments.bench.runner.RunnerOptions`, builds the bench's options from its own and calls
-:meth:`Bench.start`; :attr:`Bench.show` says what the terminal gets of the result and the exit code.
+:class:`Bench`, and :data:`~onlinegp.experiments.bench.CATALOGUE` lists every bench by name. A bench's own options are
+one frozen dataclass (its defaults and docstring); a sweep bench turns them into
+:class:`~onlinegp.experiments.bench.runner.RunSpec` items (``specs``), runs each with its ``job`` and summarises the
+finished and kept runs into the files of ``--out`` (``summarise``: tables, figures). :meth:`Bench.start` is the Python
+API: it runs the sweep between them through :func:`~onlinegp.experiments.bench.runner.run_sweep` (title: the bench's
+name, so its runs are kept under ``results/NAME/``). The CLI (:func:`onlinegp.experiments.cli.bench.bench_command`)
+gives every bench the same common options (``--out``, default ``runs/NAME``; ``--quiet``; ``--force``; for a sweep
+``--results/--no-results`` and ``--resume/--fresh``; where the bench takes them ``--workers`` and
+``--backend/--address``), turns them into :class:`~onlinegp.experiments.bench.runner.RunnerOptions`, builds the
+bench's options from its own and calls :meth:`Bench.start`; :attr:`Bench.show` says what the terminal gets of the
+result and the exit code.
 """
 
 from __future__ import annotations

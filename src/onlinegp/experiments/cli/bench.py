@@ -1,0 +1,542 @@
+"""``onlinegp bench``: every bench's command, ``bench verify`` and ``bench report``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ...data import UCI
+from ..bench import CATALOGUE
+from ..bench.defaults import METHODS as DEFAULTS_METHODS
+from . import Options, _claim, _signature_with, bench_app, invoke
+
+
+def list_option(default: str, flag: str, description: str, item: Callable = str):
+    """A ``typer.Option`` taking comma-separated items: the command gets them as a list of ``item(text)`` (empty ones
+    dropped); *default* and ``--help`` show the text."""
+    return typer.Option(default, flag, help=description, callback=lambda text: [item(x) for x in text.split(",") if x])
+
+
+def seeds_option(default: str, description: str):
+    """``--seeds`` of a bench that takes a list of seeds: '0-3', '0,3,5' or '0-2,7', as every bench's ``--seeds``
+    (:func:`~onlinegp.experiments.bench.parse.parse_seeds`); the command gets the sorted seeds."""
+    from ..bench.parse import parse_seeds
+
+    def parse(text: str) -> list[int]:
+        try:
+            return parse_seeds(text)
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from err
+
+    return typer.Option(default, "--seeds", help=f"{description}, e.g. 0-3, 0,3 or 0-2,7", callback=parse)
+
+
+#: the settings of a mission, the options of ``mission`` that
+
+
+def bench_command(
+    name: str,
+    quiet: str = "no progress bar or table",
+    options: Options | None = None,
+    workers: bool = False,
+    ray: bool = False,
+):
+    """Register ``onlinegp bench NAME``, the one way every bench is registered: the command runs the
+    :class:`~onlinegp.experiments.bench.protocol.Bench` ``CATALOGUE[NAME]`` of :mod:`onlinegp.experiments.bench`
+    (imported when run; see :func:`_run_bench`). The decorated function declares the bench's own options, named as the
+    fields of the bench's options dataclass (its docstring is the help); *options* (name: (type, ``typer.Option``))
+    follow them, then the options every bench shares (:func:`_common_options`: ``--quiet`` with help *quiet*,
+    ``--workers`` where *workers*, ``--backend`` and ``--address`` where *ray*, the results tree's options)."""
+
+    def register(declaration: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(declaration)
+        def command(**arguments: Any) -> None:
+            _run_bench(name, arguments)
+
+        common = _common_options(name, quiet, workers, ray)
+        command.__signature__ = _signature_with(declaration, {**(options or {}), **common})
+        return bench_app.command(name)(command)
+
+    return register
+
+
+def _common_options(name: str, quiet: str, workers: bool, ray: bool) -> Options:
+    """The options every bench takes (``--out``, ``--quiet``, ``--force``, the results tree's ``--results``,
+    ``--no-results``, ``--resume/--fresh``) and those a bench takes where it runs in parallel (``--workers``) or on
+    Ray (``--backend``, ``--address``): :func:`_run_bench` takes them off before calling the bench."""
+    from ..bench.protocol import default_out
+
+    return {
+        "out": (
+            str,
+            typer.Option(default_out(name), "--out", help="output directory (finished runs are skipped on rerun)"),
+        ),
+        **({"workers": (int, WORKERS(ray))} if workers else {}),
+        **(_ray_options() if ray else {}),
+        "quiet": (bool, typer.Option(False, "--quiet", "-q", help=quiet)),
+        **_results_options(),
+        "force": (
+            bool,
+            typer.Option(False, "--force", help="replace an --out that holds another run (its own runs are resumed)"),
+        ),
+    }
+
+
+def WORKERS(ray: bool = False) -> typer.models.OptionInfo:  # noqa: N802 - a fresh Option per command, as typer needs
+    where = "local processes, or Ray slots with --backend ray; " if ray else ""
+    return typer.Option(1, "--workers", help=f"parallel runs ({where}timings are only comparable with 1)")
+
+
+def _ray_options() -> Options:
+    """``--backend`` and ``--address`` of a bench that runs on Ray too."""
+    return {
+        "backend": (str, typer.Option("local", "--backend", help="local (worker processes) or ray")),
+        "address": (
+            str,
+            typer.Option(
+                None,
+                "--address",
+                help="Ray cluster HOST:PORT or auto (--backend ray); without it a local Ray instance is started",
+            ),
+        ),
+    }
+
+
+def _results_options() -> Options:
+    """The committed-results options of a sweep (onlinegp.experiments.bench.runner)."""
+    from ..bench.runner import RESULTS_ENV
+
+    return {
+        "results": (
+            str,
+            typer.Option(
+                None,
+                "--results",
+                envvar=RESULTS_ENV,
+                help="results tree: every finished run's summary is kept in DIR/BENCH/CONFIG_HASH and a run found "
+                "there is restored, not run (default: results/ of the onlinegp git checkout, else of the current "
+                "directory)",
+            ),
+        ),
+        "no_results": (bool, typer.Option(False, "--no-results", help="neither use nor keep a results tree")),
+        "kept_only": (
+            str,
+            typer.Option(
+                None,
+                "--kept-only",
+                hidden=True,  # bench report's: its --out is a scratch directory
+                help="run nothing: restore every run from the runs of this version kept in --results",
+            ),
+        ),
+        "resume": (
+            bool,
+            typer.Option(
+                True,
+                "--resume/--fresh",
+                help="skip runs finished in --out or kept in --results (default), or run every run again, replacing "
+                "its directory and kept summary",
+            ),
+        ),
+    }
+
+
+#: the options of :func:`_common_options` that become the sweep's RunnerOptions
+RUNNER_OPTIONS = ("workers", "backend", "address", "quiet", "results", "no_results", "resume", "kept_only")
+
+
+def _run_bench(name: str, arguments: dict[str, Any]) -> None:
+    """Run bench *name* of the catalogue with the command's *arguments*: take ``--out`` (a usage error when it
+    holds another run, unless ``--force``; a rerun of the same bench continues there) and the runner's options off,
+    build the bench's options from the rest and start it, show its result; a ValueError is a usage error, a failed
+    run exit 1 where the bench says so."""
+    from ..bench.runner import RunnerOptions, resolve_results
+
+    out, force = arguments.pop("out"), arguments.pop("force")
+    runner = {k: arguments.pop(k) for k in RUNNER_OPTIONS if k in arguments}
+    _claim(out, f"bench {name}", force=force, reuse=True)
+    bench = CATALOGUE[name]
+    try:
+        fresh = not runner.pop("resume", True)
+        results = resolve_results(runner.pop("results", None), not runner.pop("no_results", True))
+        options = RunnerOptions(**runner, results=results, fresh=fresh)
+        value = bench.start(bench.options(**arguments), out, options, typer.echo)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    code = bench.show(value, options.quiet, typer.echo)
+    if code:
+        raise typer.Exit(code)
+
+
+# -------------------------------------------------------------------------------------------------------- bench wgpr
+@bench_command("wgpr", quiet="no progress bar or tables", workers=True, ray=True)
+def bench_wgpr(
+    datasets: str = typer.Option("toy,kin40k,pumadyn32nm,bathymetry", "--datasets", help="comma-separated"),
+    methods: str = typer.Option("lgpr,wgpr,solar-gp,ovfe", "--methods", help="comma-separated"),
+    sweep: str = typer.Option(
+        "kin40k",
+        "--sweep",
+        help="datasets for the models-vs-threshold sweep (Fig. 2: the grids of WGPR and SOLAR-GP among --methods); "
+        "'' for none",
+    ),
+    max_points: int = typer.Option(
+        None, "--max-points", help="cut every stream to this many points (default: the paper's sizes, see the docs)"
+    ),
+    max_test: int = typer.Option(2000, "--max-test", help="test points per UCI dataset"),
+    member_steps: int = typer.Option(None, "--member-steps", help="L-BFGS iterations per OSGPR update (default 200)"),
+    optimize_inducing: bool = typer.Option(
+        True,
+        "--optimize-inducing/--fixed-inducing",
+        help="move the sparse models' pseudo-inputs with θ, as the paper (default), or keep the pivoted-Cholesky Z",
+    ),
+    seeds: str = typer.Option("0-4", "--seeds", help="trials (split, subsample and model seed), e.g. 0-4 or 0,3"),
+) -> None:
+    """Kepler et al. 2021 (WGPR): two-regime toy, Tables II-III (time, RMSE) and RMSE/rate vs number of models
+    (Fig. 2)."""
+
+
+# -------------------------------------------------------------------------------------------------------- bench poam
+def _poam_options() -> Options:
+    """The options the experiments of Chen et al. 2024 share (onlinegp.experiments.bench.poam), after their own."""
+    return {
+        "seeds": (str, typer.Option("0-9", "--seeds", help="seeds, e.g. 0-9, 0,3,5 or 0-2,7")),
+        "budget": (int, typer.Option(5000, "--budget", help="samples per mission")),
+        "num_inducing": (int, typer.Option(500, "--num-inducing", help="inducing points M")),
+        "num_steps": (int, typer.Option(10, "--num-steps", help="gradient steps per decision epoch")),
+        "profile": (
+            str,
+            typer.Option(
+                "paper",
+                "--profile",
+                help="simulator settings: paper (its text: 3 Hz, 1 rad/s turns, bilinear field) or reference-code "
+                "(its implementation, which made its numbers: 2.5 Hz, no turn limit, nearest cell, pilot scaling)",
+            ),
+        ),
+    }
+
+
+def _poam_command(name: str):
+    """:func:`bench_command` for the experiment *name* of Chen et al. 2024: its own options, then
+    :func:`_poam_options`, then the common ones (on Ray too)."""
+    return bench_command(name, options=_poam_options(), workers=True, ray=True)
+
+
+@_poam_command("poam-table1")
+def bench_poam_table1(
+    envs: str = typer.Option(
+        "paper-env2,paper-env3",
+        "--envs",
+        help="comma-separated bundled environments (or .npy/.npz/.tif files); default: the paper's own Env2 and Env3",
+    ),
+    methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
+) -> None:
+    """Chen et al. 2024, Table I, Fig. 5 and Fig. 7: SSGP++, OVC, OVC++, POAM, FULL with the Attentive Kernel."""
+
+
+@_poam_command("poam-ablation")
+def bench_poam_ablation(
+    envs: str = typer.Option(
+        "valley-ridges", "--envs", help="comma-separated environments (Chen et al. 2024: Env1 only)"
+    ),
+    methods: str = typer.Option(
+        "poam,z-opt,z-rand,z-kmeans,var-opt,var-ssgp,online-elbo", "--methods", help="comma-separated registered models"
+    ),
+) -> None:
+    """Ablation study of Chen et al. 2024 (§V-C, Fig. 8): POAM against its variants."""
+
+
+@_poam_command("poam-robustness")
+def bench_poam_robustness(
+    envs: str = typer.Option(
+        "valley-ridges,dissected-ridges,plateau,coast,seafloor", "--envs", help="comma-separated environments"
+    ),
+    methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
+    settings: str = typer.Option(
+        "random-init,random-planner", "--settings", help="random-init (max-entropy planner) and/or random-planner"
+    ),
+) -> None:
+    """Chen et al. 2024, appendix B (Fig. 9): random initialisation and random planner, with FULL."""
+
+
+@bench_command("fleet", workers=True)
+def bench_fleet(
+    envs: str = list_option(
+        "valley-ridges,dissected-ridges,plateau,coast,seafloor,paper-env2,paper-env3",
+        "--envs",
+        "comma-separated environments (default: the bundled terrains and the POAM paper's two)",
+    ),
+    robots: str = list_option("1,2,4", "--robots", "comma-separated fleet sizes K", int),
+    coordinations: str = list_option(
+        "joint,independent", "--coordinations", "how fleets of K > 1 choose goals: joint and/or independent"
+    ),
+    schedules: str = list_option(
+        "async",
+        "--schedules",
+        "when fleets of K > 1 replan: sync, async and/or sync-ksteps (sync with K times --num-steps per epoch)",
+    ),
+    fleets: str = list_option(
+        "shared",
+        "--fleets",
+        "how fleets of K > 1 keep their map: shared (one model) and/or decentralised (one POAM per vehicle, merged "
+        "in range)",
+    ),
+    comm_radius: float = typer.Option(None, "--comm-radius", help="decentralised fleets' radius (m; as the mission's)"),
+    merge_theta: str = typer.Option(
+        None, "--merge-theta", help="decentralised fleets' θ at a merge (as the mission's)"
+    ),
+    seeds: str = typer.Option("0-4", "--seeds", help="seeds, e.g. 0-4, 0,3 or 0-2,7"),
+    budget: int = typer.Option(5000, "--budget", help="samples per mission, all vehicles together"),
+    num_inducing: int = typer.Option(500, "--num-inducing", help="inducing points M"),
+    num_steps: int = typer.Option(10, "--num-steps", help="gradient steps per decision epoch"),
+    target_smse: float = typer.Option(
+        None, "--target-smse", help="SMSE whose mission time is reported (default: K = 1's final SMSE, same seed)"
+    ),
+    profile: str = typer.Option("paper", "--profile", help="simulator settings: paper or reference-code"),
+) -> None:
+    """Multi-robot active mapping: K = 1, 2, 4 vehicles, one POAM model, equal total samples; final
+    SMSE/MSLL and the mission time to reach K = 1's final SMSE, joint against independent goals."""
+
+
+# --------------------------------------------------------------------------------- WISKI (Stanton et al. 2021)
+_WISKI_OPTIONS = {
+    "pretrain_steps": lambda: typer.Option(
+        100, "--pretrain-steps", help="optimiser steps on the 5% pre-training batch"
+    ),
+    "seed": lambda: typer.Option(0, "--seed"),
+}
+
+
+@bench_command("wiski-bo", workers=True)
+def bench_wiski_bo(
+    functions: str = list_option(
+        "levy,ackley,styblinski-tang,rastrigin,griewank,michalewicz",
+        "--functions",
+        "comma-separated noisy 3-D BoTorch test functions (default: the six of Stanton et al. 2021, appendix C.2)",
+    ),
+    models: str = list_option("wiski,exact", "--models", "comma-separated registered models"),
+    iterations: int = typer.Option(20, "--iterations", help="BO iterations (q points each)"),
+    seeds: str = seeds_option("0", "seeds"),
+    grid_size: int = typer.Option(8, "--grid-size", help="WISKI grid points per dimension (m = g³)"),
+    steps: int = typer.Option(5, "--steps", help="Adam steps per BO iteration (50 on the initial points)"),
+    fit: str = typer.Option(
+        "adam", "--fit", help="'adam' (--steps steps) or 'lbfgs': WISKI and the exact GP fitted to convergence (paper)"
+    ),
+    num_restarts: int = typer.Option(4, "--num-restarts", help="L-BFGS-B restarts of the acquisition (paper: 10)"),
+    raw_samples: int = typer.Option(64, "--raw-samples", help="random samples to start them from (paper: 512)"),
+    beta: float = typer.Option(2.0, "--beta", help="UCB's β at the first iteration"),
+    beta_decay: float = typer.Option(
+        1.0,
+        "--beta-decay",
+        help="β is multiplied by this every iteration (the authors' code: --beta 1 --beta-decay 0.9)",
+    ),
+    kernel: str = typer.Option(
+        "rbf",
+        "--kernel",
+        help="'rbf' (ARD, no priors) or 'authors': their code's Matérn-5/2 with Gamma priors (WISKI: its product form)",
+    ),
+    n_init: int = typer.Option(
+        5, "--n-init", help="random initial points (the paper's text: 5; the authors' code: 10)"
+    ),
+) -> None:
+    """Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D test functions with WISKI and an exact GP."""
+
+
+@bench_command("wiski-uci", workers=True)
+def bench_wiski_uci(
+    datasets: str = list_option("skillcraft,elevators,protein,kin40k", "--datasets", "comma-separated UCI sets"),
+    models: str = list_option(
+        "wiski,osgpr,osvgp,exact", "--models", "comma-separated registered models, all on the shared learnt projection"
+    ),
+    all_input_models: str = list_option(
+        "wiski,osgpr", "--all-input-models", "comma-separated models also run on all D inputs (a second table)"
+    ),
+    max_points: int = typer.Option(500, "--max-points", help="points streamed one at a time after pre-training"),
+    eval_every: int = typer.Option(50, "--eval-every", help="evaluate on the test set every this many points"),
+    max_test: int = typer.Option(1000, "--max-test", help="at most this many test points"),
+    pretrain_steps: int = typer.Option(
+        200, "--pretrain-steps", help="full-batch steps on the 5% pre-training batch (Table C.1: 200 epochs)"
+    ),
+    exact_max: int = typer.Option(1500, "--exact-max", help="run the exact GP only up to this many points"),
+    batch_exact_max: int = typer.Option(
+        5000,
+        "--batch-exact-max",
+        help="the hindsight exact GP (L-BFGS on all points seen, at every evaluation) on streams up to this many points",
+    ),
+    seeds: str = seeds_option("0", "seeds (split and shuffle)"),
+) -> None:
+    """Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, update time)."""
+
+
+@bench_command("wiski-rank", workers=True)
+def bench_wiski_rank(
+    dataset: str = typer.Option("skillcraft", "--dataset", help="UCI set (the paper's: skillcraft)"),
+    grid_sizes: str = list_option(
+        "16,32", "--grid-sizes", "grid points per dimension: 16 (m = 256), 32 (m = 1024)", int
+    ),
+    updates: str = list_option("gill,truncate", "--updates", "root updates: gill (the paper's), truncate (ours)"),
+    ranks: str = list_option(
+        "", "--ranks", "comma-separated ranks r of the paper's table to run (default: all of each grid size's)", int
+    ),
+    seeds: str = seeds_option("0", "seeds (split and shuffle)"),
+    max_points: int = typer.Option(None, "--max-points", help="cut the stream to this many points (default: all)"),
+    eval_every: int = typer.Option(500, "--eval-every", help="evaluate on the test set every this many points"),
+    pretrain_steps: int = typer.Option(
+        200, "--pretrain-steps", help="full-batch steps on the 5% pre-training batch (Table C.1: 200 epochs)"
+    ),
+) -> None:
+    """Stanton et al. 2021, appendix: WISKI's test NLL against the rank r of its root of WᵀW (m = 256 and 1024)."""
+
+
+@bench_command("wiski-banana", quiet="no progress bar")
+def bench_wiski_banana(
+    pretrain_steps: int = _WISKI_OPTIONS["pretrain_steps"](),
+    eval_every: int = typer.Option(20, "--eval-every", help="evaluate every this many points"),
+    grid_size: int = typer.Option(16, "--grid-size", help="grid points per dimension (m = g²)"),
+    seed: int = _WISKI_OPTIONS["seed"](),
+) -> None:
+    """Stanton et al. 2021, §5.2: online Dirichlet classification on banana with WISKI
+    (accuracy, NLL vs points seen)."""
+
+
+@bench_command("vips-table1", workers=True)
+def bench_vips_table1(
+    datasets: str = list_option(
+        ",".join(("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm")),
+        "--datasets",
+        "comma-separated UCI sets",
+    ),
+    methods: str = list_option("exact,cv,oips,vips", "--methods", "comma-separated: exact, cv, oips, vips"),
+    splits: int = typer.Option(5, "--splits", help="number of 80/20 splits (seeds 0..splits-1)"),
+    max_size: int = typer.Option(None, "--max-size", help="subsample each dataset to this many rows (fast runs)"),
+    batches: int = typer.Option(None, "--batches", help="override the 20 (<12000 points) / 50 batches"),
+    exact_max: int = typer.Option(6000, "--exact-max", help="skip the exact GP above this many training points"),
+    num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
+    ard: bool = typer.Option(False, "--ard", help="one length-scale per input (Pescador-Barrios et al. 2024: shared)"),
+    lengthscale: float = typer.Option(
+        1.0,
+        "--lengthscale",
+        help="initial length-scale in standard deviations (Pescador-Barrios et al. 2024: 1)",
+    ),
+    lengthscale_prior: bool = typer.Option(
+        False,
+        "--lengthscale-prior/--no-lengthscale-prior",
+        help="the library's log-normal length-scale prior above 3 inputs (Pescador-Barrios et al. 2024: none)",
+    ),
+    split: str = typer.Option(
+        "random",
+        "--split",
+        help="random 80/20 splits (Pescador-Barrios et al. 2024's text) or chunked: the folds of sorted chunks of "
+        "the authors' code",
+    ),
+    row_index: bool = typer.Option(
+        False,
+        "--row-index",
+        help="the row's index in the file as the first input, as the authors' elevators and bike files: the stream "
+        "is then in file order",
+    ),
+    order: str = typer.Option(
+        "sorted",
+        "--order",
+        help="the training stream's order: sorted by the first input (Pescador-Barrios et al. 2024's text), given "
+        "(the file's: the authors' stream without their index as an input) or random",
+    ),
+) -> None:
+    """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted
+    UCI streams."""
+
+
+@bench_command("defaults", workers=True)
+def bench_defaults(
+    datasets: str = list_option(",".join(UCI), "--datasets", "comma-separated bundled UCI sets"),
+    methods: str = list_option(
+        ",".join(DEFAULTS_METHODS),
+        "--methods",
+        "comma-separated registered streaming models, and sgpr: the batch sparse GP of the same size (a reference)",
+    ),
+    splits: int = typer.Option(3, "--splits", help="seeded shuffles (seeds 0..splits-1)"),
+    train_size: int = typer.Option(2000, "--train-size", help="training points streamed (fewer on small sets)"),
+    test_size: int = typer.Option(1000, "--test-size", help="held-out points (at most 40% of a set)"),
+    batch_size: int = typer.Option(100, "--batch-size", help="points per update"),
+    exact_iterations: int = typer.Option(100, "--exact-iterations", help="L-BFGS iterations of the exact GP"),
+) -> None:
+    """Every streaming regression method with its defaults against the exact GP on the bundled UCI sets (RMSE ratio,
+    NLPD difference, worst NLPD, update time): the regression check of the defaults."""
+
+
+@bench_command("vips-magnetic", quiet="no progress bar or summary")
+def bench_vips_magnetic(
+    thin: int = typer.Option(10, "--thin", help="keep one reading in this many (the survey has ~9000 per path)"),
+    batches: int = typer.Option(20, "--batches", help="batches for trajectory 3"),
+    eta: float = typer.Option(2.2, "--eta", help="Conditional Variance tolerance (Pescador-Barrios et al. 2024: 2.2)"),
+    delta: float = typer.Option(0.05, "--delta", help="VIPS tolerance"),
+    num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch"),
+) -> None:
+    """Pescador-Barrios et al. 2024, §5.4: magnetic-field maps path by path (VIPS), and trajectory 3 in batches
+    (VIPS vs CV)."""
+
+
+@bench_command("vips-synthetic", workers=True)
+def bench_vips_synthetic(
+    seeds: str = seeds_option("0-4", "seeds (data, test noise and model)"),
+    datasets: str = list_option(
+        "synthetic1,synthetic2,synthetic3", "--datasets", "comma-separated Fig. 1 sets (appendix F.1)"
+    ),
+    fixed: str = list_option("10,20,30", "--fixed", "comma-separated fixed sizes M for Fig. 2a", int),
+    fig2a: bool = typer.Option(True, "--fig2a/--no-fig2a", help="also run Fig. 2a (fixed M vs VIPS vs exact GP)"),
+    fig2a_size: int = typer.Option(1000, "--fig2a-size", help="points of the Fig. 2a set (appendix F.2.1: 1000)"),
+    fig2a_batches: int = typer.Option(4, "--fig2a-batches", help="equal batches of the Fig. 2a set (§5.2: 4)"),
+    num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
+    exact: bool = typer.Option(True, "--exact/--no-exact", help="the exact GP reference in Fig. 2a"),
+) -> None:
+    """Pescador-Barrios et al. 2024, Figs. 1 and 2a: M chosen by VIPS on synthetic sets 1-3, and fixed M = 10/20/30 vs
+    VIPS vs the exact GP on a 1000-point set."""
+
+
+@bench_app.command("verify")
+def bench_verify(
+    runs: list[str] = typer.Argument(None, help="kept runs to verify: <bench>/<key>, a bench, or a run id"),
+    sample: int = typer.Option(None, "--sample", min=1, help="a random sample of this many kept runs of this version"),
+    seed: int = typer.Option(0, "--seed", help="seed of the sample"),
+    results: Path = typer.Option(None, "--results", help="the results tree (default: this checkout's results/)"),
+) -> None:
+    """Run kept results again and report any whose numbers no longer reproduce exactly (wall-clock figures aside).
+    A run of the portable mode reproduces exactly under `onlinegp --portable` on any CPU; a default-mode run made on
+    another machine kind is 'close' when every result moved less than its repeats' spread. Exits 1 when one differs
+    or fails."""
+    from ..bench.runner import resolve_results
+    from ..bench.verify import verify
+
+    try:
+        verdicts = verify(resolve_results(results), runs or (), sample, seed, echo=typer.echo)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    counts = {s: sum(v.status == s for v in verdicts) for s in ("reproduced", "close", "differs", "failed", "skipped")}
+    typer.echo(", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    if counts["differs"] or counts["failed"]:
+        raise typer.Exit(1)
+
+
+@bench_app.command("report")
+def bench_report(
+    pages: list[Path] = typer.Argument(None, help="pages to render (default: docs/results/*.md and README.md)"),
+    check: bool = typer.Option(False, "--check", help="compare only: exit 1 when a page differs from its rendering"),
+    results: Path = typer.Option(None, "--results", help="the results tree (default: this checkout's results/)"),
+) -> None:
+    """Render the tables of the results pages again from the kept runs alone (each `<!-- report: ... -->` block of a
+    page names its command, output file and version). Runs nothing: a block whose runs are not kept fails."""
+    from ..bench.report import default_pages, render
+    from ..bench.runner import default_results_root, resolve_results
+
+    try:
+        root = default_results_root()
+        pages = pages or default_pages(root.parent)
+        changed = render(pages, resolve_results(results), invoke, check=check, echo=typer.echo)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    verb = "differ from their rendering" if check else "rewritten"
+    typer.echo(f"{len(changed)} page(s) {verb}" + (f": {', '.join(p.name for p in changed)}" if changed else ""))
+    if check and changed:
+        raise typer.Exit(1)
