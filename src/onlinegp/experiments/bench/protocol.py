@@ -2,7 +2,8 @@
 
 A bench module (``poam``, ``vips``, ``wiski``, ``wgpr``, ``fleet``, ``defaults``) holds a ``BENCHES`` dict, name to
 :class:`Bench`, and :data:`~onlinegp.experiments.bench.CATALOGUE` lists every bench by name. A bench's own options are
-one frozen dataclass (its defaults and docstring); a sweep bench turns them into
+one frozen dataclass (its defaults and docstring), each of them declared once: a field made by :func:`option` is
+also an option of the bench's command, its help, flag and parsing in the field's metadata; a sweep bench turns them into
 :class:`~onlinegp.experiments.bench.runner.RunSpec` items (``specs``), runs each with its ``job`` and summarises the
 finished and kept runs into the files of ``--out`` (``summarise``: tables, figures). :meth:`Bench.start` is the Python
 API: it runs the sweep between them through :func:`~onlinegp.experiments.bench.runner.run_sweep` (title: the bench's
@@ -17,7 +18,7 @@ result and the exit code.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,24 @@ def quiet_show(value: Any, quiet: bool, echo: Echo) -> int:
     return 0
 
 
+def option(
+    default: Any,
+    help: str,
+    flag: str = "",
+    cli_type: type | None = None,
+    parse: Callable[[str], Any] | None = None,
+) -> Any:
+    """A field of a bench's options dataclass that is also an option of its command, its default *default*.
+
+    The field's metadata holds the option: ``help``, ``flag`` (default ``--NAME``, underscores as dashes; a bool's may
+    be ``--on/--off``), ``cli_type`` (what the command reads; default the default's type, and ``str`` for a tuple,
+    shown and read as comma-joined text) and ``parse`` (text to the field's value, raising ValueError on bad text;
+    default: the text itself). A field without this metadata is an option of the Python API alone.
+    """
+    metadata = {"help": help, "flag": flag, "cli_type": cli_type, "parse": parse}
+    return field(default=default, metadata=metadata)
+
+
 @dataclass(frozen=True)
 class Bench:
     """One ``onlinegp bench NAME``, a sweep (resumable, its runs kept in the results tree); ``options`` is the frozen
@@ -39,7 +58,8 @@ class Bench:
     ``specs(options)`` gives the runs and ``job`` runs one; ``summary``: the files of a run kept in the results tree,
     ``threads``: a run's (None: the runner's default), ``runs``: the sweep's root under ``out``;
     ``summarise(out, sweep, options, quiet, log)`` writes the tables and figures of the finished runs and returns the
-    bench's result. ``show(value, quiet, echo)`` prints the result and gives the exit code.
+    bench's result. ``show(value, quiet, echo)`` prints the result and gives the exit code; ``description`` is its
+    command's help.
     """
 
     name: str
@@ -51,6 +71,7 @@ class Bench:
     threads: int | None = None
     runs: str = ""
     show: Callable[[Any, bool, Echo], int] = quiet_show
+    description: str = ""
 
     @property
     def out(self) -> str:

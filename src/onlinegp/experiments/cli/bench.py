@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +63,55 @@ def bench_command(
         return bench_app.command(name)(command)
 
     return register
+
+
+def register_bench(
+    name: str, quiet: str = "no progress bar or table", workers: bool = False, ray: bool = False
+) -> None:
+    """Register ``onlinegp bench NAME`` from its :class:`~onlinegp.experiments.bench.protocol.Bench` alone: its help
+    is the bench's ``description``, its own options the fields of its options dataclass made by
+    :func:`~onlinegp.experiments.bench.protocol.option` (:func:`_own_options`), then the options every bench shares
+    (:func:`_common_options`: ``--quiet`` with help *quiet*, ``--workers`` where *workers*, ``--backend`` and
+    ``--address`` where *ray*, the results tree's options)."""
+    bench = CATALOGUE[name]
+
+    def command(**arguments: Any) -> None:
+        _run_bench(name, arguments)
+
+    command.__doc__ = bench.description
+    command.__signature__ = _signature_with(
+        command, {**_own_options(bench.options), **_common_options(name, quiet, workers, ray)}
+    )
+    bench_app.command(name)(command)
+
+
+def _own_options(options: type) -> Options:
+    """The options of a bench's command that its options dataclass declares (name: (type, ``typer.Option``)), in its
+    fields' order: each field's metadata (:func:`~onlinegp.experiments.bench.protocol.option`) gives its flag, help,
+    type and parsing, a tuple default shown as comma-joined text."""
+    found: Options = {}
+    for field in dataclasses.fields(options):
+        if "help" not in field.metadata:
+            continue
+        meta, default = field.metadata, field.default
+        text = ",".join(map(str, default)) if isinstance(default, tuple) else default
+        flag = meta["flag"] or "--" + field.name.replace("_", "-")
+        callback = None if meta["parse"] is None else _usage_errors(meta["parse"])
+        cli_type = meta["cli_type"] or type(text)
+        found[field.name] = (cli_type, typer.Option(text, flag, help=meta["help"], callback=callback))
+    return found
+
+
+def _usage_errors(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An option's callback that reads its text with *parse*, a ValueError a usage error."""
+
+    def callback(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from err
+
+    return callback
 
 
 def _common_options(name: str, quiet: str, workers: bool, ray: bool) -> Options:
@@ -172,30 +222,7 @@ def _run_bench(name: str, arguments: dict[str, Any]) -> None:
 
 
 # -------------------------------------------------------------------------------------------------------- bench wgpr
-@bench_command("wgpr", quiet="no progress bar or tables", workers=True, ray=True)
-def bench_wgpr(
-    datasets: str = typer.Option("toy,kin40k,pumadyn32nm,bathymetry", "--datasets", help="comma-separated"),
-    methods: str = typer.Option("lgpr,wgpr,solar-gp,ovfe", "--methods", help="comma-separated"),
-    sweep: str = typer.Option(
-        "kin40k",
-        "--sweep",
-        help="datasets for the models-vs-threshold sweep (Fig. 2: the grids of WGPR and SOLAR-GP among --methods); "
-        "'' for none",
-    ),
-    max_points: int = typer.Option(
-        None, "--max-points", help="cut every stream to this many points (default: the paper's sizes, see the docs)"
-    ),
-    max_test: int = typer.Option(2000, "--max-test", help="test points per UCI dataset"),
-    member_steps: int = typer.Option(None, "--member-steps", help="L-BFGS iterations per OSGPR update (default 200)"),
-    optimize_inducing: bool = typer.Option(
-        True,
-        "--optimize-inducing/--fixed-inducing",
-        help="move the sparse models' pseudo-inputs with θ, as the paper (default), or keep the pivoted-Cholesky Z",
-    ),
-    seeds: str = typer.Option("0-4", "--seeds", help="trials (split, subsample and model seed), e.g. 0-4 or 0,3"),
-) -> None:
-    """Kepler et al. 2021 (WGPR): two-regime toy, Tables II-III (time, RMSE) and RMSE/rate vs number of models
-    (Fig. 2)."""
+register_bench("wgpr", quiet="no progress bar or tables", workers=True, ray=True)
 
 
 # -------------------------------------------------------------------------------------------------------- bench poam
