@@ -159,7 +159,7 @@ MAX_COMMAND_LINES = 60
 
 def test_no_command_function_is_over_60_lines():
     """The CLI is a thin layer over the runs and benches: every command function of experiments/cli/ (a decorated
-    function: a command, or a bench's declaration of its options) fits in MAX_COMMAND_LINES lines; its steps are
+    function; a bench's command is built from its options dataclass) fits in MAX_COMMAND_LINES lines; its steps are
     named helpers."""
     commands = {
         f"{path.stem}.{node.name}": node.end_lineno - node.lineno + 1
@@ -167,7 +167,7 @@ def test_no_command_function_is_over_60_lines():
         for node in ast.parse(path.read_text()).body
         if isinstance(node, ast.FunctionDef) and node.decorator_list
     }
-    assert len(commands) >= 19, f"the check no longer sees the commands: {sorted(commands)}"
+    assert len(commands) >= 7, f"the check no longer sees the commands: {sorted(commands)}"
     long = {name: n for name, n in commands.items() if n > MAX_COMMAND_LINES}
     assert not long, f"command functions over {MAX_COMMAND_LINES} lines: {long}"
 

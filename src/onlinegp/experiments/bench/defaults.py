@@ -37,7 +37,8 @@ from ...io import atomic_write, write_csv
 from ...metrics import nlpd, rmse
 from ...models.registry import make_model
 from .exact import lbfgs_exact_gp
-from .protocol import Bench, Echo
+from .parse import comma_items
+from .protocol import Bench, Echo, option
 from .runner import RunSpec, SweepResult
 
 #: every streaming regression method the table checks
@@ -151,13 +152,17 @@ class DefaultsOptions:
     for by name; the exact GP always runs), ``splits`` seeded shuffles, up to ``train_size`` training points in
     batches of ``batch_size``, up to ``test_size`` test points, and the exact GP's L-BFGS iterations."""
 
-    datasets: Sequence[str] = UCI
-    methods: Sequence[str] = METHODS
-    splits: int = 3
-    train_size: int = 2000
-    test_size: int = 1000
-    batch_size: int = 100
-    exact_iterations: int = 100
+    datasets: Sequence[str] = option(UCI, "comma-separated bundled UCI sets", parse=comma_items)
+    methods: Sequence[str] = option(
+        METHODS,
+        "comma-separated registered streaming models, and sgpr: the batch sparse GP of the same size (a reference)",
+        parse=comma_items,
+    )
+    splits: int = option(3, "seeded shuffles (seeds 0..splits-1)")
+    train_size: int = option(2000, "training points streamed (fewer on small sets)")
+    test_size: int = option(1000, "held-out points (at most 40% of a set)")
+    batch_size: int = option(100, "points per update")
+    exact_iterations: int = option(100, "L-BFGS iterations of the exact GP")
 
 
 def specs(options: DefaultsOptions) -> list[RunSpec]:
@@ -292,5 +297,15 @@ def summarise_sweep(out: Path, sweep: SweepResult, options: DefaultsOptions, qui
 
 #: the ``onlinegp bench`` command of this module (:mod:`onlinegp.experiments.bench.protocol`)
 BENCHES = {
-    "defaults": Bench("defaults", DefaultsOptions, specs, defaults_job, summarise_sweep, summary=SUMMARY, threads=1)
+    "defaults": Bench(
+        "defaults",
+        DefaultsOptions,
+        specs,
+        defaults_job,
+        summarise_sweep,
+        summary=SUMMARY,
+        threads=1,
+        description="Every streaming regression method with its defaults against the exact GP on the bundled UCI sets "
+        "(RMSE ratio, NLPD difference, worst NLPD, update time): the regression check of the defaults.",
+    )
 }

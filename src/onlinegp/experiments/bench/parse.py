@@ -1,4 +1,5 @@
-"""The lists that the bench commands read from their options: names ('a,b') and seeds ('0-9', '0,3,5', '0-2,7')."""
+"""The lists that the bench commands read from their options: names ('a,b'), items ('1,2,4') and seeds ('0-9', '0,3,5',
+'0-2,7')."""
 
 from __future__ import annotations
 
@@ -15,6 +16,16 @@ def parse_names(text: str | Sequence[str], what: str, known: Collection[str] | N
     if not names:
         raise ValueError(f"give at least one {what} (comma-separated)")
     return names
+
+
+def comma_items(text: str) -> list[str]:
+    """'a,b' → ['a', 'b'], empty items dropped: a comma-separated option's items as its command hands them on."""
+    return [x for x in text.split(",") if x]
+
+
+def comma_ints(text: str) -> list[int]:
+    """'1,2,4' → [1, 2, 4], as :func:`comma_items`."""
+    return [int(x) for x in comma_items(text)]
 
 
 def parse_seeds(text: str | Sequence[int]) -> list[int]:

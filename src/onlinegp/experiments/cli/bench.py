@@ -10,9 +10,7 @@ from typing import Any
 
 import typer
 
-from ...data import UCI
 from ..bench import CATALOGUE
-from ..bench.defaults import METHODS as DEFAULTS_METHODS
 from . import Options, _claim, _signature_with, bench_app, invoke
 
 
@@ -475,22 +473,7 @@ def bench_vips_table1(
     UCI streams."""
 
 
-@bench_command("defaults", workers=True)
-def bench_defaults(
-    datasets: str = list_option(",".join(UCI), "--datasets", "comma-separated bundled UCI sets"),
-    methods: str = list_option(
-        ",".join(DEFAULTS_METHODS),
-        "--methods",
-        "comma-separated registered streaming models, and sgpr: the batch sparse GP of the same size (a reference)",
-    ),
-    splits: int = typer.Option(3, "--splits", help="seeded shuffles (seeds 0..splits-1)"),
-    train_size: int = typer.Option(2000, "--train-size", help="training points streamed (fewer on small sets)"),
-    test_size: int = typer.Option(1000, "--test-size", help="held-out points (at most 40% of a set)"),
-    batch_size: int = typer.Option(100, "--batch-size", help="points per update"),
-    exact_iterations: int = typer.Option(100, "--exact-iterations", help="L-BFGS iterations of the exact GP"),
-) -> None:
-    """Every streaming regression method with its defaults against the exact GP on the bundled UCI sets (RMSE ratio,
-    NLPD difference, worst NLPD, update time): the regression check of the defaults."""
+register_bench("defaults", workers=True)
 
 
 @bench_command("vips-magnetic", quiet="no progress bar or summary")
