@@ -34,6 +34,7 @@ import numpy as np
 from ...io import write_csv
 from ..simulator.fields import PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import COORDINATIONS, FLEETS, SCHEDULES, MissionConfig
+from .parse import comma_ints, comma_items
 from .poam import (
     PAPER_SETTINGS,
     SUMMARY_FILES,
@@ -45,7 +46,7 @@ from .poam import (
     read_metrics_csv,
     sign_test,
 )
-from .protocol import Bench, Echo
+from .protocol import Bench, Echo, option
 from .runner import RunSpec, SweepResult, is_finished
 
 TITLE = "fleet"
@@ -323,19 +324,36 @@ class FleetOptions:
     seeds (e.g. ``"0-4"``), the missions' total samples, M, gradient steps per epoch and simulator profile; the SMSE
     whose mission time is reported (None: K = 1's final SMSE, same environment and seed)."""
 
-    envs: Sequence[str] = DEFAULT_ENVS
-    robots: Sequence[int] = (1, 2, 4)
-    coordinations: Sequence[str] = COORDINATIONS
-    schedules: Sequence[str] = ("async",)
-    fleets: Sequence[str] = ("shared",)
-    comm_radius: float | None = None
-    merge_theta: str | None = None
-    seeds: str = "0-4"
-    budget: int = 5000
-    num_inducing: int = 500
-    num_steps: int = 10
-    target_smse: float | None = None
-    profile: str = "paper"
+    envs: Sequence[str] = option(
+        DEFAULT_ENVS,
+        "comma-separated environments (default: the bundled terrains and the POAM paper's two)",
+        parse=comma_items,
+    )
+    robots: Sequence[int] = option((1, 2, 4), "comma-separated fleet sizes K", parse=comma_ints)
+    coordinations: Sequence[str] = option(
+        COORDINATIONS, "how fleets of K > 1 choose goals: joint and/or independent", parse=comma_items
+    )
+    schedules: Sequence[str] = option(
+        ("async",),
+        "when fleets of K > 1 replan: sync, async and/or sync-ksteps (sync with K times --num-steps per epoch)",
+        parse=comma_items,
+    )
+    fleets: Sequence[str] = option(
+        ("shared",),
+        "how fleets of K > 1 keep their map: shared (one model) and/or decentralised (one POAM per vehicle, merged "
+        "in range)",
+        parse=comma_items,
+    )
+    comm_radius: float | None = option(None, "decentralised fleets' radius (m; as the mission's)", cli_type=float)
+    merge_theta: str | None = option(None, "decentralised fleets' θ at a merge (as the mission's)", cli_type=str)
+    seeds: str = option("0-4", "seeds, e.g. 0-4, 0,3 or 0-2,7")
+    budget: int = option(5000, "samples per mission, all vehicles together")
+    num_inducing: int = option(500, "inducing points M")
+    num_steps: int = option(10, "gradient steps per decision epoch")
+    target_smse: float | None = option(
+        None, "SMSE whose mission time is reported (default: K = 1's final SMSE, same seed)", cli_type=float
+    )
+    profile: str = option("paper", "simulator settings: paper or reference-code")
 
 
 def specs(options: FleetOptions) -> list[RunSpec]:
@@ -387,4 +405,15 @@ def summarise_sweep(root: Path, sweep: SweepResult, options: FleetOptions, quiet
 
 
 #: the ``onlinegp bench`` command of this module (:mod:`onlinegp.experiments.bench.protocol`)
-BENCHES = {TITLE: Bench(TITLE, FleetOptions, specs, mission_job, summarise_sweep, summary=SUMMARY_FILES)}
+BENCHES = {
+    TITLE: Bench(
+        TITLE,
+        FleetOptions,
+        specs,
+        mission_job,
+        summarise_sweep,
+        summary=SUMMARY_FILES,
+        description="Multi-robot active mapping: K = 1, 2, 4 vehicles, one POAM model, equal total samples; final "
+        "SMSE/MSLL and the mission time to reach K = 1's final SMSE, joint against independent goals.",
+    )
+}

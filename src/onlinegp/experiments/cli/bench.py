@@ -286,43 +286,7 @@ def bench_poam_robustness(
     """Chen et al. 2024, appendix B (Fig. 9): random initialisation and random planner, with FULL."""
 
 
-@bench_command("fleet", workers=True)
-def bench_fleet(
-    envs: str = list_option(
-        "valley-ridges,dissected-ridges,plateau,coast,seafloor,paper-env2,paper-env3",
-        "--envs",
-        "comma-separated environments (default: the bundled terrains and the POAM paper's two)",
-    ),
-    robots: str = list_option("1,2,4", "--robots", "comma-separated fleet sizes K", int),
-    coordinations: str = list_option(
-        "joint,independent", "--coordinations", "how fleets of K > 1 choose goals: joint and/or independent"
-    ),
-    schedules: str = list_option(
-        "async",
-        "--schedules",
-        "when fleets of K > 1 replan: sync, async and/or sync-ksteps (sync with K times --num-steps per epoch)",
-    ),
-    fleets: str = list_option(
-        "shared",
-        "--fleets",
-        "how fleets of K > 1 keep their map: shared (one model) and/or decentralised (one POAM per vehicle, merged "
-        "in range)",
-    ),
-    comm_radius: float = typer.Option(None, "--comm-radius", help="decentralised fleets' radius (m; as the mission's)"),
-    merge_theta: str = typer.Option(
-        None, "--merge-theta", help="decentralised fleets' θ at a merge (as the mission's)"
-    ),
-    seeds: str = typer.Option("0-4", "--seeds", help="seeds, e.g. 0-4, 0,3 or 0-2,7"),
-    budget: int = typer.Option(5000, "--budget", help="samples per mission, all vehicles together"),
-    num_inducing: int = typer.Option(500, "--num-inducing", help="inducing points M"),
-    num_steps: int = typer.Option(10, "--num-steps", help="gradient steps per decision epoch"),
-    target_smse: float = typer.Option(
-        None, "--target-smse", help="SMSE whose mission time is reported (default: K = 1's final SMSE, same seed)"
-    ),
-    profile: str = typer.Option("paper", "--profile", help="simulator settings: paper or reference-code"),
-) -> None:
-    """Multi-robot active mapping: K = 1, 2, 4 vehicles, one POAM model, equal total samples; final
-    SMSE/MSLL and the mission time to reach K = 1's final SMSE, joint against independent goals."""
+register_bench("fleet", workers=True)
 
 
 # --------------------------------------------------------------------------------- WISKI (Stanton et al. 2021)
