@@ -38,7 +38,8 @@ from ...metrics import nlpd, rmse
 from ...models.registry import make_model
 from ..stream import StreamConfig, run_stream
 from .exact import lbfgs_exact_gp
-from .protocol import Bench, Echo
+from .parse import comma_ints, comma_items, parse_seeds
+from .protocol import Bench, Echo, option
 from .runner import RunSpec, SweepResult
 
 #: label in tables -> registered model
@@ -78,19 +79,35 @@ class Table1Options:
     text) or any order of :func:`~onlinegp.data.order_indices` ('given': the file's, which is the authors' stream
     without their index as an input)."""
 
-    datasets: Sequence[str] = TABLE1_DATASETS
-    methods: Sequence[str] = tuple(METHODS)
-    splits: int = 5
-    max_size: int | None = None
-    batches: int | None = None
-    exact_max: int = 6000
-    num_steps: int | None = None
-    ard: bool = False
-    lengthscale: float = 1.0
-    lengthscale_prior: bool = False
-    split: str = "random"
-    row_index: bool = False
-    order: str = "sorted"
+    datasets: Sequence[str] = option(TABLE1_DATASETS, "comma-separated UCI sets", parse=comma_items)
+    methods: Sequence[str] = option(tuple(METHODS), "comma-separated: exact, cv, oips, vips", parse=comma_items)
+    splits: int = option(5, "number of 80/20 splits (seeds 0..splits-1)")
+    max_size: int | None = option(None, "subsample each dataset to this many rows (fast runs)", cli_type=int)
+    batches: int | None = option(None, "override the 20 (<12000 points) / 50 batches", cli_type=int)
+    exact_max: int = option(6000, "skip the exact GP above this many training points")
+    num_steps: int | None = option(None, "cap L-BFGS iterations per batch (default 200)", cli_type=int)
+    ard: bool = option(False, "one length-scale per input (Pescador-Barrios et al. 2024: shared)")
+    lengthscale: float = option(1.0, "initial length-scale in standard deviations (Pescador-Barrios et al. 2024: 1)")
+    lengthscale_prior: bool = option(
+        False,
+        "the library's log-normal length-scale prior above 3 inputs (Pescador-Barrios et al. 2024: none)",
+        "--lengthscale-prior/--no-lengthscale-prior",
+    )
+    split: str = option(
+        "random",
+        "random 80/20 splits (Pescador-Barrios et al. 2024's text) or chunked: the folds of sorted chunks of the "
+        "authors' code",
+    )
+    row_index: bool = option(
+        False,
+        "the row's index in the file as the first input, as the authors' elevators and bike files: the stream is "
+        "then in file order",
+    )
+    order: str = option(
+        "sorted",
+        "the training stream's order: sorted by the first input (Pescador-Barrios et al. 2024's text), given (the "
+        "file's: the authors' stream without their index as an input) or random",
+    )
 
 
 def table1_specs(options: Table1Options) -> list[RunSpec]:
@@ -314,11 +331,11 @@ class MagneticOptions:
     (as the paper's 2.2; divided by the variance of the field strength for the scaled model) and VIPS's ``delta``;
     ``num_steps`` caps L-BFGS iterations per batch; the maps' ``grid`` points per side."""
 
-    thin: int = 10
-    batches: int = 20
-    eta: float = 2.2
-    delta: float = 0.05
-    num_steps: int | None = None
+    thin: int = option(10, "keep one reading in this many (the survey has ~9000 per path)")
+    batches: int = option(20, "batches for trajectory 3")
+    eta: float = option(2.2, "Conditional Variance tolerance (Pescador-Barrios et al. 2024: 2.2)")
+    delta: float = option(0.05, "VIPS tolerance")
+    num_steps: int | None = option(None, "cap L-BFGS iterations per batch", cli_type=int)
     grid: int = 60
 
 
@@ -629,14 +646,16 @@ class SyntheticOptions:
     ``fig2a``, the ``fixed`` sizes M against VIPS and (``exact``) the exact GP on a ``fig2a_size``-point set in
     ``fig2a_batches`` batches; ``num_steps`` caps L-BFGS iterations per batch (default 200)."""
 
-    seeds: Sequence[int] = (0, 1, 2, 3, 4)
-    datasets: Sequence[str] = FIG1_DATASETS
-    fixed: Sequence[int] = FIG2A_SIZES
-    fig2a: bool = True
-    fig2a_size: int = 1000
-    fig2a_batches: int = 4
-    num_steps: int | None = None
-    exact: bool = True
+    seeds: str | Sequence[int] = option(
+        "0-4", "seeds (data, test noise and model), e.g. 0-3, 0,3 or 0-2,7", parse=parse_seeds
+    )
+    datasets: Sequence[str] = option(FIG1_DATASETS, "comma-separated Fig. 1 sets (appendix F.1)", parse=comma_items)
+    fixed: Sequence[int] = option(FIG2A_SIZES, "comma-separated fixed sizes M for Fig. 2a", parse=comma_ints)
+    fig2a: bool = option(True, "also run Fig. 2a (fixed M vs VIPS vs exact GP)", "--fig2a/--no-fig2a")
+    fig2a_size: int = option(1000, "points of the Fig. 2a set (appendix F.2.1: 1000)")
+    fig2a_batches: int = option(4, "equal batches of the Fig. 2a set (§5.2: 4)")
+    num_steps: int | None = option(None, "cap L-BFGS iterations per batch (default 200)", cli_type=int)
+    exact: bool = option(True, "the exact GP reference in Fig. 2a", "--exact/--no-exact")
 
     @property
     def fig2a_methods(self) -> list[str]:
@@ -646,15 +665,15 @@ class SyntheticOptions:
 
 def synthetic_specs(options: SyntheticOptions) -> list[RunSpec]:
     """A run per Fig. 1 dataset and seed (VIPS), and with ``fig2a`` a run per Fig. 2a method and seed."""
-    o = options
-    if not o.seeds:
+    o, seeds = options, parse_seeds(options.seeds)
+    if not seeds:
         raise ValueError("give at least one seed")
     unknown = sorted(set(o.datasets) - set(FIG1_DATASETS))
     if unknown:
         raise ValueError(f"unknown Fig. 1 datasets {unknown}: choose from {', '.join(FIG1_DATASETS)}")
     specs = [
         RunSpec(f"{d}/vips/seed{s}", {"dataset": d, "method": "vips", "seed": s, "num_steps": o.num_steps})
-        for s in o.seeds
+        for s in seeds
         for d in o.datasets
     ]
     if o.fig2a:
@@ -670,7 +689,7 @@ def synthetic_specs(options: SyntheticOptions) -> list[RunSpec]:
                     "batches": o.fig2a_batches,
                 },
             )
-            for s in o.seeds
+            for s in seeds
             for m in o.fig2a_methods
         ]
     return specs
@@ -706,10 +725,26 @@ def synthetic_summarise(root: Path, sweep: SweepResult, options: SyntheticOption
 #: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
 BENCHES = {
     "vips-table1": Bench(
-        "vips-table1", Table1Options, table1_specs, table1_job, table1_summarise, TABLE1_SUMMARY, threads=1
+        "vips-table1",
+        Table1Options,
+        table1_specs,
+        table1_job,
+        table1_summarise,
+        TABLE1_SUMMARY,
+        threads=1,
+        description="Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, "
+        "VIPS on sorted UCI streams.",
     ),
     "vips-magnetic": Bench(
-        "vips-magnetic", MagneticOptions, magnetic_specs, magnetic_job, magnetic_summarise, MAGNETIC_SUMMARY, threads=1
+        "vips-magnetic",
+        MagneticOptions,
+        magnetic_specs,
+        magnetic_job,
+        magnetic_summarise,
+        MAGNETIC_SUMMARY,
+        threads=1,
+        description="Pescador-Barrios et al. 2024, §5.4: magnetic-field maps path by path (VIPS), and trajectory 3 in "
+        "batches (VIPS vs CV).",
     ),
     "vips-synthetic": Bench(
         "vips-synthetic",
@@ -719,5 +754,7 @@ BENCHES = {
         synthetic_summarise,
         SYNTHETIC_SUMMARY,
         threads=1,
+        description="Pescador-Barrios et al. 2024, Figs. 1 and 2a: M chosen by VIPS on synthetic sets 1-3, and fixed "
+        "M = 10/20/30 vs VIPS vs the exact GP on a 1000-point set.",
     ),
 }

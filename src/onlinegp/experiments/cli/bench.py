@@ -390,83 +390,16 @@ def bench_wiski_banana(
     (accuracy, NLL vs points seen)."""
 
 
-@bench_command("vips-table1", workers=True)
-def bench_vips_table1(
-    datasets: str = list_option(
-        ",".join(("concrete", "skillcraft", "elevators", "bike", "kin40k", "pumadyn32nm")),
-        "--datasets",
-        "comma-separated UCI sets",
-    ),
-    methods: str = list_option("exact,cv,oips,vips", "--methods", "comma-separated: exact, cv, oips, vips"),
-    splits: int = typer.Option(5, "--splits", help="number of 80/20 splits (seeds 0..splits-1)"),
-    max_size: int = typer.Option(None, "--max-size", help="subsample each dataset to this many rows (fast runs)"),
-    batches: int = typer.Option(None, "--batches", help="override the 20 (<12000 points) / 50 batches"),
-    exact_max: int = typer.Option(6000, "--exact-max", help="skip the exact GP above this many training points"),
-    num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
-    ard: bool = typer.Option(False, "--ard", help="one length-scale per input (Pescador-Barrios et al. 2024: shared)"),
-    lengthscale: float = typer.Option(
-        1.0,
-        "--lengthscale",
-        help="initial length-scale in standard deviations (Pescador-Barrios et al. 2024: 1)",
-    ),
-    lengthscale_prior: bool = typer.Option(
-        False,
-        "--lengthscale-prior/--no-lengthscale-prior",
-        help="the library's log-normal length-scale prior above 3 inputs (Pescador-Barrios et al. 2024: none)",
-    ),
-    split: str = typer.Option(
-        "random",
-        "--split",
-        help="random 80/20 splits (Pescador-Barrios et al. 2024's text) or chunked: the folds of sorted chunks of "
-        "the authors' code",
-    ),
-    row_index: bool = typer.Option(
-        False,
-        "--row-index",
-        help="the row's index in the file as the first input, as the authors' elevators and bike files: the stream "
-        "is then in file order",
-    ),
-    order: str = typer.Option(
-        "sorted",
-        "--order",
-        help="the training stream's order: sorted by the first input (Pescador-Barrios et al. 2024's text), given "
-        "(the file's: the authors' stream without their index as an input) or random",
-    ),
-) -> None:
-    """Pescador-Barrios et al. 2024, Table 1 (+ NLPD, Figs. 3/6): exact GP, Conditional Variance, OIPS, VIPS on sorted
-    UCI streams."""
+register_bench("vips-table1", workers=True)
 
 
 register_bench("defaults", workers=True)
 
 
-@bench_command("vips-magnetic", quiet="no progress bar or summary")
-def bench_vips_magnetic(
-    thin: int = typer.Option(10, "--thin", help="keep one reading in this many (the survey has ~9000 per path)"),
-    batches: int = typer.Option(20, "--batches", help="batches for trajectory 3"),
-    eta: float = typer.Option(2.2, "--eta", help="Conditional Variance tolerance (Pescador-Barrios et al. 2024: 2.2)"),
-    delta: float = typer.Option(0.05, "--delta", help="VIPS tolerance"),
-    num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch"),
-) -> None:
-    """Pescador-Barrios et al. 2024, §5.4: magnetic-field maps path by path (VIPS), and trajectory 3 in batches
-    (VIPS vs CV)."""
+register_bench("vips-magnetic", quiet="no progress bar or summary")
 
 
-@bench_command("vips-synthetic", workers=True)
-def bench_vips_synthetic(
-    seeds: str = seeds_option("0-4", "seeds (data, test noise and model)"),
-    datasets: str = list_option(
-        "synthetic1,synthetic2,synthetic3", "--datasets", "comma-separated Fig. 1 sets (appendix F.1)"
-    ),
-    fixed: str = list_option("10,20,30", "--fixed", "comma-separated fixed sizes M for Fig. 2a", int),
-    fig2a: bool = typer.Option(True, "--fig2a/--no-fig2a", help="also run Fig. 2a (fixed M vs VIPS vs exact GP)"),
-    fig2a_size: int = typer.Option(1000, "--fig2a-size", help="points of the Fig. 2a set (appendix F.2.1: 1000)"),
-    fig2a_batches: int = typer.Option(4, "--fig2a-batches", help="equal batches of the Fig. 2a set (§5.2: 4)"),
-    num_steps: int = typer.Option(None, "--num-steps", help="cap L-BFGS iterations per batch (default 200)"),
-    exact: bool = typer.Option(True, "--exact/--no-exact", help="the exact GP reference in Fig. 2a"),
-) -> None:
-    """Pescador-Barrios et al. 2024, Figs. 1 and 2a: M chosen by VIPS on synthetic sets 1-3, and fixed M = 10/20/30 vs
-    VIPS vs the exact GP on a 1000-point set."""
+register_bench("vips-synthetic", workers=True)
 
 
 @bench_app.command("verify")
