@@ -15,7 +15,18 @@ from onlinegp.experiments.bench.runner import RunnerOptions, RunSpec
 from onlinegp.experiments.cli import app
 
 #: the benches whose command's own options are exactly their options dataclass's option fields
-DECLARED = ("wgpr", "defaults", "fleet", "vips-table1", "vips-magnetic", "vips-synthetic")
+DECLARED = (
+    "wgpr",
+    "defaults",
+    "fleet",
+    "vips-table1",
+    "vips-magnetic",
+    "vips-synthetic",
+    "wiski-bo",
+    "wiski-uci",
+    "wiski-rank",
+    "wiski-banana",
+)
 MODULES = ("poam", "wgpr", "fleet", "defaults", "vips", "wiski")
 RESULTS = Path(__file__).resolve().parents[3] / "results"
 

@@ -34,7 +34,7 @@ def quiet_show(value: Any, quiet: bool, echo: Echo) -> int:
 
 def option(
     default: Any,
-    help: str,
+    help: str | None,
     flag: str = "",
     cli_type: type | None = None,
     parse: Callable[[str], Any] | None = None,

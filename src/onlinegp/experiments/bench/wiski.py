@@ -55,9 +55,9 @@ from ...models.osvgp import OSVGP
 from ...models.registry import MODELS, make_model
 from ...models.wiski import WISKIClassifier
 from ...training import Pretraining, Training
-from ..plots import plot_panel_curves
 from .exact import lbfgs_exact_gp
-from .protocol import Bench, Echo
+from .parse import comma_ints, comma_items, parse_seeds
+from .protocol import Bench, Echo, option
 from .runner import RunSpec, SweepResult
 
 UCI_SETS = ("skillcraft", "elevators", "protein", "kin40k")
@@ -257,17 +257,24 @@ class UciOptions:
     ``eval_every`` points on at most ``max_test`` test points; the streamed exact GP up to ``exact_max`` points, the
     hindsight one up to ``batch_exact_max``; ``seeds``: one split and shuffle each."""
 
-    datasets: Sequence[str] = UCI_SETS
-    models: Sequence[str] = UCI_MODELS
-    all_input_models: Sequence[str] = ALL_INPUT_MODELS
-    max_points: int = 500
-    max_test: int = 1000
-    eval_every: int = 50
+    datasets: Sequence[str] = option(UCI_SETS, "comma-separated UCI sets", parse=comma_items)
+    models: Sequence[str] = option(
+        UCI_MODELS, "comma-separated registered models, all on the shared learnt projection", parse=comma_items
+    )
+    all_input_models: Sequence[str] = option(
+        ALL_INPUT_MODELS, "comma-separated models also run on all D inputs (a second table)", parse=comma_items
+    )
+    max_points: int = option(500, "points streamed one at a time after pre-training")
+    max_test: int = option(1000, "at most this many test points")
+    eval_every: int = option(50, "evaluate on the test set every this many points")
     pretrain_fraction: float = 0.05
-    pretrain_steps: int = 200
-    exact_max: int = 1500
-    batch_exact_max: int = 5000
-    seeds: Sequence[int] = (0,)
+    pretrain_steps: int = option(200, "full-batch steps on the 5% pre-training batch (Table C.1: 200 epochs)")
+    exact_max: int = option(1500, "run the exact GP only up to this many points")
+    batch_exact_max: int = option(
+        5000,
+        "the hindsight exact GP (L-BFGS on all points seen, at every evaluation) on streams up to this many points",
+    )
+    seeds: Sequence[int] = option((0,), "seeds (split and shuffle), e.g. 0-3, 0,3 or 0-2,7", parse=parse_seeds)
 
 
 #: the run id's model part of the hindsight exact GP (:func:`hindsight_exact`), and its label in tables and figures
@@ -392,6 +399,8 @@ def uci_summarise(out: Path, sweep: SweepResult, options: UciOptions, quiet: boo
     _write(out, "metrics", rows, {"experiment": "wiski-uci", **asdict(options)})
     (out / "table.md").write_text(uci_table(finals))
     if rows:
+        from ..plots import plot_panel_curves
+
         plot_panel_curves(
             rows,
             out / "uci.png",
@@ -522,13 +531,13 @@ class BananaOptions:
     """``onlinegp bench wiski-banana``: :func:`banana_stream`'s options (a run's config in the results tree)."""
 
     pretrain_fraction: float = 0.05
-    pretrain_steps: int = 100
+    pretrain_steps: int = option(100, "optimiser steps on the 5% pre-training batch")
     hindsight_steps: int = 200
-    eval_every: int = 20
+    eval_every: int = option(20, "evaluate every this many points")
     max_test: int = 2000
-    grid_size: int = 16
+    grid_size: int = option(16, "grid points per dimension (m = g²)")
     lr: float = 5e-3
-    seed: int = 0
+    seed: int = option(0, None)
     max_points: int | None = None
 
 
@@ -547,6 +556,8 @@ def banana_summarise(out: Path, sweep: SweepResult, options: BananaOptions, quie
         f"[wiski-banana] online accuracy {rows[-2]['accuracy']:.3f} nll {rows[-2]['nll']:.3f}; hindsight accuracy "
         f"{rows[-1]['accuracy']:.3f} nll {rows[-1]['nll']:.3f}"
     )
+    from ..plots import plot_panel_curves
+
     plot_panel_curves(
         rows,
         out / "banana.png",
@@ -775,21 +786,30 @@ class BoOptions:
     points, ``n_init=10``). The acquisition's ``num_restarts``, ``raw_samples`` and ``mc_samples``:
     :class:`BatchUCB`."""
 
-    functions: Sequence[str] = tuple(BO_FUNCTIONS)
-    models: Sequence[str] = ("wiski", "exact")
-    iterations: int = 20
+    functions: Sequence[str] = option(
+        tuple(BO_FUNCTIONS),
+        "comma-separated noisy 3-D BoTorch test functions (default: the six of Stanton et al. 2021, appendix C.2)",
+        parse=comma_items,
+    )
+    models: Sequence[str] = option(("wiski", "exact"), "comma-separated registered models", parse=comma_items)
+    iterations: int = option(20, "BO iterations (q points each)")
     q: int = 3
-    n_init: int = 5
-    seeds: Sequence[int] = (0,)
+    n_init: int = option(5, "random initial points (the paper's text: 5; the authors' code: 10)")
+    seeds: Sequence[int] = option((0,), "seeds, e.g. 0-3, 0,3 or 0-2,7", parse=parse_seeds)
     init_steps: int = 50
-    steps: int = 5
-    fit: str = "adam"
-    grid_size: int = 8
-    beta: float = 2.0
-    beta_decay: float = 1.0
-    kernel: str = "rbf"
-    num_restarts: int = 4
-    raw_samples: int = 64
+    steps: int = option(5, "Adam steps per BO iteration (50 on the initial points)")
+    fit: str = option("adam", "'adam' (--steps steps) or 'lbfgs': WISKI and the exact GP fitted to convergence (paper)")
+    grid_size: int = option(8, "WISKI grid points per dimension (m = g³)")
+    beta: float = option(2.0, "UCB's β at the first iteration")
+    beta_decay: float = option(
+        1.0, "β is multiplied by this every iteration (the authors' code: --beta 1 --beta-decay 0.9)"
+    )
+    kernel: str = option(
+        "rbf",
+        "'rbf' (ARD, no priors) or 'authors': their code's Matérn-5/2 with Gamma priors (WISKI: its product form)",
+    )
+    num_restarts: int = option(4, "L-BFGS-B restarts of the acquisition (paper: 10)")
+    raw_samples: int = option(64, "random samples to start them from (paper: 512)")
     mc_samples: int = 128
 
 
@@ -823,6 +843,8 @@ def bo_summarise(out: Path, sweep: SweepResult, options: BoOptions, quiet: bool,
     _write(out, "metrics", rows, _config("wiski-bo", asdict(options)))
     if rows:
         (out / "table.md").write_text(bo_table(rows))
+        from ..plots import plot_panel_curves
+
         plot_panel_curves(
             rows,
             out / "bo.png",
@@ -872,14 +894,20 @@ class RankOptions:
     ``seeds`` (a split and shuffle each); ``max_points`` cuts the stream (None: all), evaluation every
     ``eval_every`` points, ``pretrain_steps`` on the 5% pre-training batch."""
 
-    dataset: str = "skillcraft"
-    grid_sizes: Sequence[int] = tuple(RANK_ABLATION)
-    updates: Sequence[str] = ("gill", "truncate")
-    ranks: Sequence[int] = ()
-    seeds: Sequence[int] = (0,)
-    max_points: int | None = None
-    eval_every: int = 500
-    pretrain_steps: int = 200
+    dataset: str = option("skillcraft", "UCI set (the paper's: skillcraft)")
+    grid_sizes: Sequence[int] = option(
+        tuple(RANK_ABLATION), "grid points per dimension: 16 (m = 256), 32 (m = 1024)", parse=comma_ints
+    )
+    updates: Sequence[str] = option(
+        ("gill", "truncate"), "root updates: gill (the paper's), truncate (ours)", parse=comma_items
+    )
+    ranks: Sequence[int] = option(
+        (), "comma-separated ranks r of the paper's table to run (default: all of each grid size's)", parse=comma_ints
+    )
+    seeds: Sequence[int] = option((0,), "seeds (split and shuffle), e.g. 0-3, 0,3 or 0-2,7", parse=parse_seeds)
+    max_points: int | None = option(None, "cut the stream to this many points (default: all)", cli_type=int)
+    eval_every: int = option(500, "evaluate on the test set every this many points")
+    pretrain_steps: int = option(200, "full-batch steps on the 5% pre-training batch (Table C.1: 200 epochs)")
 
 
 def rank_specs(options: RankOptions) -> list[RunSpec]:
@@ -994,10 +1022,48 @@ def rank_summarise(out: Path, sweep: SweepResult, options: RankOptions, quiet: b
 
 #: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
 BENCHES = {
-    "wiski-uci": Bench("wiski-uci", UciOptions, uci_specs, uci_job, uci_summarise, UCI_SUMMARY, threads=1),
-    "wiski-banana": Bench(
-        "wiski-banana", BananaOptions, banana_specs, banana_job, banana_summarise, BANANA_SUMMARY, threads=1
+    "wiski-uci": Bench(
+        "wiski-uci",
+        UciOptions,
+        uci_specs,
+        uci_job,
+        uci_summarise,
+        UCI_SUMMARY,
+        threads=1,
+        description="Stanton et al. 2021, §5.1: online regression, one point and one step at a time (test NLL, RMSE, "
+        "update time).",
     ),
-    "wiski-bo": Bench("wiski-bo", BoOptions, bo_specs, bo_job, bo_summarise, BO_SUMMARY, threads=1),
-    "wiski-rank": Bench("wiski-rank", RankOptions, rank_specs, rank_job, rank_summarise, RANK_SUMMARY, threads=1),
+    "wiski-banana": Bench(
+        "wiski-banana",
+        BananaOptions,
+        banana_specs,
+        banana_job,
+        banana_summarise,
+        BANANA_SUMMARY,
+        threads=1,
+        description="Stanton et al. 2021, §5.2: online Dirichlet classification on banana with WISKI (accuracy, NLL "
+        "vs points seen).",
+    ),
+    "wiski-bo": Bench(
+        "wiski-bo",
+        BoOptions,
+        bo_specs,
+        bo_job,
+        bo_summarise,
+        BO_SUMMARY,
+        threads=1,
+        description="Stanton et al. 2021, §5.3: batch UCB (q = 3) on noisy 3-D test functions with WISKI and an "
+        "exact GP.",
+    ),
+    "wiski-rank": Bench(
+        "wiski-rank",
+        RankOptions,
+        rank_specs,
+        rank_job,
+        rank_summarise,
+        RANK_SUMMARY,
+        threads=1,
+        description="Stanton et al. 2021, appendix: WISKI's test NLL against the rank r of its root of WᵀW (m = 256 "
+        "and 1024).",
+    ),
 }
