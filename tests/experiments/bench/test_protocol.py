@@ -14,19 +14,6 @@ from onlinegp.experiments.bench.protocol import Bench, default_out
 from onlinegp.experiments.bench.runner import RunnerOptions, RunSpec
 from onlinegp.experiments.cli import app
 
-#: the benches whose command's own options are exactly their options dataclass's option fields
-DECLARED = (
-    "wgpr",
-    "defaults",
-    "fleet",
-    "vips-table1",
-    "vips-magnetic",
-    "vips-synthetic",
-    "wiski-bo",
-    "wiski-uci",
-    "wiski-rank",
-    "wiski-banana",
-)
 MODULES = ("poam", "wgpr", "fleet", "defaults", "vips", "wiski")
 RESULTS = Path(__file__).resolve().parents[3] / "results"
 
@@ -90,10 +77,7 @@ def test_a_bench_command_takes_the_common_options_and_its_bench_options(name):
     fields = {f.name for f in dataclasses.fields(bench.options) if "help" in f.metadata}
     runner = {"results", "no_results", "resume", "kept_only", "workers", "backend", "address"}
     own = params.keys() - {"out", "quiet", "force"} - runner
-    if name in DECLARED:
-        assert own == fields, f"{name}: options not declared once: {own ^ fields}"
-    else:
-        assert own <= {f.name for f in dataclasses.fields(bench.options)}
+    assert own == fields, f"{name}: the command's own options are not its options dataclass's: {own ^ fields}"
     assert dataclasses.is_dataclass(bench.options) and bench.options.__dataclass_params__.frozen
     bench.options()  # every option has a default
 

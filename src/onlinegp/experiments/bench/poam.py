@@ -38,7 +38,7 @@ from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENV
 from ..simulator.mission import MissionConfig, lengthscale_grid
 from ..simulator.run import open_mission, run_mission
 from .parse import parse_names, parse_seeds
-from .protocol import Bench, Echo
+from .protocol import Bench, Echo, option
 from .runner import MARKER, RunSpec, SweepResult, is_finished
 
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")
@@ -620,19 +620,25 @@ class PoamOptions:
     paper's numbers); ``paper_options`` pins the paper's model settings (:func:`paper_model_options`); ``mission``
     overrides any other MissionConfig field."""
 
-    #: the experiment's name (its runs' directory in the results tree), title, curves and whether it draws θ
+    #: the experiment's name (its runs' directory in the results tree), title, its command's help, curves and whether
+    #: it draws θ
     NAME: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
+    DESCRIPTION: ClassVar[str] = ""
     CURVES: ClassVar[tuple[str, ...]] = SUMMARY_KEYS
     LENGTHSCALES: ClassVar[bool] = False
 
     envs: str | Sequence[str] = ()
     methods: str | Sequence[str] = ()
-    seeds: str | Sequence[int] = "0-9"
-    budget: int = 5000
-    num_inducing: int = 500
-    num_steps: int = 10
-    profile: str = "paper"
+    seeds: str | Sequence[int] = option("0-9", "seeds, e.g. 0-9, 0,3,5 or 0-2,7")
+    budget: int = option(5000, "samples per mission")
+    num_inducing: int = option(500, "inducing points M")
+    num_steps: int = option(10, "gradient steps per decision epoch")
+    profile: str = option(
+        "paper",
+        "simulator settings: paper (its text: 3 Hz, 1 rad/s turns, bilinear field) or reference-code (its "
+        "implementation, which made its numbers: 2.5 Hz, no turn limit, nearest cell, pilot scaling)",
+    )
     paper_options: bool = True
     mission: dict[str, Any] = field(default_factory=dict)
 
@@ -663,10 +669,16 @@ class Table1Options(PoamOptions):
 
     NAME = "poam-table1"
     TITLE = "Table I (Chen et al. 2024): benchmarking"
+    DESCRIPTION = (
+        "Chen et al. 2024, Table I, Fig. 5 and Fig. 7: SSGP++, OVC, OVC++, POAM, FULL with the Attentive Kernel."
+    )
     LENGTHSCALES = True
 
-    envs: str | Sequence[str] = PAPER_ENVS
-    methods: str | Sequence[str] = TABLE1_METHODS
+    envs: str | Sequence[str] = option(
+        PAPER_ENVS,
+        "comma-separated bundled environments (or .npy/.npz/.tif files); default: the paper's own Env2 and Env3",
+    )
+    methods: str | Sequence[str] = option(TABLE1_METHODS, "comma-separated registered models")
 
 
 @dataclass(frozen=True)
@@ -675,9 +687,10 @@ class AblationOptions(PoamOptions):
 
     NAME = "poam-ablation"
     TITLE = "Ablation study (Chen et al. 2024, §V-C, Fig. 8)"
+    DESCRIPTION = "Ablation study of Chen et al. 2024 (§V-C, Fig. 8): POAM against its variants."
 
-    envs: str | Sequence[str] = (DEFAULT_ENV,)
-    methods: str | Sequence[str] = ABLATION_METHODS
+    envs: str | Sequence[str] = option((DEFAULT_ENV,), "comma-separated environments (Chen et al. 2024: Env1 only)")
+    methods: str | Sequence[str] = option(ABLATION_METHODS, "comma-separated registered models")
 
 
 @dataclass(frozen=True)
@@ -687,11 +700,14 @@ class RobustnessOptions(PoamOptions):
 
     NAME = "poam-robustness"
     TITLE = "Robustness (Chen et al. 2024, appendix B, Fig. 9)"
+    DESCRIPTION = "Chen et al. 2024, appendix B (Fig. 9): random initialisation and random planner, with FULL."
     CURVES = ("smse", "msll")
 
-    envs: str | Sequence[str] = SAMPLE_ENVS
-    methods: str | Sequence[str] = ROBUSTNESS_METHODS
-    settings: str | Sequence[str] = tuple(ROBUSTNESS_SETTINGS)
+    envs: str | Sequence[str] = option(SAMPLE_ENVS, "comma-separated environments")
+    methods: str | Sequence[str] = option(ROBUSTNESS_METHODS, "comma-separated registered models")
+    settings: str | Sequence[str] = option(
+        tuple(ROBUSTNESS_SETTINGS), "random-init (max-entropy planner) and/or random-planner"
+    )
 
     def overrides(self) -> dict[str, dict]:
         chosen = parse_names(self.settings, "setting")
@@ -723,6 +739,6 @@ def show(report: Report, quiet: bool, echo: Callable[..., Any]) -> int:
 
 #: the ``onlinegp bench`` commands of this module (:mod:`onlinegp.experiments.bench.protocol`)
 BENCHES = {
-    o.NAME: Bench(o.NAME, o, specs, mission_job, summarise_sweep, SUMMARY_FILES, show=show)
+    o.NAME: Bench(o.NAME, o, specs, mission_job, summarise_sweep, SUMMARY_FILES, show=show, description=o.DESCRIPTION)
     for o in (Table1Options, AblationOptions, RobustnessOptions)
 }

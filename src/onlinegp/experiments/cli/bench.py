@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,59 +13,9 @@ from ..bench import CATALOGUE
 from . import Options, _claim, _signature_with, bench_app, invoke
 
 
-def list_option(default: str, flag: str, description: str, item: Callable = str):
-    """A ``typer.Option`` taking comma-separated items: the command gets them as a list of ``item(text)`` (empty ones
-    dropped); *default* and ``--help`` show the text."""
-    return typer.Option(default, flag, help=description, callback=lambda text: [item(x) for x in text.split(",") if x])
-
-
-def seeds_option(default: str, description: str):
-    """``--seeds`` of a bench that takes a list of seeds: '0-3', '0,3,5' or '0-2,7', as every bench's ``--seeds``
-    (:func:`~onlinegp.experiments.bench.parse.parse_seeds`); the command gets the sorted seeds."""
-    from ..bench.parse import parse_seeds
-
-    def parse(text: str) -> list[int]:
-        try:
-            return parse_seeds(text)
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from err
-
-    return typer.Option(default, "--seeds", help=f"{description}, e.g. 0-3, 0,3 or 0-2,7", callback=parse)
-
-
-#: the settings of a mission, the options of ``mission`` that
-
-
-def bench_command(
-    name: str,
-    quiet: str = "no progress bar or table",
-    options: Options | None = None,
-    workers: bool = False,
-    ray: bool = False,
-):
-    """Register ``onlinegp bench NAME``, the one way every bench is registered: the command runs the
-    :class:`~onlinegp.experiments.bench.protocol.Bench` ``CATALOGUE[NAME]`` of :mod:`onlinegp.experiments.bench`
-    (imported when run; see :func:`_run_bench`). The decorated function declares the bench's own options, named as the
-    fields of the bench's options dataclass (its docstring is the help); *options* (name: (type, ``typer.Option``))
-    follow them, then the options every bench shares (:func:`_common_options`: ``--quiet`` with help *quiet*,
-    ``--workers`` where *workers*, ``--backend`` and ``--address`` where *ray*, the results tree's options)."""
-
-    def register(declaration: Callable[..., None]) -> Callable[..., None]:
-        @functools.wraps(declaration)
-        def command(**arguments: Any) -> None:
-            _run_bench(name, arguments)
-
-        common = _common_options(name, quiet, workers, ray)
-        command.__signature__ = _signature_with(declaration, {**(options or {}), **common})
-        return bench_app.command(name)(command)
-
-    return register
-
-
-def register_bench(
-    name: str, quiet: str = "no progress bar or table", workers: bool = False, ray: bool = False
-) -> None:
-    """Register ``onlinegp bench NAME`` from its :class:`~onlinegp.experiments.bench.protocol.Bench` alone: its help
+def bench_command(name: str, quiet: str = "no progress bar or table", workers: bool = False, ray: bool = False) -> None:
+    """Register ``onlinegp bench NAME``, the one way every bench is registered, from its
+    :class:`~onlinegp.experiments.bench.protocol.Bench` ``CATALOGUE[NAME]`` alone (run by :func:`_run_bench`): its help
     is the bench's ``description``, its own options the fields of its options dataclass made by
     :func:`~onlinegp.experiments.bench.protocol.option` (:func:`_own_options`), then the options every bench shares
     (:func:`_common_options`: ``--quiet`` with help *quiet*, ``--workers`` where *workers*, ``--backend`` and
@@ -219,91 +168,24 @@ def _run_bench(name: str, arguments: dict[str, Any]) -> None:
         raise typer.Exit(code)
 
 
-# -------------------------------------------------------------------------------------------------------- bench wgpr
-register_bench("wgpr", quiet="no progress bar or tables", workers=True, ray=True)
-
-
-# -------------------------------------------------------------------------------------------------------- bench poam
-def _poam_options() -> Options:
-    """The options the experiments of Chen et al. 2024 share (onlinegp.experiments.bench.poam), after their own."""
-    return {
-        "seeds": (str, typer.Option("0-9", "--seeds", help="seeds, e.g. 0-9, 0,3,5 or 0-2,7")),
-        "budget": (int, typer.Option(5000, "--budget", help="samples per mission")),
-        "num_inducing": (int, typer.Option(500, "--num-inducing", help="inducing points M")),
-        "num_steps": (int, typer.Option(10, "--num-steps", help="gradient steps per decision epoch")),
-        "profile": (
-            str,
-            typer.Option(
-                "paper",
-                "--profile",
-                help="simulator settings: paper (its text: 3 Hz, 1 rad/s turns, bilinear field) or reference-code "
-                "(its implementation, which made its numbers: 2.5 Hz, no turn limit, nearest cell, pilot scaling)",
-            ),
-        ),
-    }
-
-
-def _poam_command(name: str):
-    """:func:`bench_command` for the experiment *name* of Chen et al. 2024: its own options, then
-    :func:`_poam_options`, then the common ones (on Ray too)."""
-    return bench_command(name, options=_poam_options(), workers=True, ray=True)
-
-
-@_poam_command("poam-table1")
-def bench_poam_table1(
-    envs: str = typer.Option(
-        "paper-env2,paper-env3",
-        "--envs",
-        help="comma-separated bundled environments (or .npy/.npz/.tif files); default: the paper's own Env2 and Env3",
-    ),
-    methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
-) -> None:
-    """Chen et al. 2024, Table I, Fig. 5 and Fig. 7: SSGP++, OVC, OVC++, POAM, FULL with the Attentive Kernel."""
-
-
-@_poam_command("poam-ablation")
-def bench_poam_ablation(
-    envs: str = typer.Option(
-        "valley-ridges", "--envs", help="comma-separated environments (Chen et al. 2024: Env1 only)"
-    ),
-    methods: str = typer.Option(
-        "poam,z-opt,z-rand,z-kmeans,var-opt,var-ssgp,online-elbo", "--methods", help="comma-separated registered models"
-    ),
-) -> None:
-    """Ablation study of Chen et al. 2024 (§V-C, Fig. 8): POAM against its variants."""
-
-
-@_poam_command("poam-robustness")
-def bench_poam_robustness(
-    envs: str = typer.Option(
-        "valley-ridges,dissected-ridges,plateau,coast,seafloor", "--envs", help="comma-separated environments"
-    ),
-    methods: str = typer.Option("ssgp++,ovc,ovc++,poam,full", "--methods", help="comma-separated registered models"),
-    settings: str = typer.Option(
-        "random-init,random-planner", "--settings", help="random-init (max-entropy planner) and/or random-planner"
-    ),
-) -> None:
-    """Chen et al. 2024, appendix B (Fig. 9): random initialisation and random planner, with FULL."""
-
-
-register_bench("fleet", workers=True)
-
-
-# --------------------------------------------------------------------------------- WISKI (Stanton et al. 2021)
-register_bench("wiski-bo", workers=True)
-register_bench("wiski-uci", workers=True)
-register_bench("wiski-rank", workers=True)
-register_bench("wiski-banana", quiet="no progress bar")
-register_bench("vips-table1", workers=True)
-
-
-register_bench("defaults", workers=True)
-
-
-register_bench("vips-magnetic", quiet="no progress bar or summary")
-
-
-register_bench("vips-synthetic", workers=True)
+#: how a bench's command differs from the default one: its ``--quiet`` help, ``--workers``, Ray's options
+COMMANDS: dict[str, dict[str, Any]] = {
+    "wgpr": {"quiet": "no progress bar or tables", "workers": True, "ray": True},
+    "poam-table1": {"workers": True, "ray": True},
+    "poam-ablation": {"workers": True, "ray": True},
+    "poam-robustness": {"workers": True, "ray": True},
+    "fleet": {"workers": True},
+    "wiski-bo": {"workers": True},
+    "wiski-uci": {"workers": True},
+    "wiski-rank": {"workers": True},
+    "wiski-banana": {"quiet": "no progress bar"},
+    "vips-table1": {"workers": True},
+    "defaults": {"workers": True},
+    "vips-magnetic": {"quiet": "no progress bar or summary"},
+    "vips-synthetic": {"workers": True},
+}
+for _name in CATALOGUE:
+    bench_command(_name, **COMMANDS[_name])
 
 
 @bench_app.command("verify")
