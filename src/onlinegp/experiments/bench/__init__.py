@@ -16,7 +16,7 @@ __all__ = ["CATALOGUE", "RunSpec", "RunResult", "RunnerOptions", "SweepResult", 
 
 class Catalogue(Mapping[str, "Bench"]):
     """Every ``onlinegp bench NAME``: name to its :class:`~.protocol.Bench`, the ``BENCHES[NAME]`` of the module that
-    holds it, imported when first looked up (the command line lists the names without importing the benches)."""
+    holds it, imported when first looked up."""
 
     def __init__(self, modules: dict[str, str]) -> None:
         self._modules = modules  # bench name: module of this package
