@@ -14,9 +14,10 @@ the optimiser's closure, and their wall time), with the load average before and 
 
     OMP_NUM_THREADS=1 python benchmarks/profile_wgpr.py [--points 2000] [--seed 0] [--variants "wgpr;wgpr tol 1e-4"]
 
-Each invocation runs LGPR first (the ratios' reference) and then the variants asked for, in order; it writes
+Each invocation runs LGPR first (the ratios' reference) and then the variants asked for, in order, each method's
+plain run before its first lever; a lever's entry repeats that plain run's numbers (``before``). It writes
 ``benchmarks/results/profile_wgpr.json``, replacing the entries of the variants it ran at the same points and seed
-(the others are kept, each with the LGPR time of its own invocation). Timings taken beside other jobs on a shared
+(the others are kept, each with the numbers of its own invocation). Timings taken beside other jobs on a shared
 machine are inflated; compare variants of one invocation, and the CPU times rather than the wall times.
 """
 
@@ -61,6 +62,10 @@ VARIANTS: dict[str, tuple[str, dict, dict]] = {
     "ovfe": ("ovfe", {}, {}),
     "ovfe tol 1e-4": ("ovfe", {}, {"training": {"tolerance": 1e-4}}),
 }
+
+
+#: what a lever's entry repeats of its method's plain run in the same invocation
+BEFORE = ("train_time", "cpu_time", "ratio_wall", "ratio_cpu", "rmse", "num_models", "evaluations_per_fit")
 
 
 def config_of(variant: str, points: int, seed: int) -> dict:
@@ -150,6 +155,7 @@ def line(row: dict) -> str:
         f"{row['variant']}: {row['train_time']:.1f} s wall ({row['ratio_wall']:.1f}x LGPR), {row['cpu_time']:.1f} s CPU "
         f"({row['ratio_cpu']:.1f}x), RMSE {row['rmse']:.4f}, {row['num_models']} models, {row['fits']} fits "
         f"({e['mean']:.0f} evaluations each, {row['fit_time']:.1f} s); phases: {phases}"
+        + (f"; before: {row['before']['ratio_cpu']:.1f}x, RMSE {row['before']['rmse']:.4f}" if "before" in row else "")
     )
 
 
@@ -167,21 +173,26 @@ def main() -> None:
     path = RESULTS / f"{NAME}.json"
     kept = json.loads(path.read_text())["runs"] if path.exists() else []
     invocation = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine()}
-    reference = run("lgpr", args.points, args.seed)
-    rows = []
-    for variant in ["lgpr", *names]:
-        row = reference if variant == "lgpr" else run(variant, args.points, args.seed)
+    order = ["lgpr"]  # the reference first, and each method's plain run before its levers
+    for variant in names:
+        order += [v for v in (VARIANTS[variant][0], variant) if v not in order]
+    rows: dict[str, dict] = {}
+    for variant in order:
+        row = run(variant, args.points, args.seed)
+        reference, plain = rows.get("lgpr", row), rows.get(VARIANTS[variant][0])
         row.update(
             ratio_wall=row["train_time"] / reference["train_time"],
             ratio_cpu=row["cpu_time"] / reference["cpu_time"],
             invocation=invocation,
         )
-        rows.append(row)
+        if plain is not None:  # the same method without the lever, in this invocation
+            row["before"] = {k: plain[k] for k in BEFORE}
+        rows[variant] = row
         print(line(row), flush=True)
-        done = {(r["variant"], r["points"], r["seed"]) for r in rows}
+        done = {(r["variant"], r["points"], r["seed"]) for r in rows.values()}
         keep = [r for r in kept if (r["variant"], r["points"], r["seed"]) not in done]
         RESULTS.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"benchmark": NAME, "runs": keep + rows}, indent=1, default=float))
+        path.write_text(json.dumps({"benchmark": NAME, "runs": keep + list(rows.values())}, indent=1, default=float))
 
 
 if __name__ == "__main__":
