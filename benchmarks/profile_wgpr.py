@@ -52,15 +52,18 @@ VARIANTS: dict[str, tuple[str, dict, dict]] = {
     "wgpr": ("wgpr", {}, {}),
     "wgpr tol 1e-4": ("wgpr", {}, {"training": {"tolerance": 1e-4}}),
     "wgpr tol 1e-3": ("wgpr", {}, {"training": {"tolerance": 1e-3}}),
+    "wgpr tol 1e-5": ("wgpr", {}, {"training": {"tolerance": 1e-5}}),
     "wgpr tol 1e-4 fresh nearest": ("wgpr", {"fresh_start": "nearest"}, {"training": {"tolerance": 1e-4}}),
     "wgpr fresh nearest": ("wgpr", {"fresh_start": "nearest"}, {}),
     "wgpr early accept": ("wgpr", {"early_accept": True}, {}),
     "wgpr tol 1e-4 early accept": ("wgpr", {"early_accept": True}, {"training": {"tolerance": 1e-4}}),
     "solar-gp": ("solar-gp", {}, {}),
     "solar-gp tol 1e-4": ("solar-gp", {}, {"training": {"tolerance": 1e-4}}),
+    "solar-gp tol 1e-5": ("solar-gp", {}, {"training": {"tolerance": 1e-5}}),
     "solar-gp tol 1e-4 fresh nearest": ("solar-gp", {"fresh_start": "nearest"}, {"training": {"tolerance": 1e-4}}),
     "ovfe": ("ovfe", {}, {}),
     "ovfe tol 1e-4": ("ovfe", {}, {"training": {"tolerance": 1e-4}}),
+    "ovfe tol 1e-5": ("ovfe", {}, {"training": {"tolerance": 1e-5}}),
 }
 
 
