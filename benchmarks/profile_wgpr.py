@@ -10,7 +10,8 @@ added (WGPR's and the ensembles' own, and options of every OSGPR, e.g. its ``tra
 records the training time (wall, as the bench; and the process's CPU time of the same calls), its ratio to the LGPR
 run of the same invocation, the test RMSE, the number of members, the update phases the model reports (WGPR:
 'fresh', 'candidates', 'wasserstein'), and the L-BFGS fits of every OSGPR (bound evaluations per fit, i.e. calls of
-the optimiser's closure, and their wall time), with the load average before and after.
+the optimiser's closure, and their wall time), WGPR's smallest score min_j w_j per update (Eq. 7: it splits where
+that is at least ε), with the load average before and after.
 
     OMP_NUM_THREADS=1 python benchmarks/profile_wgpr.py [--points 2000] [--seed 0] [--variants "wgpr;wgpr tol 1e-4"]
 
@@ -90,6 +91,7 @@ def run(variant: str, points: int, seed: int) -> dict:
     phases: dict[str, float] = {}
     cpu = [0.0]
     fits: list[tuple[int, float]] = []
+    best_scores: list[float | None] = []  # WGPR: min_j w_j of each update (None: the first)
     lbfgs, update = OSGPR._lbfgs, OnlineGP.update
 
     def timed_update(self, *args, **kwargs):
@@ -98,6 +100,8 @@ def run(variant: str, points: int, seed: int) -> dict:
         cpu[0] += time.process_time() - c0
         for name, seconds in report.timings.items():
             phases[name] = phases.get(name, 0.0) + seconds
+        if "scores" in report.extra:
+            best_scores.append(min(report.extra["scores"], default=None))
         return report
 
     def counted_lbfgs(self, *args, **kwargs):
@@ -126,6 +130,7 @@ def run(variant: str, points: int, seed: int) -> dict:
         "num_models": out["num_models"],
         "failed_updates": out["failed_updates"],
         "phases": phases,
+        "best_scores": best_scores,
         "fits": len(fits),
         "fit_time": sum(t for _, t in fits),
         "evaluations_per_fit": {
