@@ -58,6 +58,7 @@ VARIANTS: dict[str, tuple[str, dict, dict]] = {
     "wgpr fresh nearest": ("wgpr", {"fresh_start": "nearest"}, {}),
     "wgpr early accept": ("wgpr", {"early_accept": True}, {}),
     "wgpr tol 1e-4 early accept": ("wgpr", {"early_accept": True}, {"training": {"tolerance": 1e-4}}),
+    "wgpr tol 1e-5 early accept": ("wgpr", {"early_accept": True}, {"training": {"tolerance": 1e-5}}),
     "solar-gp": ("solar-gp", {}, {}),
     "solar-gp tol 1e-4": ("solar-gp", {}, {"training": {"tolerance": 1e-4}}),
     "solar-gp tol 1e-5": ("solar-gp", {}, {"training": {"tolerance": 1e-5}}),
