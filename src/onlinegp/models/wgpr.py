@@ -64,10 +64,10 @@ class WGPR(LocalEnsemble):
             :class:`LocalEnsemble`. The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS
             on θ; the paper also moves Z by gradient (``member_options={"optimize_inducing": True}``).
 
-    The report's ``extra`` holds ``scores`` (w_j of each candidate, +∞ for a failed update), ``candidates``,
-    ``chosen``, ``split``, ``failed`` and ``num_models``. A batch on which even the fresh member cannot be fitted
-    (e.g. a non-positive-definite kernel matrix at every jitter) is rejected like any failed update: the ensemble
-    stays as it was and the error is raised.
+    The report's ``extra`` holds ``scores`` (w_j of each candidate scored, +∞ for a failed update), ``candidates``
+    (those scored, nearest first), ``chosen``, ``split``, ``failed`` and ``num_models``. A batch on which even the
+    fresh member cannot be fitted (e.g. a non-positive-definite kernel matrix at every jitter) is rejected like any
+    failed update: the ensemble stays as it was and the error is raised.
     """
 
     def __init__(
