@@ -198,7 +198,8 @@ class Training:
             at ``lr``).
         batch_size: the mini-batch an objective is estimated on at each step.
         tolerance: an update's Adam steps stop early once the objective per data point has changed by less than
-            this per step, on average over the last :data:`SETTLE_WINDOW` steps (0: every step is taken).
+            this per step, on average over the last :data:`SETTLE_WINDOW` steps (0: every step is taken); an OSGPR's
+            L-BFGS fit likewise, per evaluation of the best objective seen.
         pretrain: :class:`Pretraining` on the first batch (a dict of its fields is taken too).
 
     A dict of the fields is taken wherever a spec is (``make_model('poam', training={'steps': 5})``, ``--option

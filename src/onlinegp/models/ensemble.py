@@ -18,6 +18,8 @@ from .registry import make_model
 
 #: failures of a member's update that make it "dissimilar" (WGPR) or start a new member (SOLAR-GP) rather than crash
 NUMERICAL_FAILURES = (CholeskyError, torch.linalg.LinAlgError)
+#: where a fresh member's hyper-parameters start (``fresh_start``)
+FRESH_STARTS = ("prior", "nearest")
 
 
 class LocalEnsemble(OnlineGP):
@@ -28,6 +30,9 @@ class LocalEnsemble(OnlineGP):
         member: registry name of the members' model (default 'osgpr') or a callable ``f(input_dim, **options)``.
         num_inducing: M per member (default 50).
         member_options: further keyword arguments for every member (kernel, optimiser settings, ...).
+        fresh_start: where a fresh member's hyper-parameters θ (its kernel's and likelihood's) start before it is fitted
+            to its batch: 'prior' (default: the members' initial θ) or 'nearest' (a warm start, ours: the θ of the
+            member whose centroid is nearest the batch's mean; the first member starts at the prior).
         **options: x_bounds, y_stats, seed, dtype, as for every :class:`~onlinegp.base.OnlineGP`; the member created at
             update t gets seed ``seed + t``.
     """
@@ -41,11 +46,15 @@ class LocalEnsemble(OnlineGP):
         member: Any = "osgpr",
         num_inducing: int = 50,
         member_options: dict | None = None,
+        fresh_start: str = "prior",
         **options: Any,
     ):
         super().__init__(input_dim, **options)
         if not (isinstance(num_inducing, int) and num_inducing >= 1):
             raise ValueError(f"num_inducing must be a positive integer, got {num_inducing!r}")
+        if fresh_start not in FRESH_STARTS:
+            raise ValueError(f"fresh_start must be one of {FRESH_STARTS}, got {fresh_start!r}")
+        self.fresh_start = fresh_start
         self.member, self.num_inducing_per_member = member, num_inducing
         self.member_options = dict(member_options or {})
         self.members: list[OnlineGP] = []
@@ -57,6 +66,7 @@ class LocalEnsemble(OnlineGP):
             "member": self.member,
             "num_inducing": self.num_inducing_per_member,
             "member_options": dict(self.member_options),
+            "fresh_start": self.fresh_start,
         }
 
     def _build(self, input_dim: int) -> None:
@@ -80,9 +90,13 @@ class LocalEnsemble(OnlineGP):
         return make_model(self.member, self.input_dim, **options).to(self.device)
 
     def _fresh_member(self, xs: Tensor, ys: Tensor) -> tuple[OnlineGP, int]:
-        """A new member fitted on the batch alone (seed ``seed + num_updates``)."""
+        """A new member fitted on the batch alone (seed ``seed + num_updates``), θ starting as ``fresh_start`` says."""
         seed = self.seed + self.num_updates
         member = self._build_member(seed)
+        if self.fresh_start == "nearest" and self.members:
+            nearest = self.members[int(torch.cdist(xs.mean(0).reshape(1, -1), self.centroids)[0].argmin())]
+            member.kernel.load_state_dict(nearest.kernel.state_dict())
+            member.likelihood.load_state_dict(nearest.likelihood.state_dict())
         member.update(xs, ys)
         self.jitter.merge(member.jitter)
         return member, seed

@@ -41,6 +41,7 @@ from ..training import (
     gradient_steps,
     hyperparameter_optimizer,
     resolve_training,
+    settled,
     steps_for_width,
 )
 from .registry import register
@@ -51,6 +52,10 @@ LBFGS_MAX_ITER = 200
 MIN_FIT_POINTS = 40
 #: once θ was fitted, the smallest batch L-BFGS fits θ to on its own; smaller ones are held (see ``OSGPR``)
 MIN_FIT_BATCH = 10
+
+
+class _Settled(Exception):
+    """Raised from the L-BFGS closure once the bound has settled (``training.tolerance``): ends the fit."""
 
 
 @register("osgpr", "O-SGPR: streaming sparse GP, RBF, pivoted-Cholesky Z, L-BFGS on θ (Stanton et al. 2021 baseline)")
@@ -67,7 +72,9 @@ class OSGPR(Trained, KernelGP):
             parameters, Bui et al. 2017) or 'adam' (SSGP++, Chen et al. 2024); ``steps``, L-BFGS iterations or Adam
             steps per batch (None: 200 resp. 10, 50 above 3 inputs: :func:`~onlinegp.training.steps_for_width`; 0
             freezes θ and Z); ``lr``, Adam's rate for kernel and noise (1e-2); ``lr_network``, the AK's network
-            (1e-3); ``lr_variational``, Z's where moved by Adam (None: at ``lr``).
+            (1e-3); ``lr_variational``, Z's where moved by Adam (None: at ``lr``); ``tolerance`` (None or 0: off),
+            the fit stops early once the bound per point has changed by less than this per Adam step, or per L-BFGS
+            evaluation of the best bound seen, on average over the last ``SETTLE_WINDOW`` (10) of them.
         optimize_inducing: also move Z by gradient on the online bound (SSGP).
         fit_inducing: where θ (and Z' if optimised) is fitted: 'selected' (Bui et al. 2017: the online bound at the
             selected Z'), 'union' (at Z' and the old inducing inputs it drops; ours, see below), or 'auto' (default):
@@ -128,7 +135,7 @@ class OSGPR(Trained, KernelGP):
     #: the defaults of ``training`` (``steps`` None: ``LBFGS_MAX_ITER`` under L-BFGS, 10 Adam steps, more above 3
     #: inputs)
     TRAINING = Training(optimizer="lbfgs", lr=1e-2, lr_network=1e-3)
-    TRAINING_FIELDS = ("optimizer", "steps", "lr", "lr_network", "lr_variational")
+    TRAINING_FIELDS = ("optimizer", "steps", "lr", "lr_network", "lr_variational", "tolerance")
     #: fewest points θ is fitted to by L-BFGS (see above)
     min_fit_points = MIN_FIT_POINTS
 
@@ -230,8 +237,15 @@ class OSGPR(Trained, KernelGP):
 
         if self.training.optimizer == "adam":
             extra = [torch.optim.Adam([Zp], lr=self.training.rate("variational"))] if self.optimize_inducing else []
-            gradient_steps([self.optimizer, *extra], bound, self.num_steps, scale=n)
-            evaluations = self.num_steps
+            taken = [0]
+
+            def counted() -> Tensor:  # called once per step
+                taken[0] += 1
+                return bound()
+
+            tolerance = self.training.tolerance or 0.0
+            gradient_steps([self.optimizer, *extra], counted, self.num_steps, scale=n, tolerance=tolerance)
+            evaluations = taken[0]
         else:
             evaluations = self._lbfgs(
                 self._hyperparameters() + ([Zp] if self.optimize_inducing else []), lambda: -bound() / n
@@ -249,13 +263,14 @@ class OSGPR(Trained, KernelGP):
     def _lbfgs(self, params: list[torch.nn.Parameter], loss) -> int:
         """L-BFGS to convergence; a trial point whose bound is not finite (or not PD even with the largest
         jitter), or whose length-scales are too short to evaluate (``health.lengthscales_usable``), is answered
-        with +inf so the line search backs off, and the best point seen is kept.
+        with +inf so the line search backs off, and the best point seen is kept. With ``training.tolerance`` > 0 the
+        fit stops once the best loss seen has :func:`~onlinegp.training.settled` over the evaluations.
         Returns the number of bound evaluations."""
         best = [float("inf"), [p.detach().clone() for p in params]]
-        evaluations = [0]
+        trace: list[float] = []  # the best loss after each evaluation
+        tolerance = self.training.tolerance or 0.0
 
-        def closure() -> Tensor:
-            evaluations[0] += 1
+        def evaluate() -> Tensor:
             lbfgs.zero_grad(set_to_none=False)
             if not health.lengthscales_usable(self.kernel):
                 return torch.tensor(float("inf"), dtype=self.dtype)
@@ -270,6 +285,13 @@ class OSGPR(Trained, KernelGP):
                 best[0], best[1] = float(value.detach()), [p.detach().clone() for p in params]
             return value
 
+        def closure() -> Tensor:
+            value = evaluate()
+            trace.append(best[0])
+            if tolerance > 0 and settled(trace, 1.0, tolerance):
+                raise _Settled
+            return value
+
         lbfgs = torch.optim.LBFGS(
             params,
             lr=1.0,
@@ -279,11 +301,14 @@ class OSGPR(Trained, KernelGP):
             tolerance_change=1e-10,
             line_search_fn="strong_wolfe",
         )
-        lbfgs.step(closure)
+        try:
+            lbfgs.step(closure)
+        except _Settled:
+            pass
         with torch.no_grad():
             for p, b in zip(params, best[1]):
                 p.copy_(b)
-        return evaluations[0]
+        return len(trace)
 
     # ------------------------------------------------------------------ protocol
     def _selection_context(self, ys: Tensor, old: InducingPosterior | None) -> SelectionContext:

@@ -89,7 +89,7 @@ class SOLARGP(_Dominant, LocalEnsemble):
             starts a new member (default 0.5). Larger values give more members.
         similarity_lengthscale: ℓ_s of the similarity, in scaled input units (inputs span [−1, 1]; default 0.2).
         num_predict: how many of the most similar members form each prediction (default 3).
-        **kwargs: member, num_inducing, member_options, x_bounds, y_stats, seed, dtype, see
+        **kwargs: member, num_inducing, member_options, fresh_start, x_bounds, y_stats, seed, dtype, see
             :class:`~onlinegp.models.wgpr.LocalEnsemble`.
 
     A member whose update fails numerically keeps its previous state and the batch starts a new member instead

@@ -57,26 +57,44 @@ class WGPR(LocalEnsemble):
             the scores in ``report.extra['scores']`` to choose it. ``math.inf`` never splits (one OSGPR), 0 starts a
             member on every batch.
         num_nearest: J′, how many members (nearest by centroid) are candidates for each batch (default 5).
-        **kwargs: member, num_inducing, member_options, x_bounds, y_stats, seed, dtype, see :class:`LocalEnsemble`.
-            The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS on θ; the paper
-            also moves Z by gradient (``member_options={"optimize_inducing": True}``).
+        early_accept: score the candidates nearest first and accept the first whose w_j < ε without updating the
+            rest (ours, off by default): an approximation of Eq. 7, which takes the minimum over all J′ candidates, so
+            it may keep another member than the minimum would; it saves the updates of the candidates not scored.
+        **kwargs: member, num_inducing, member_options, fresh_start, x_bounds, y_stats, seed, dtype, see
+            :class:`LocalEnsemble`. The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS
+            on θ; the paper also moves Z by gradient (``member_options={"optimize_inducing": True}``).
 
-    The report's ``extra`` holds ``scores`` (w_j of each candidate, +∞ for a failed update), ``candidates``,
-    ``chosen``, ``split``, ``failed`` and ``num_models``. A batch on which even the fresh member cannot be fitted
-    (e.g. a non-positive-definite kernel matrix at every jitter) is rejected like any failed update: the ensemble
-    stays as it was and the error is raised.
+    The report's ``extra`` holds ``scores`` (w_j of each candidate scored, +∞ for a failed update), ``candidates``
+    (those scored, nearest first), ``chosen``, ``split``, ``failed`` and ``num_models``. A batch on which even the
+    fresh member cannot be fitted (e.g. a non-positive-definite kernel matrix at every jitter) is rejected like any
+    failed update: the ensemble stays as it was and the error is raised.
     """
 
-    def __init__(self, input_dim: int | None = None, *, epsilon: float = 10.0, num_nearest: int = 5, **kwargs: Any):
+    def __init__(
+        self,
+        input_dim: int | None = None,
+        *,
+        epsilon: float = 10.0,
+        num_nearest: int = 5,
+        early_accept: bool = False,
+        **kwargs: Any,
+    ):
         super().__init__(input_dim, **kwargs)
         if not (isinstance(epsilon, (int, float)) and epsilon >= 0 and not math.isnan(epsilon)):
             raise ValueError(f"epsilon must be a number >= 0 (math.inf never splits), got {epsilon!r}")
         if not (isinstance(num_nearest, int) and num_nearest >= 1):
             raise ValueError(f"num_nearest (J') must be a positive integer, got {num_nearest!r}")
-        self.epsilon, self.num_nearest = float(epsilon), num_nearest
+        if not isinstance(early_accept, bool):
+            raise ValueError(f"early_accept must be True or False, got {early_accept!r}")
+        self.epsilon, self.num_nearest, self.early_accept = float(epsilon), num_nearest, early_accept
 
     def options(self) -> dict[str, Any]:
-        return {**super().options(), "epsilon": self.epsilon, "num_nearest": self.num_nearest}
+        return {
+            **super().options(),
+            "epsilon": self.epsilon,
+            "num_nearest": self.num_nearest,
+            "early_accept": self.early_accept,
+        }
 
     def _candidate(
         self, j: int, xs: Tensor, ys: Tensor, fresh_mean: Tensor, fresh_cov: Tensor, timer: PhaseTimer
@@ -112,7 +130,11 @@ class WGPR(LocalEnsemble):
         with timer("wasserstein"), torch.no_grad():
             ref = fresh.predict(xs, full_cov=True)
         near = torch.cdist(centre.reshape(1, -1), self.centroids)[0].argsort()[: self.num_nearest].tolist()
-        scored = [(self._candidate(j, xs, ys, ref.mean, ref.cov_f, timer), j) for j in near]
+        scored = []
+        for j in near:
+            scored.append((self._candidate(j, xs, ys, ref.mean, ref.cov_f, timer), j))
+            if self.early_accept and scored[-1][0][0] < self.epsilon:
+                break
         (best, cand), j_best = min(scored, key=lambda s: s[0][0])
         failed = sum(1 for (w, _), _ in scored if w == math.inf)
         scores = [w for (w, _), _ in scored]
@@ -127,7 +149,7 @@ class WGPR(LocalEnsemble):
             "num_models": len(self.members),
             "split": split,
             "scores": scores,
-            "candidates": near,
+            "candidates": [j for _, j in scored],
             "chosen": chosen,
             "failed": failed,
         }

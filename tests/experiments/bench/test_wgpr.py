@@ -102,6 +102,20 @@ def test_pseudo_inputs_move_with_theta_only_when_asked(method):
         assert (gap > 1e-6) == optimise, (optimise, gap)
 
 
+@pytest.mark.parametrize("method", ["ovfe", "wgpr", "solar-gp"])
+def test_member_options_reach_every_osgpr(method):
+    """A run's ``member_options`` are options of every OSGPR the bench builds: OVFE and the ensembles' members."""
+    bounds, stats = np.array([[0.0], [300.0]]), (0.0, 1.0)
+
+    def osgpr_of(options):
+        model = build(method, 1, {}, bounds, stats, 0, None, True, options)
+        return model if method == "ovfe" else model._build_member(0)
+
+    tuned = osgpr_of({"training": {"tolerance": 1e-3}})
+    assert tuned.training.tolerance == 1e-3 and tuned.optimize_inducing
+    assert osgpr_of(None).training.tolerance is None
+
+
 def test_fixed_inducing_runs_keep_their_config():
     """Runs with Z fixed have no ``optimize_inducing`` key: their config is the one of the runs made before the
     option existed."""

@@ -14,7 +14,7 @@ from onlinegp.models.poam_ablations import OnlineELBO, VarSSGP
 from onlinegp.models.registry import make_model
 from onlinegp.objectives import online_terms, sgpr_bound
 from onlinegp.posterior import kuu
-from onlinegp.testing import toy
+from onlinegp.testing import state_equal, toy
 from onlinegp.training import Training
 from tests.reference import D, dense_sgpr
 
@@ -163,6 +163,33 @@ def test_lbfgs_and_adam_increase_the_online_bound_and_predict_well():
         rmse = float((model.predict(Xt).mean - yt).pow(2).mean().sqrt())
         assert rmse < 0.3 * float(yt.std()), optimizer
         assert model.num_inducing == 30
+
+
+def test_tolerance_ends_the_fit_once_the_bound_settles():
+    """``training.tolerance``: L-BFGS (θ and Z, a first batch of 200) stops once the best bound per point has settled,
+    here after fewer evaluations than the fit to convergence, at a bound per point within 2e-3 of that fit's and a test
+    RMSE within 2 % of it; Adam stops before its step budget and reports the steps taken; 0 leaves the fit as it was
+    without a tolerance, bit for bit."""
+    X, y = toy(200, seed=2)
+    Xt, yt = toy(200, seed=9)
+
+    def fitted(**training):
+        model = OSGPR(2, num_inducing=20, optimize_inducing=True, training=Training(**training))
+        return model, model.update(X, y)
+
+    def error(model):
+        return float((model.predict(Xt).mean - yt).pow(2).mean().sqrt())
+
+    full, report = fitted()
+    off, off_report = fitted(tolerance=0.0)
+    assert state_equal(full.state_dict(), off.state_dict()) and off_report.objective == report.objective
+    early, early_report = fitted(tolerance=1e-3)
+    assert early.training.tolerance == 1e-3
+    assert 10 < early_report.extra["evaluations"] < report.extra["evaluations"]
+    assert abs(early_report.objective - report.objective) / 200 < 2e-3
+    assert error(early) == pytest.approx(error(full), rel=0.02)
+    adam = OSGPR(2, num_inducing=20, training=Training(optimizer="adam", steps=1000, tolerance=1e-3))
+    assert 10 < adam.update(X, y).extra["evaluations"] < 1000
 
 
 def test_memory_is_independent_of_the_number_of_points():

@@ -154,6 +154,56 @@ def test_solar_member_failure_starts_a_new_member():
     assert state_equal(first, model.members[0].state_dict())
 
 
+class RecordingOSGPR(OSGPR):
+    """An OSGPR that keeps its hyper-parameters as they were when its first update began (``start``)."""
+
+    def _update(self, xs, ys, timer):
+        if self.num_updates == 0:
+            self.start = copy.deepcopy((self.kernel.state_dict(), self.likelihood.state_dict()))
+        return super()._update(xs, ys, timer)
+
+
+@pytest.mark.parametrize("fresh_start", ["prior", "nearest"])
+def test_fresh_member_starts_at_the_prior_or_the_nearest_members_theta(fresh_start):
+    """A member per batch (ε = 0), so the members never change once added: with 'nearest' each fresh member starts
+    at the θ of the member whose centroid was nearest its batch's mean, with 'prior' at the first member's start."""
+    model = wgpr(0.0, member=RecordingOSGPR, fresh_start=fresh_start)
+    nearest = []
+    for X, y in stream(4):
+        if model.members:
+            nearest.append(int(torch.cdist(model.scaler.x(X).mean(0, keepdim=True), model.centroids).argmin()))
+        model.update(X, y)
+    assert model.options()["fresh_start"] == fresh_start
+    start = model.members[0].start
+    for t, k in enumerate(nearest, start=1):
+        theta = (model.members[k].kernel.state_dict(), model.members[k].likelihood.state_dict())
+        assert state_equal(model.members[t].start, theta if fresh_start == "nearest" else start)
+        assert not state_equal(theta, start)  # the members' θ moved from the prior: the two cases differ
+
+
+def test_early_accept_takes_the_first_candidate_below_epsilon():
+    """``early_accept`` scores the candidates nearest first and keeps the first with w_j < ε (Eq. 7 takes the
+    minimum): its scores are the leading scores of all J′ candidates, up to that one."""
+    batches = stream(5)
+    base = wgpr(0.0, num_nearest=4)
+    for X, y in batches[:4]:
+        base.update(X, y)
+    full = copy.deepcopy(base)
+    full.epsilon = math.inf
+    report = full.update(*batches[4]).extra
+    scores, candidates = report["scores"], report["candidates"]
+    assert len(scores) == 4 and report["chosen"] == candidates[scores.index(min(scores))]
+    for eps in (math.inf, 1.000001 * min(scores), 1.000001 * max(scores), 0.5 * min(scores)):
+        model = copy.deepcopy(base)
+        model.epsilon, model.early_accept = eps, True
+        early = model.update(*batches[4]).extra
+        below = [i for i, w in enumerate(scores) if w < eps]
+        first = below[0] if below else len(scores) - 1
+        assert early["scores"] == scores[: first + 1] and early["candidates"] == candidates[: first + 1]
+        assert early["split"] is not below
+        assert early["chosen"] == (candidates[first] if below else model.num_models - 1)
+
+
 def test_prediction_routes_to_member_with_nearest_pseudo_input():
     model = wgpr(0.0)
     for X, y in stream(4):
@@ -273,6 +323,10 @@ def test_bad_options_rejected():
         WGPR(2, epsilon=-1.0)
     with pytest.raises(ValueError, match="num_nearest"):
         WGPR(2, num_nearest=0)
+    with pytest.raises(ValueError, match="early_accept"):
+        WGPR(2, early_accept=1)
+    with pytest.raises(ValueError, match="fresh_start"):
+        SOLARGP(2, fresh_start="nearby")
     with pytest.raises(ValueError, match="w_gen"):
         SOLARGP(2, w_gen=0.0)
     with pytest.raises(ValueError, match="w_gen"):

@@ -199,10 +199,12 @@ def build(
     seed: int,
     member_steps: int | None,
     optimize_inducing: bool = False,
+    member_options: dict | None = None,
 ):
     """A model of the benchmark: the sparse ones with M = 50 and OSGPR (L-BFGS on θ, and on Z with
     ``optimize_inducing``) members. Every kernel starts at length-scale 0.3·√D in scaled inputs (0.3, the library
-    default, is too short for 8 or 32 dimensions: the first batch is then explained as noise)."""
+    default, is too short for 8 or 32 dimensions: the first batch is then explained as noise). ``member_options``
+    adds options of every OSGPR (the ensembles' members and OVFE), e.g. ``{"training": {"tolerance": 1e-4}}``."""
     common = {"x_bounds": x_bounds.tolist(), "y_stats": y_stats, "seed": seed}
     params = {k: math.inf if v == "inf" else v for k, v in params.items()}
     kernel = {"kernel_options": {"lengthscale": INIT_LENGTHSCALE * math.sqrt(input_dim)}}
@@ -210,6 +212,7 @@ def build(
         **kernel,
         **({} if member_steps is None else {"num_steps": member_steps}),
         **({"optimize_inducing": True} if optimize_inducing else {}),
+        **(member_options or {}),
     }
     if method == "ovfe":
         return make_model("osgpr", input_dim, num_inducing=NUM_INDUCING, **member, **common)
@@ -233,6 +236,7 @@ def run_job(config: dict, run_dir: Path) -> dict:
         config["seed"],
         config.get("member_steps"),
         config.get("optimize_inducing", False),
+        config.get("member_options"),
     )
     n_batches = math.ceil(len(train) / config["batch_size"])
     batches = np.array_split(np.arange(len(train)), n_batches)
