@@ -50,6 +50,18 @@ def test_the_ratio_table_divides_by_lgprs_time_in_the_same_sweep_beside_the_pape
     assert paper["wgpr"] / paper["lgpr"] == pytest.approx(6.48, abs=0.01)  # Kepler et al. 2021, Table II
 
 
+def test_member_tolerance_reaches_every_member_and_leaves_other_keys_alone():
+    assert "member_options" not in WgprOptions().base()  # the keys of kept runs stay as they were
+    assert WgprOptions(member_tolerance=1e-5).base()["member_options"] == {"training": {"tolerance": 1e-5}}
+    with pytest.raises(ValueError, match="positive"):
+        WgprOptions(member_tolerance=0.0).base()
+    train, _ = two_regime_toy(n_train=100, n_test=10)
+    bounds, stats = np.array([[0.0], [300.0]]), (float(train.y.mean()), float(train.y.std()))
+    members = WgprOptions(member_tolerance=1e-5).base()["member_options"]
+    model = build("ovfe", 1, {}, bounds, stats, 0, None, False, members)
+    assert model.training.tolerance == 1e-5
+
+
 @pytest.mark.slow
 def test_bench_writes_tables_and_figures(tmp_path):
     options = WgprOptions("toy,bathymetry", sweep="toy", max_points=200, max_test=50, seeds="0,1", member_steps=3)

@@ -507,7 +507,7 @@ class WgprOptions:
     WGPR and SOLAR-GP, those of them among ``methods``) and the
     seeds (lists, or text such as ``"toy,kin40k"`` and ``"0-4"``); ``max_points`` cuts every stream (None: the
     paper's sizes), ``max_test`` test points per UCI dataset, ``member_steps`` L-BFGS iterations per OSGPR update
-    (None: 200); ``optimize_inducing`` moves the sparse models' pseudo-inputs with θ (one ``out`` holds one choice:
+    (None: 200), ``member_tolerance`` every OSGPR's ``training.tolerance`` (None: the whole budget); ``optimize_inducing`` moves the sparse models' pseudo-inputs with θ (one ``out`` holds one choice:
     the runs of both share their ids)."""
 
     datasets: str | Sequence[str] = option(DATASETS, "comma-separated")
@@ -522,6 +522,12 @@ class WgprOptions:
     )
     max_test: int = option(2000, "test points per UCI dataset")
     member_steps: int | None = option(None, "L-BFGS iterations per OSGPR update (default 200)", cli_type=int)
+    member_tolerance: float | None = option(
+        None,
+        "end each OSGPR fit once its bound per point settles to this change per iteration, e.g. 1e-5 (default: the "
+        "whole L-BFGS budget)",
+        cli_type=float,
+    )
     optimize_inducing: bool = option(
         True,
         "move the sparse models' pseudo-inputs with θ, as the paper (default), or keep the pivoted-Cholesky Z",
@@ -544,7 +550,17 @@ class WgprOptions:
             "batch_size": BATCH_SIZE,
             "member_steps": self.member_steps,
             **({"optimize_inducing": True} if self.optimize_inducing else {}),
+            **self.member_options(),
         }
+
+    def member_options(self) -> dict[str, Any]:
+        """The config's ``member_options``, only when an option sets them (so the keys of other runs stay as they
+        were): ``member_tolerance`` as every OSGPR's ``training.tolerance``."""
+        if self.member_tolerance is None:
+            return {}
+        if not self.member_tolerance > 0:
+            raise ValueError(f"member_tolerance must be positive, got {self.member_tolerance!r}")
+        return {"member_options": {"training": {"tolerance": float(self.member_tolerance)}}}
 
 
 def specs(options: WgprOptions) -> list[RunSpec]:
