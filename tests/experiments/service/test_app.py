@@ -118,6 +118,7 @@ def test_status_map_and_png(service):
     assert state.step()
     status = client.get("/status").json()
     assert status["N"] == BATCH and status["M"] > 0 and status["updates"] == 1 and status["backlog"] == 0
+    assert status["pending"] == 0
     assert status["last_update"] <= time.time() and status["last_update_seconds"] > 0
     grid = client.get("/map", params={"cells": 6}).json()
     assert len(grid["x"]) == len(grid["y"]) == 6
@@ -246,3 +247,15 @@ def test_the_pages_script_parses(tmp_path):
     (tmp_path / "page.js").write_text(script)
     done = subprocess.run([node, "--check", str(tmp_path / "page.js")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_status_counts_a_closed_batch_the_map_does_not_hold_yet_as_pending(service):
+    """Between a batch's closing and its update the backlog is already 0: only ``pending`` says the map is behind."""
+    client, state, tokens = service
+    post(client, tokens["boat"], batch=rows(4, BATCH))
+    batch_id, closed = state.store.close_batch(BATCH)  # closed, as the worker does, not applied yet
+    status = client.get("/status").json()
+    assert (status["backlog"], status["pending"], status["N"]) == (0, 1, 0)
+    state.apply(batch_id, closed)
+    status = client.get("/status").json()
+    assert (status["backlog"], status["pending"], status["N"]) == (0, 0, BATCH)

@@ -107,14 +107,14 @@ def test_sigkill_loses_nothing_acknowledged_and_resume_is_exact(tmp_path):
         x, y = client.next("boat", (5.0, 5.0))
         assert AREA[0] <= x <= AREA[1] and AREA[2] <= y <= AREA[3]
         end = time.monotonic() + 30
-        while (status := client.status())["backlog"] and time.monotonic() < end:
+        while ((status := client.status())["backlog"] or status["pending"]) and time.monotonic() < end:
             time.sleep(0.1)
         served = client.map(cells=8)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(20)
     batches = logged_batches(run)
-    assert status["backlog"] == 0 and status["updates"] == len(batches) and status["N"] == len(logged_rows(run))
+    assert status["backlog"] == status["pending"] == 0 and status["updates"] == len(batches) and status["N"] == len(logged_rows(run))
     reference = uninterrupted(batches)
     xs, ys = np.meshgrid(served["x"], served["y"])
     with torch.no_grad():

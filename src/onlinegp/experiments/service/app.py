@@ -227,13 +227,17 @@ async def model_state(request: Request) -> Response:
 
 @router.get("/status")
 def status(request: Request) -> dict[str, Any]:
-    """N, M, updates, the last update's time and seconds, vehicles seen, backlog (rows in no closed batch)."""
+    """N, M, updates, the last update's time and seconds, vehicles seen, backlog (rows in no closed batch) and
+    pending (closed batches the map does not hold yet): the map holds every row received before the call once both
+    are 0."""
     _reader(request)
     state = _service(request).state
-    backlog, oldest = state.store.backlog()
-    return state.summary() | {
+    summary = state.summary()  # read first: pending may count a batch applied meanwhile, never miss one
+    backlog, oldest, last_closed = state.store.waiting()
+    return summary | {
         "vehicles": state.store.vehicles(),
         "backlog": backlog,
+        "pending": last_closed - summary["batch_id"],
         "backlog_age": None if oldest is None else time.time() - oldest,
         "area": list(state.config.area),
         "model": state.config.model,

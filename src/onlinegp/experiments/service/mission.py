@@ -79,7 +79,7 @@ class ServiceMission(Mission):
                 f"the service at {self.client.url} does not keep this mission's model ({'; '.join(differ)}); "
                 f"start one that does: {serve_command(wanted)}"
             )
-        if status.get("N") or status.get("backlog"):
+        if status.get("N") or status.get("backlog") or status.get("pending"):
             raise ValueError(
                 f"the service at {self.client.url} already holds observations: a mission starts on a new service "
                 f"(a new run directory): {serve_command(wanted)}"

@@ -163,11 +163,17 @@ class Store:
 
     def backlog(self) -> tuple[int, float | None]:
         """Rows not yet in a closed batch, and when the oldest of them was received (None without any)."""
+        n, oldest, _ = self.waiting()
+        return n, oldest
+
+    def waiting(self) -> tuple[int, float | None, int]:
+        """:meth:`backlog` and the last closed batch's id (0 before any), read together: no batch closes between."""
         with self.lock:
             n, oldest = self.db.execute(
                 "SELECT COUNT(*), MIN(received) FROM observations WHERE batch_id IS NULL"
             ).fetchone()
-        return n, oldest
+            last = self.db.execute("SELECT COALESCE(MAX(batch_id), 0) FROM batches").fetchone()[0]
+        return n, oldest, last
 
     def close_batch(self, max_rows: int) -> tuple[int, np.ndarray] | None:
         """Close a batch of the oldest open rows (at most ``max_rows``): record its seq range and mark its rows, in
@@ -213,10 +219,6 @@ class Store:
                 ).fetchall()
                 out.append((bid, np.array(rows, dtype=np.float64).reshape(-1, 3)))
         return out
-
-    def last_batch(self) -> int:
-        with self.lock:
-            return self.db.execute("SELECT COALESCE(MAX(batch_id), 0) FROM batches").fetchone()[0]
 
     def vehicles(self) -> dict[str, int]:
         """Each vehicle that has posted, with its number of rows."""
