@@ -23,7 +23,7 @@ from pathlib import Path
 
 from onlinegp.experiments.bench.runner import code_version
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
 ORDERS = {"torch first": "import torch", "onlinegp first": "import onlinegp"}
 
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--old", default="", help="targets also run with torch's default spin-waiting threads")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--repeats", type=int, default=3, help="runs per cell, the orders interleaved; the median")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "import-order.md"))
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "perf" / "results" / "import-order.md"))
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "MKL_", "GOMP_"))}
     torch_default = subprocess.run(

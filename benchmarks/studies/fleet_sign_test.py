@@ -18,10 +18,10 @@ import csv
 import io
 from pathlib import Path
 
-from onlinegp.experiments.bench.poam import sign_test
 from onlinegp.experiments.bench.report import Block, regenerate
 from onlinegp.experiments.bench.runner import default_results_root
 from onlinegp.experiments.cli import invoke
+from onlinegp.experiments.protocols import sign_test
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: (command, version): the paper's two terrains and the five bundled ones, each complete for K = 1 and 4

@@ -1,6 +1,6 @@
 """Why a method's cell in ``onlinegp bench defaults`` moved between versions: its defaults beside option variants.
 
-On the ``onlinegp bench defaults`` protocol, split 0 (its own job, :func:`defaults_job`, on its own split and metric
+On the ``onlinegp bench defaults`` protocol, split 0 (its own job, :func:`~onlinegp.experiments.protocols.defaults_stream`, on its own split and metric
 functions: 2000 training points at most in batches of 100, 1000 test points), one method (``--method``) is streamed
 with its defaults and with the variants of its table in :data:`STUDIES`, and each final test RMSE / NLPD is set beside
 the exact GP's of the same split and beside the method's kept cells of 0.1.0, 0.4.0 and this version (each kept cell
@@ -66,12 +66,14 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, write  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))  # common.py, paper_code.py
+from common import STUDY_RESULTS as RESULTS  # noqa: E402
+from common import write  # noqa: E402
 
 from onlinegp import Training, __version__  # noqa: E402
 from onlinegp.experiments.bench import defaults as bench  # noqa: E402
 from onlinegp.experiments.bench.runner import MARKER, default_results_root  # noqa: E402
+from onlinegp.experiments.protocols import defaults_stream  # noqa: E402
 from onlinegp.models import osvgp, wiski  # noqa: E402
 from onlinegp.models.osvgp import OSVGP, VariationalQ  # noqa: E402
 
@@ -174,18 +176,13 @@ def kept(spec, version: str) -> dict | None:
 
 
 def run_job(config: dict, variant: Variant = Variant()) -> tuple[dict, list[dict], dict]:
-    """The defaults job on ``config`` with ``variant``: its final row, per-batch rows and model record."""
-    original = bench.make_model
-
-    def make(*args, **kwargs):
-        return original(*args, **(kwargs | variant.options))
-
+    """The defaults job on ``config`` (:func:`~onlinegp.experiments.protocols.defaults_stream`) with ``variant``'s
+    options added to the streamed method's: its final row, per-batch rows and model record."""
     with (
         tempfile.TemporaryDirectory() as tmp,
-        mock.patch.object(bench, "make_model", make),
         variant.patch() if variant.patch else contextlib.nullcontext(),
     ):
-        final = bench.defaults_job(config, Path(tmp))
+        final = defaults_stream(config, Path(tmp), variant.options)
         with open(Path(tmp) / "metrics.csv") as f:
             rows = list(csv.DictReader(f))
         record = json.loads((Path(tmp) / "model.json").read_text())
@@ -268,7 +265,7 @@ def main() -> None:
     for dataset in args.datasets.split(","):
         entry = out["datasets"].setdefault(dataset, {})
         for _ in study_dataset(dataset, args.method, labels, entry):
-            write(name, out)
+            write(name, out, RESULTS)
 
 
 if __name__ == "__main__":

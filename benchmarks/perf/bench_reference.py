@@ -34,10 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write  # noqa: E402
 from paper_code import paper_code_replay, recorded_seed  # noqa: E402
 
-from onlinegp.experiments.bench.poam import label, paper_model_options  # noqa: E402
+from onlinegp.experiments.bench.poam import label  # noqa: E402
+from onlinegp.experiments.protocols import paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "poam"
 #: the paper's settings (σ² = 1.0 at the start, exact M-step, no pre-training: Algorithm 1), and for POAM also the
 #: library's default sketched M-step
 PAPER = "paper settings"

@@ -4,7 +4,7 @@ Kepler et al. 2021 (§IV-C) tune every method's parameters by hand "to achieve t
 performance (averaged across 5 trials)" and report LGPR's kin40k RMSE as 0.231 (Table III); the bench's LGPR
 (``onlinegp bench wgpr``: w_gen = 0.3, at most 300 points per local model, 3 models per prediction, θ fitted offline
 on 1000 random training points) gives 0.353. This study reruns the bench's own kin40k job
-(:func:`onlinegp.experiments.bench.wgpr.run_job`: the same split, stream, scaling and seeds) with one of LGPR's
+(:func:`onlinegp.experiments.protocols.wgpr_run`: the same split, stream, scaling and seeds) with one of LGPR's
 settings changed at a time, and then the best of each together, to show which of them moves the cell.
 
     OMP_NUM_THREADS=1 python benchmarks/study_lgpr_kin40k.py [--seeds 0-1]
@@ -17,21 +17,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import code_version  # noqa: E402
-
-from onlinegp.experiments.bench.parse import parse_seeds  # noqa: E402
-from onlinegp.experiments.bench.wgpr import BATCH_SIZE, SETTINGS, run_job  # noqa: E402
+from onlinegp.experiments.bench.parse import parse_seeds
+from onlinegp.experiments.bench.runner import code_version
+from onlinegp.experiments.protocols import WGPR_BATCH_SIZE, WGPR_SETTINGS, wgpr_run
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NAME = "study_lgpr_kin40k"
-DEFAULT = {"w_gen": SETTINGS["kin40k"]["lgpr"]["w_gen"], "max_local": 300, "num_predict": 3, "max_fit_points": 1000}
+DEFAULT = {
+    "w_gen": WGPR_SETTINGS["kin40k"]["lgpr"]["w_gen"],
+    "max_local": 300,
+    "num_predict": 3,
+    "max_fit_points": 1000,
+}
 #: each variant changes the bench's LGPR in one setting (the last takes the larger of the single changes together)
 VARIANTS = {
     "bench": {},
@@ -51,7 +53,7 @@ def run(variant: str, seed: int) -> dict:
     config = {
         "max_points": None,
         "max_test": 2000,
-        "batch_size": BATCH_SIZE,
+        "batch_size": WGPR_BATCH_SIZE,
         "member_steps": None,
         "seed": seed,
         "dataset": "kin40k",
@@ -59,7 +61,7 @@ def run(variant: str, seed: int) -> dict:
         "params": {**DEFAULT, **VARIANTS[variant]},
     }
     with tempfile.TemporaryDirectory() as tmp:
-        out = run_job(config, Path(tmp))
+        out = wgpr_run(config, Path(tmp))
         model = json.loads((Path(tmp) / "model.json").read_text())
     return {
         "variant": variant,

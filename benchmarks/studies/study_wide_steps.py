@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))  # common.py, paper_code.py
+from common import STUDY_RESULTS, write  # noqa: E402
 
 from onlinegp import make_model  # noqa: E402
-from onlinegp.experiments.bench.defaults import scores, split_data  # noqa: E402
+from onlinegp.experiments.protocols import scores, split_data  # noqa: E402
 
 #: (label, options): 10 steps is the papers' setting (POAM, SSGP++; O-SVGP takes one per 10 points = 10 here)
 VARIANTS = (
@@ -59,7 +59,7 @@ def main() -> None:
                     f"{dataset} {method} {label}: RMSE {row['rmse']:.3f} NLPD {row['nlpd']:.2f} {row['update_time']:.0f} s"
                 )
                 rows.append(row)
-    write("wide_steps", {"rows": rows})
+    write("wide_steps", {"rows": rows}, STUDY_RESULTS)
 
 
 if __name__ == "__main__":

@@ -26,18 +26,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import code_version  # noqa: E402
-
-from onlinegp.experiments.bench.parse import parse_seeds  # noqa: E402
-from onlinegp.experiments.bench.wgpr import build, load_stream, two_regime_toy  # noqa: E402
-from onlinegp.metrics import rmse  # noqa: E402
+from onlinegp.experiments.bench.parse import parse_seeds
+from onlinegp.experiments.bench.runner import code_version
+from onlinegp.experiments.protocols import load_stream, two_regime_toy, wgpr_model
+from onlinegp.metrics import rmse
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 100
@@ -52,7 +49,7 @@ def trial(seed: int, moved: bool) -> dict:
     _, noise_free = two_regime_toy(n_train=3000, seed=seed)
     x_bounds = np.stack([train.X.min(0), train.X.max(0)])
     y_stats = (float(train.y.mean()), float(train.y.std()))
-    model = build("wgpr", 1, {"epsilon": 1.0}, x_bounds, y_stats, seed, None, moved)
+    model = wgpr_model("wgpr", 1, {"epsilon": 1.0}, x_bounds, y_stats, seed, None, moved)
     absorbed: list[np.ndarray] = []
     for idx in np.array_split(np.arange(len(train)), math.ceil(len(train) / BATCH)):
         chosen = model.update(train.X[idx], train.y[idx]).extra["chosen"]

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
-from common import machine, write
 
-from onlinegp.experiments.bench.defaults import split_data
-from onlinegp.experiments.bench.wgpr import INIT_LENGTHSCALE, load_stream
-from onlinegp.metrics import nlpd, rmse
-from onlinegp.models.registry import make_model
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))  # common.py
+from common import STUDY_RESULTS, machine, write  # noqa: E402
+
+from onlinegp.experiments.protocols import WGPR_INIT_LENGTHSCALE, load_stream, split_data  # noqa: E402
+from onlinegp.metrics import nlpd, rmse  # noqa: E402
+from onlinegp.models.registry import make_model  # noqa: E402
 
 #: mode -> (fit_inducing, old_noise) of OSGPR
 MODES = {
@@ -49,7 +52,7 @@ def model_options(name: str, X: np.ndarray, y: np.ndarray, num_inducing: int, se
     if name == "bathymetry":
         return {
             "num_inducing": 50,
-            "kernel_options": {"lengthscale": INIT_LENGTHSCALE * math.sqrt(X.shape[1])},
+            "kernel_options": {"lengthscale": WGPR_INIT_LENGTHSCALE * math.sqrt(X.shape[1])},
             "x_bounds": np.stack([X.min(0), X.max(0)]).tolist(),
             "y_stats": (float(y.mean()), float(y.std())),
             "seed": seed,
@@ -112,7 +115,7 @@ def main() -> None:
             ),
             flush=True,
         )
-    write(args.name, {"machine": machine(), "args": vars(args), "rows": rows})
+    write(args.name, {"machine": machine(), "args": vars(args), "rows": rows}, STUDY_RESULTS)
 
 
 if __name__ == "__main__":

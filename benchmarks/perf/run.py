@@ -1,11 +1,14 @@
-"""Run every benchmarks/bench_*.py (each writes benchmarks/results/<name>.json), then write results/SUMMARY.md.
+"""The timing suite's one runner: every benchmark of ``registry.py`` (each writes ``results/<name>.json``), then
+``results/SUMMARY.md``.
 
 Each benchmark runs in its own process with the same thread setting (``--threads``, default 1: on a shared
 2-core machine one thread per process is the stable choice, and both sides of every ratio use the same setting).
-``bench_mission.py`` (minutes) runs only with ``--mission``; ``--missions-accuracy`` also compares 3 default
-missions before/after the speed work. ``--only NAME ...`` runs a subset; ``--summary`` only rewrites SUMMARY.md.
+The opt-in benchmarks (the registry's ``opt_in``: minutes long, or for a GPU) run only by name (``--only NAME``) or
+with their option (``--mission``); ``--missions-accuracy`` also compares 3 default missions before/after the speed
+work. ``--only NAME ...`` runs a subset; ``--summary`` only rewrites SUMMARY.md from the result files; ``--table``
+prints the registry's table of benchmarks (as benchmarks/README.md shows it).
 
-    python benchmarks/run_all.py [--mission] [--threads 1] [--only bench_poam_epoch]
+    python benchmarks/perf/run.py [--mission] [--threads 1] [--only bench_poam_epoch] [--summary]
 """
 
 from __future__ import annotations
@@ -19,14 +22,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-OPT_IN = {
-    "bench_mission",
-    "bench_threads",
-    "bench_portable",
-    "bench_device",
-    "bench_serve_load",
-}  # long, or for a GPU: --mission, or by name (--only)
+sys.path.insert(0, str(HERE))
+import registry  # noqa: E402
+from common import RESULTS, read_result  # noqa: E402
+
+ROOT = HERE.parents[1]
 
 
 def load(name: str) -> dict | None:
@@ -39,7 +39,12 @@ def fmt(x, digits: int = 3) -> str:
 
 
 def summary_markdown() -> str:
-    lines = ["# Benchmark summary", "", "Written by `benchmarks/run_all.py` from `benchmarks/results/*.json`.", ""]
+    lines = [
+        "# Benchmark summary",
+        "",
+        "Written by `benchmarks/perf/run.py` from `benchmarks/perf/results/*.json`.",
+        "",
+    ]
     epoch = load("bench_poam_epoch")
     if epoch:
         s, m = epoch["summary"], epoch["machine"]
@@ -211,7 +216,28 @@ def summary_markdown() -> str:
     if others:
         lines += ["## Other benchmarks", ""] + [f"- `{name}`: see `results/{name}.json`" for name in others] + [""]
     lines += device_markdown(load("bench_device_h100"))
-    return "\n".join(lines)
+    return "\n".join(lines + registry_markdown())
+
+
+def registry_markdown() -> list[str]:
+    """The benchmarks of the suite (registry.py) and, per result file, the envelope it was written in."""
+    lines = ["## The benchmarks (`benchmarks/perf/registry.py`)", "", registry.markdown_table().rstrip("\n"), ""]
+    lines += [
+        "Result files (`results/*.json`; the envelope of each: code version, torch threads, 1-minute load average at "
+        "the end):",
+        "",
+        "| file | benchmark | code | torch threads | load average |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    owner = {p.name: b.name for b in registry.BENCHMARKS for r in b.results for p in RESULTS.glob(r)}
+    for path in sorted(RESULTS.glob("*.json")):
+        m = read_result(path)["machine"]
+        load = m.get("load_average")
+        lines.append(
+            f"| `{path.name}` | {owner.get(path.name, '–')} | {m.get('code', '–')} | {m.get('torch_threads', '–')} | "
+            f"{fmt(load[0]) if load else '–'} |"
+        )
+    return [*lines, ""]
 
 
 def device_markdown(device: dict | None) -> list[str]:
@@ -245,37 +271,43 @@ def device_markdown(device: dict | None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mission", action="store_true", help="also run the full default mission (minutes)")
-    parser.add_argument(
-        "--missions-accuracy",
-        action="store_true",
-        help="bench_accuracy also compares 3 default missions before/after (tens of minutes)",
-    )
+    for flag in registry.flags().values():
+        parser.add_argument(f"--{flag.name}", action="store_true", help=flag.help)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--only", nargs="+", default=None)
+    parser.add_argument("--only", nargs="+", default=None, choices=sorted(registry.by_name()), metavar="NAME")
     parser.add_argument("--summary", action="store_true", help="only rewrite SUMMARY.md from existing results")
+    parser.add_argument("--table", action="store_true", help="print the registry's table of benchmarks and exit")
     args = parser.parse_args(argv)
-    failed = []
-    if not args.summary:
-        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads), MPLBACKEND="Agg")
-        for script in sorted(HERE.glob("bench_*.py")):
-            name = script.stem
-            if args.only and name not in args.only:
-                continue
-            if name in OPT_IN and not args.mission and not args.only:
-                print(f"skip {name} (opt-in: --mission or --only {name})")
-                continue
-            extra = ["--missions"] if name == "bench_accuracy" and args.missions_accuracy else []
-            print(f"== {name}", flush=True)
-            t0 = time.perf_counter()
-            code = subprocess.run([sys.executable, str(script), *extra], env=env, cwd=HERE.parent).returncode
-            print(f"== {name}: exit {code} after {time.perf_counter() - t0:.0f} s", flush=True)
-            if code:
-                failed.append(name)
+    if args.table:
+        print(registry.markdown_table(), end="")
+        return 0
+    failed = [] if args.summary else run_suite(args)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "SUMMARY.md").write_text(summary_markdown())
     print(f"wrote {RESULTS / 'SUMMARY.md'}" + (f"; failed: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
+
+
+def run_suite(args: argparse.Namespace) -> list[str]:
+    """Run the registry's benchmarks that ``args`` select, each in its own process; the names of those that failed."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads), MPLBACKEND="Agg")
+    failed = []
+    for bench in registry.BENCHMARKS:
+        given = [f for f in bench.flags if getattr(args, f.name.replace("-", "_"))]
+        if args.only and bench.name not in args.only:
+            continue
+        if bench.opt_in and not args.only and not given:
+            options = " or ".join([f"--only {bench.name}", *(f"--{f.name}" for f in bench.flags)])
+            print(f"skip {bench.name} (opt-in, {bench.opt_in}: {options})")
+            continue
+        extra = [a for f in given for a in f.args]
+        print(f"== {bench.name}", flush=True)
+        t0 = time.perf_counter()
+        code = subprocess.run([sys.executable, str(bench.script), *bench.args, *extra], env=env, cwd=ROOT).returncode
+        print(f"== {bench.name}: exit {code} after {time.perf_counter() - t0:.0f} s", flush=True)
+        if code:
+            failed.append(bench.name)
+    return failed
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from onlinegp.experiments.bench.parse import parse_seeds
 from onlinegp.experiments.bench.runner import default_results_root
 
 RESULTS = Path(__file__).resolve().parent / "results"
-FIGURE = Path(__file__).resolve().parents[1] / "docs" / "results" / "fleet-seafloor-early.png"
+FIGURE = Path(__file__).resolve().parents[2] / "docs" / "results" / "fleet-seafloor-early.png"
 GROUPS = ("k1", "k4-joint-async")
 DEEP = 120.0  # elevation (0-255) below which a cell is in the basin
 SLOPE = 200.0  # elevation below which a cell is in the basin or on its slopes (the shelf lies at 200-255)

@@ -15,25 +15,20 @@ writes ``benchmarks/results/study_wiski_bo_kernel.md``.
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import code_version  # noqa: E402
-
-from onlinegp.experiments.bench.parse import parse_seeds  # noqa: E402
-from onlinegp.experiments.bench.wiski import (  # noqa: E402
+from onlinegp.experiments.bench.parse import parse_seeds
+from onlinegp.experiments.bench.runner import code_version
+from onlinegp.experiments.bench.wiski import (
     BatchUCB,
     BoOptions,
-    _bo_model_options,
-    _bo_problem,
-    _set_steps,
     bo_specs,
 )
-from onlinegp.models import make_model  # noqa: E402
+from onlinegp.experiments.protocols import bo_model_options, bo_problem, set_steps
+from onlinegp.models import make_model
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: the paper's acquisition and fit (appendix C.2), as the docs' command
@@ -43,14 +38,14 @@ PAPER = dict(grid_size=10, num_restarts=10, raw_samples=512, fit="lbfgs")
 def run(config: dict) -> dict:
     """The bench's run of ``config`` for its iterations (:func:`~onlinegp.experiments.bench.wiski.bo_job` without
     checkpoints), recording each update's health warnings, length-scale and noise."""
-    f, bounds, X0, Y0 = _bo_problem(config)
-    opts = _bo_model_options("wiski", config["kernel"], config["fit"], config["grid_size"], config["init_steps"])
+    f, bounds, X0, Y0 = bo_problem(config)
+    opts = bo_model_options("wiski", config["kernel"], config["fit"], config["grid_size"], config["init_steps"])
     gp = make_model("wiski", 3, x_bounds=bounds, seed=config["seed"], **opts)
     ucb = BatchUCB(3, config["beta"], config["beta_decay"], config["num_restarts"], config["raw_samples"], 128)
-    _set_steps(gp, config["init_steps"])
+    set_steps(gp, config["init_steps"])
     results = [gp.update(X0, Y0)]
     torch.manual_seed(config["seed"] + 1)
-    _set_steps(gp, config["steps"])
+    set_steps(gp, config["steps"])
     shortest, noise = [], []
     for it in range(1, config["iterations"] + 1):
         cand = ucb.candidates(gp, bounds, it)

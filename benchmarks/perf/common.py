@@ -1,7 +1,9 @@
-"""Shared helpers of the benchmarks: a smooth non-stationary test field, streams, robust timing, JSON output.
+"""Shared helpers of the benchmarks (the timing suite here, and the studies of ``benchmarks/studies/``): a smooth
+non-stationary test field, streams, robust timing, and the result files' one schema (:data:`ENVELOPE`).
 
-Benchmarks are scripts, not tests: each ``bench_*.py`` writes ``benchmarks/results/<name>.json`` and returns a
-dict of results; ``run_all.py`` runs them all and writes ``results/SUMMARY.md``.
+Benchmarks are scripts, not tests: each ``bench_*.py`` (declared in ``registry.py``) writes
+``benchmarks/perf/results/<name>.json`` through :func:`write`; ``run.py`` runs them and writes ``results/SUMMARY.md``.
+A study writes ``benchmarks/studies/results/<name>.json`` the same way (``write(name, result, STUDY_RESULTS)``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import torch
 from onlinegp.experiments.bench.runner import code_version
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: the studies' result files (benchmarks/studies/results): a study passes it to :func:`write`
+STUDY_RESULTS = Path(__file__).resolve().parents[1] / "studies" / "results"
 EXTENT = 30.0  # task extent [-30, 30]^2 m, as the POAM simulator
 
 
@@ -86,9 +90,37 @@ def machine() -> dict:
     }
 
 
-def write(name: str, result: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+#: the envelope of every result file: what :func:`write` puts around a benchmark's own keys (its ``config`` and results)
+ENVELOPE = {
+    "benchmark": "the result's name (the file's stem)",
+    "machine": "what it ran on (:func:`machine`): platform, processor, cpus, torch, torch_threads, load_average, code",
+    "config": "the benchmark's settings (optional; older files call it args or settings)",
+}
+#: older files' spellings of the envelope, read by :func:`read_result`: machine keys, and top-level keys
+OLD_MACHINE_KEYS = {"threads": "torch_threads"}
+OLD_CONFIG_KEYS = ("args", "settings")
+
+
+def read_result(path: Path) -> dict:
+    """A result file's envelope, normalised: ``benchmark``, ``machine`` (with ``code``, ``torch_threads`` and
+    ``load_average`` wherever the file has them: older files hold some at the top level or under other names),
+    ``config`` (or None) and ``path``. The file is read as it is; nothing is rewritten."""
+    data = json.loads(Path(path).read_text())
+    machine = dict(data.get("machine") or {})
+    for old, new in OLD_MACHINE_KEYS.items():
+        if old in machine and new not in machine:
+            machine[new] = machine.pop(old)
+    for key in ("code", "torch_threads"):
+        if key not in machine and key in data:
+            machine[key] = data[key]
+    config = data.get("config", next((data[k] for k in OLD_CONFIG_KEYS if k in data), None))
+    return {"benchmark": data.get("benchmark", Path(path).stem), "machine": machine, "config": config, "path": path}
+
+
+def write(name: str, result: dict, results: Path = RESULTS) -> Path:
+    """Write ``result`` as ``results/<name>.json`` in the :data:`ENVELOPE` (``benchmark``, ``machine``, then its keys)."""
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"{name}.json"
     result = {"benchmark": name, "machine": machine(), **result}
     path.write_text(json.dumps(result, indent=2, default=float))
     return path

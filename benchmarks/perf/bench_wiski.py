@@ -51,9 +51,8 @@ import numpy as np
 import torch
 from scipy.linalg import lapack
 
-from onlinegp.experiments.bench.defaults import bounds_of, scores, split_data
-from onlinegp.experiments.bench.exact import lbfgs_exact_gp
 from onlinegp.experiments.bench.runner import code_version
+from onlinegp.experiments.protocols import bounds_of, lbfgs_exact_gp, scores, split_data
 from onlinegp.models.registry import make_model
 from onlinegp.models.wiski import SETTLED, WISKI
 from onlinegp.training import Pretraining, Training

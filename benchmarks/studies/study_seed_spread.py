@@ -26,20 +26,21 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, write  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))  # common.py, paper_code.py
+from common import STUDY_RESULTS as RESULTS  # noqa: E402
+from common import write  # noqa: E402
 from paper_code import paper_code_replay, recorded_seed  # noqa: E402
 
-from onlinegp.experiments.bench.poam import paper_model_options  # noqa: E402
+from onlinegp.experiments.protocols import paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "poam"
 STREAMS = ("valley-ridges_seed0", "valley-ridges_seed1")
 
 
 def save(name: str, result: dict) -> None:
     result["table"] = table(result)
-    write(name, result)
+    write(name, result, RESULTS)
 
 
 def run(streams: list[str], seeds: int, paper_code: Path | None, reference: Path, name: str) -> dict:

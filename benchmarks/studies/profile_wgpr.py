@@ -2,7 +2,7 @@
 
 Kepler et al. 2021 (Table II) put WGPR's kin40k training time at 6.5x LGPR's, SOLAR-GP's at 3.8x and OVFE's at 3.7x;
 the kept sweep (``onlinegp bench wgpr``, docs/results/wgpr.md) has them far above. This script runs the bench's own
-kin40k job (:func:`onlinegp.experiments.bench.wgpr.run_job`: its split, streaming order, scaling, batch size and model
+kin40k job (:func:`onlinegp.experiments.protocols.wgpr_run`: its split, streaming order, scaling, batch size and model
 configs, the sparse models' pseudo-inputs moved as the bench's default) cut to ``--points`` training rows (the bench's
 ``--max-points``: a random subsample in the stream's order), one trial, one torch thread, for each variant of
 :data:`VARIANTS`: a method of the bench with options
@@ -37,11 +37,13 @@ from unittest import mock
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))  # common.py, paper_code.py
+from common import STUDY_RESULTS as RESULTS  # noqa: E402
+from common import machine  # noqa: E402
 
 from onlinegp.base import OnlineGP  # noqa: E402
-from onlinegp.experiments.bench.wgpr import WgprOptions, run_job, specs_for  # noqa: E402
+from onlinegp.experiments.bench.wgpr import WgprOptions, specs_for  # noqa: E402
+from onlinegp.experiments.protocols import wgpr_run  # noqa: E402
 from onlinegp.models.osgpr import OSGPR  # noqa: E402
 from onlinegp.models.registry import model_class  # noqa: E402
 
@@ -118,7 +120,7 @@ def run(variant: str, points: int, seed: int) -> dict:
         if method == "lgpr":  # its offline fit is part of its training time
             fit = cls.fit_hyperparameters
             stack.enter_context(mock.patch.object(cls, "fit_hyperparameters", cpu_timed(fit, cpu)))
-        out = run_job(config, Path(tmp))
+        out = wgpr_run(config, Path(tmp))
     evaluations = [e for e, _ in fits]
     return {
         "variant": variant,

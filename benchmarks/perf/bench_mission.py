@@ -1,20 +1,24 @@
 """A full default mission (5000 samples, POAM + Attentive Kernel) end to end: wall time, peak memory and where the
 time goes.
 
-Runs ``onlinegp mission`` in a child process (so its peak resident memory and its start-up are its own) through a
-small driver that times, without changing what runs: the mission's start-up (interpreter, imports, model
-construction: everything before ``run_mission``; ``startup_s`` splits it into imports, model construction, the
-rest of the CLI, and interpreter launch and exit), the checkpoints (``Mission.save`` and the metrics.csv
-rewrites), the planner's candidate predictions (``MaxEntropyPlanner.scores``) and the figures; the metric rows
-give the model updates, the evaluation-grid predictions and planning + driving. Each phase is reported in seconds
-and as a fraction of the child's wall time; ``non_update_fraction`` is everything but the model updates.
+Runs ``onlinegp mission`` in a child process (so its peak resident memory and its start-up are its own) under a
+:class:`~onlinegp.experiments.simulator.phases.PhaseTimer`, the hook that ``open_mission``, ``run_mission`` and the
+planner report their phases into (nothing is patched: the mission runs as the command runs it): the mission's
+start-up (interpreter, imports, mission construction: everything before ``run_mission``; ``startup_s`` splits it
+into imports, mission construction (``open_mission``: the field, the model, the planner), the rest of the CLI, and
+interpreter launch and exit), the checkpoints (``Mission.save`` and the metrics.csv rewrites), the planner's
+candidate predictions and the figures; the metric rows give the model updates, the evaluation-grid predictions and
+planning + driving. Each phase is reported in seconds and as a fraction of the child's wall time;
+``non_update_fraction`` is everything but the model updates. (Results written before the hook, which wrapped module
+functions instead, have ``startup_s.model_build``, ``build_model`` alone, where the hook's has ``mission_build``.)
 
 ``--compare SRC`` runs the same mission with another source tree first (``PYTHONPATH=SRC``, e.g. a copy of ``src``
-before a change), then this one, alternating ``--repeats`` times: before/after fractions in the same run conditions.
-The load average is recorded around every run (the machine may be shared). Opt-in from run_all (``--mission``):
-it takes minutes.
+before a change), then this one, alternating ``--repeats`` times: before/after fractions in the same run conditions
+(a tree from before the phase timer gives the wall time and the metric rows' phases; the others are None).
+The load average is recorded around every run (the machine may be shared). Opt-in in the perf suite
+(``benchmarks/perf/run.py --mission`` or ``--only bench_mission``): it takes minutes.
 
-    python benchmarks/bench_mission.py [--seed 0] [--budget 5000] [--threads 1] [--compare /tmp/old/src]
+    python benchmarks/perf/bench_mission.py [--seed 0] [--budget 5000] [--threads 1] [--compare /tmp/old/src]
 """
 
 from __future__ import annotations
@@ -35,45 +39,26 @@ from common import write  # noqa: E402
 
 PAPER_MISSION_S = 6.5 * 60
 
-#: the child: times phases by wrapping functions the mission calls through module attributes, then runs the CLI
+#: the child: runs the CLI under a PhaseTimer (onlinegp.experiments.simulator.phases), which open_mission, run_mission
+#: and the planner report into; a --compare tree from before the timer runs untimed (its phases are None)
 DRIVER = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from onlinegp.experiments.cli import app
-import onlinegp.experiments.simulator.mission as mm
-import onlinegp.experiments.simulator.planners as planners
 try:
-    import onlinegp.experiments.simulator.run as mr
-except ImportError:  # a --compare tree from before run.py, whose mission.py held run_mission
-    mr = mm
-acc = {"checkpoint": 0.0, "figures": 0.0, "candidates": 0.0, "model_build": 0.0}
+    from onlinegp.experiments.simulator.phases import PhaseTimer
+except ImportError:
+    PhaseTimer = None
+import contextlib
+timer = PhaseTimer() if PhaseTimer else None
 marks = {"imported": time.perf_counter() - t0}
-def timed(key, fn):
-    def inner(*args, **kwargs):
-        t = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            acc[key] += time.perf_counter() - t
-    return inner
-def run_mission(*args, _run=mr.run_mission, **kwargs):
-    marks["run_start"] = time.perf_counter() - t0
-    try:
-        return _run(*args, **kwargs)
-    finally:
-        marks["run_end"] = time.perf_counter() - t0
-mm.Mission.save = timed("checkpoint", mm.Mission.save)
-mr.write_csv = timed("checkpoint", mr.write_csv)
-mr.write_figures = timed("figures", mr.write_figures)
-mm.build_model = timed("model_build", mm.build_model)
-planners.MaxEntropyPlanner.scores = timed("candidates", planners.MaxEntropyPlanner.scores)
-mr.run_mission = run_mission
 try:
-    app(sys.argv[2:], standalone_mode=False)
+    with timer or contextlib.nullcontext():
+        app(sys.argv[2:], standalone_mode=False)
 finally:
     marks["end"] = time.perf_counter() - t0
     with open(sys.argv[1], "w") as fh:
-        json.dump({**acc, **marks}, fh)
+        json.dump({"phases": timer.seconds if timer else None, **marks}, fh)
 """
 
 
@@ -101,22 +86,25 @@ def run(seed: int = 0, budget: int | None = None, threads: int | None = None, sr
     update = sum(r["update_time"] for r in rows)
     predict = sum(r["prediction_time"] for r in rows)
     plan_drive = sum(r["plan_drive_time"] for r in rows)
-    run_s = t["run_end"] - t["run_start"]
+    timed = t["phases"]  # None: a tree without the phase timer
+    run_s = timed["run"] if timed else None
     phases = {
         "update": update,
         "eval_prediction": predict,
-        "planner_prediction": t["candidates"],
-        "plan_drive_other": plan_drive - t["candidates"],
+        "planner_prediction": timed and timed.get("candidates", 0.0),
+        "plan_drive_other": timed and plan_drive - timed.get("candidates", 0.0),
         "epoch_other": step_s - update - predict - plan_drive,  # metrics, learnt hyper-parameters
-        "checkpoints": t["checkpoint"],
-        "figures": t["figures"],
-        "outputs_other": run_s - step_s - t["checkpoint"] - t["figures"],  # model.pt, survey, metrics.json
-        "startup_exit": wall - run_s,  # interpreter, imports, model construction; interpreter exit
+        "checkpoints": timed and timed.get("checkpoints", 0.0),
+        "figures": timed and timed.get("figures", 0.0),
+        # model.pt, survey, metrics.json, config.json, the epochs' progress bar
+        "outputs_other": timed and run_s - step_s - timed.get("checkpoints", 0.0) - timed.get("figures", 0.0),
+        "startup_exit": timed and wall - run_s,  # interpreter, imports, mission construction; interpreter exit
     }
     startup = {
         "imports": t["imported"],  # the CLI and the mission's modules, torch and gpytorch among them
-        "model_build": t["model_build"],  # with what its first optimiser imports (torch._dynamo)
-        "cli_other": t["run_start"] - t["imported"] - t["model_build"] + t["end"] - t["run_end"],
+        # open_mission: the field, the model (with what its first optimiser imports: torch._dynamo), the planner
+        "mission_build": timed and timed.get("mission_build", 0.0),
+        "cli_other": timed and t["end"] - t["imported"] - timed.get("mission_build", 0.0) - run_s,
         "launch_exit": wall - t["end"],  # interpreter start before the driver's first line, and exit
     }
     return {
@@ -135,11 +123,17 @@ def run(seed: int = 0, budget: int | None = None, threads: int | None = None, sr
         "epochs": len(rows),
         "phases_s": phases,
         "startup_s": startup,
-        "fractions": {k: v / wall for k, v in phases.items()},
+        "fractions": {k: None if v is None else v / wall for k, v in phases.items()},
         "non_update_fraction": 1.0 - update / wall,
         "total_update_s": update,
         "final": {k: rows[-1][k] for k in ("smse", "msll", "rmse", "nlpd") if k in rows[-1]},
     }
+
+
+def _median(values) -> float | None:
+    """The median, None when a run lacks the value (a tree without the phase timer)."""
+    values = list(values)
+    return None if any(v is None for v in values) else statistics.median(values)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -167,8 +161,8 @@ def main(argv: list[str] | None = None) -> dict:
             out[name] = {
                 "wall_s": statistics.median(r["wall_s"] for r in rs),
                 "non_update_fraction": statistics.median(r["non_update_fraction"] for r in rs),
-                "fractions": {k: statistics.median(r["fractions"][k] for r in rs) for k in rs[0]["fractions"]},
-                "startup_s": {k: statistics.median(r["startup_s"][k] for r in rs) for k in rs[0]["startup_s"]},
+                "fractions": {k: _median(r["fractions"][k] for r in rs) for k in rs[0]["fractions"]},
+                "startup_s": {k: _median(r["startup_s"][k] for r in rs) for k in rs[0]["startup_s"]},
             }
         out["same_final_metrics"] = all(a["final"] == b["final"] for a, b in zip(runs["before"], runs["after"]))
     name = "bench_mission" + ("_compare" if args.compare else "") + (f"_{args.tag}" if args.tag else "")

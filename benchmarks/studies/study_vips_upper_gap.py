@@ -22,15 +22,12 @@ writes ``benchmarks/results/study_vips_upper_gap.md``.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import code_version  # noqa: E402
-
-from onlinegp.experiments.bench.vips import Table1Options, table1_specs  # noqa: E402
-from onlinegp.experiments.stream import StreamConfig, prepare  # noqa: E402
-from onlinegp.models.registry import make_model  # noqa: E402
+from onlinegp.experiments.bench.runner import code_version
+from onlinegp.experiments.bench.vips import Table1Options, table1_specs
+from onlinegp.experiments.stream import StreamConfig, prepare
+from onlinegp.models.registry import make_model
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

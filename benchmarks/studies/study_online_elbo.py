@@ -36,16 +36,17 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, code_version, write  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))  # common.py, paper_code.py
+from common import STUDY_RESULTS as RESULTS  # noqa: E402
+from common import code_version, write  # noqa: E402
 
-from onlinegp.experiments.bench.poam import PAPER_SETTINGS, paper_model_options  # noqa: E402
+from onlinegp.experiments.protocols import PAPER_SETTINGS, paper_model_options  # noqa: E402
 from onlinegp.experiments.replay import build_replay_model, load_survey, replay, summary  # noqa: E402
 from onlinegp.experiments.simulator.mission import MissionConfig  # noqa: E402
 from onlinegp.experiments.simulator.run import SURVEY, run_mission  # noqa: E402
 from onlinegp.models import POAM, OnlineELBO, register  # noqa: E402
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam"
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "poam"
 
 
 @register("study-poam-new-batch", "study: POAM's M-step (Eq. 10) on the new batch alone")
@@ -107,7 +108,7 @@ def run(streams: list[str] | None, variants: list[str], updates: int | None, ref
             rows = replay(survey, build_replay_model(model, survey, 0, options))
             runs[variant] = summary(rows) | {"options": options, "code": code_version()}
             print(f"{path.stem} {variant}: {runs[variant]}", flush=True)
-            write(name, out)
+            write(name, out, RESULTS)
     return out
 
 
@@ -142,7 +143,7 @@ def run_missions(seeds: list[int], env: str, name: str, work: Path) -> dict:
                     rows = replay(survey, build_replay_model(map_model, survey, seed, options))
                 cells[cell] = summary(rows) | {"options": options, "code": code_version()}
                 print(f"{env} seed {seed} {cell}: {cells[cell]}", flush=True)
-                write(name, out)
+                write(name, out, RESULTS)
     return out
 
 

@@ -22,12 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))  # common.py, paper_code.py
+from common import STUDY_RESULTS, write  # noqa: E402
 
 from onlinegp import make_model  # noqa: E402
-from onlinegp.experiments.bench.defaults import scores, split_data  # noqa: E402
-from onlinegp.experiments.bench.exact import lbfgs_exact_gp  # noqa: E402
+from onlinegp.experiments.protocols import lbfgs_exact_gp, scores, split_data  # noqa: E402
 
 
 def study(dataset: str, sizes: list[int], batch: int = 100) -> dict:
@@ -64,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     result = {d: study(d, sizes) for d in args.datasets.split(",")}
-    print(f"wrote {write('sparse_budget', {'sizes': sizes, 'datasets': result})}")
+    print(f"wrote {write('sparse_budget', {'sizes': sizes, 'datasets': result}, STUDY_RESULTS)}")
 
 
 if __name__ == "__main__":

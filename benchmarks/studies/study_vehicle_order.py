@@ -35,16 +35,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, code_version, write  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))  # common.py, paper_code.py
+from common import STUDY_RESULTS as RESULTS  # noqa: E402
+from common import code_version, write  # noqa: E402
 
 from onlinegp import make_model  # noqa: E402
 from onlinegp.data import load_dataset  # noqa: E402
 from onlinegp.metrics import smse  # noqa: E402
 
 OUT = RESULTS / "vehicle_order.json"
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "results" / "vehicle-order.md"
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "poam" / "n17e073_poam_seed0.npz"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "results" / "vehicle-order.md"
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "poam" / "n17e073_poam_seed0.npz"
 STREAMS = ["magnetic", *(f"magnetic-{k}" for k in range(1, 6)), "env2-mission"]
 MODELS = ["poam", "osgpr", "ssgp++", "vips", "wiski"]
 COMMAND = (
@@ -109,7 +110,7 @@ def run(models: list[str], streams: list[str]) -> None:
                     continue
                 row = run_cell(stream, model, mode)
                 saved["cells"][key] = row | {"stream": name, "load": os.getloadavg()[0], "code": code_version()}
-                write("vehicle_order", {"cells": saved["cells"]})
+                write("vehicle_order", {"cells": saved["cells"]}, RESULTS)
                 print(key, {k: v for k, v in row.items() if k != "refusal"}, "refused" if "refusal" in row else "")
 
 

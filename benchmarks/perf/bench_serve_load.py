@@ -140,7 +140,7 @@ def run_load(k: int, rate: float, seconds: float, batch_size: int, batch_seconds
     }
 
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "results" / "serve-load.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "results" / "serve-load.md"
 
 
 def render() -> str:
