@@ -11,7 +11,7 @@ sketch and float32 should stay within the seed-to-seed noise. With ``--missions`
 default mission for each seed (minutes each, ``--workers`` at a time) and compare final SMSE/MSLL
 (``results/bench_accuracy_missions.json``).
 
-    python benchmarks/bench_accuracy.py [--seeds 0 1 2] [--missions] [--mission-variants fast sketch] [--workers 2]
+    python benchmarks/perf/bench_accuracy.py [--seeds 0 1 2] [--missions] [--mission-variants fast sketch] [--workers 2]
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ update is timed to the device's completion (``torch.cuda.synchronize``). Reporte
 first ``--warmup`` batches, the time to predict at ``--test`` points, and the largest difference between the two
 devices' predictive means (relative to the field's std) at the end, which shows the two ran the same method.
 
-    python benchmarks/bench_device.py                                  # on a machine with a GPU
-    python benchmarks/bench_device.py --methods poam,ssgp++ --num-inducing 200,1000 --threads 16
+    python benchmarks/perf/bench_device.py                                  # on a machine with a GPU
+    python benchmarks/perf/bench_device.py --methods poam,ssgp++ --num-inducing 200,1000 --threads 16
 
 Without a GPU it times the CPU only. The commit is recorded from git, or from ``$ONLINEGP_COMMIT`` where the
 checkout has no git (a copied working tree).

@@ -6,7 +6,7 @@ one core. ``--old`` also runs each target as onlinegp ran after torch before it 
 loaded torch: torch's default threads, spin-waiting (``OMP_NUM_THREADS`` = torch's default). Wall seconds and the
 1-minute load average before each run go to ``results/import-order.md``.
 
-    python benchmarks/bench_import_order.py [--targets quickstart,stream_tabular,...] [--old quickstart]
+    python benchmarks/perf/bench_import_order.py [--targets quickstart,stream_tabular,...] [--old quickstart]
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
     lines = [
         "# Import order beside a busy core",
         "",
-        f"`python benchmarks/bench_import_order.py --targets {args.targets}"
+        f"`python benchmarks/perf/bench_import_order.py --targets {args.targets}"
         + (f" --old {args.old}" if args.old else "")
         + f" --repeats {args.repeats}`: median wall seconds of {args.repeats} interleaved runs (the highest 1-minute load "
         f"average before one of them), {os.cpu_count()} CPUs, torch's "

@@ -7,7 +7,7 @@ default where a C compiler exists), ``torch`` (onlinegp's fused PyTorch path, th
 the base length-scales with one autograd term each, as the POAM paper's code). Values and gradients are checked to
 agree. Median of ``--repeats`` calls, wall clock.
 
-    python benchmarks/bench_kernel.py [--repeats 30] [--threads 1]
+    python benchmarks/perf/bench_kernel.py [--repeats 30] [--threads 1]
 """
 
 from __future__ import annotations

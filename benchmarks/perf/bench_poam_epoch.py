@@ -12,7 +12,7 @@ same expected gradient). Also timed: prediction of 2000 and 2500 points (both; o
 first call after an update, which builds the predictor's cached quadratic form, and "warm" = later calls), and a
 float32 onlinegp model fed the same stream.
 
-    python benchmarks/bench_poam_epoch.py [--epochs 7] [--threads 1]
+    python benchmarks/perf/bench_poam_epoch.py [--epochs 7] [--threads 1]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ the portable mode always uses one), interleaved so that a change of background l
 in ``bench_poam_epoch.py`` (M = 500, pilot of 1000, batches of 60, the library's default ``POAM``), after one
 warm-up epoch; (b) ``onlinegp mission --budget 800 --quiet`` end to end. Take it on a quiet machine.
 
-    python benchmarks/bench_portable.py [--budget 800] [--repeats 2] [--epochs 5]
+    python benchmarks/perf/bench_portable.py [--budget 800] [--repeats 2] [--epochs 5]
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ With ``--paper-code PATH`` (a checkout of the paper's implementation, kept outsi
 streams are also run through the paper's own code in the same process (:mod:`paper_code`), so its update time is
 measured beside ours under the same load: a same-run speed ratio.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_reference.py [--updates 40] [--streams valley-ridges_seed0,...]
+    OMP_NUM_THREADS=1 python benchmarks/perf/bench_reference.py [--updates 40] [--streams valley-ridges_seed0,...]
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ after the timed updates: a method whose selector is still adding inducing points
 because M grew (O(M³)), not because N did; ``osgpr@300`` caps OSGPR at 300 inducing points, a size its selector
 reaches before N = 5 000, to show its cost at a fixed M.
 
-    python benchmarks/bench_scaling.py [--methods poam ovc osgpr wiski] [--checkpoints 5000 50000]
+    python benchmarks/perf/bench_scaling.py [--methods poam ovc osgpr wiski] [--checkpoints 5000 50000]
 """
 
 from __future__ import annotations

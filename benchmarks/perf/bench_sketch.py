@@ -7,7 +7,7 @@ covariance root and with ``--draws`` sketches of p columns each (the library's C
 ‖g_sketch − g‖ / ‖g‖, the relative error of the sketches' average (≈ 0 if unbiased, shrinking like 1/√draws), and
 the relative spread of the exact gradient over 20 different mini-batches (the noise Adam already copes with).
 
-    python benchmarks/bench_sketch.py [--samples 3000] [--draws 50] [--probes 16 32 64 128]
+    python benchmarks/perf/bench_sketch.py [--samples 3000] [--draws 50] [--probes 16 32 64 128]
 """
 
 from __future__ import annotations

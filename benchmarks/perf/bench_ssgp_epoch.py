@@ -8,7 +8,7 @@ samples. For each timed epoch both paths start from the same model state and abs
 so load drifts hit both); the hyper-parameters after the epoch agree to round-off, which is checked and reported.
 POAM's default epoch on the same stream is timed too, for the ratio the issue quotes.
 
-    python benchmarks/bench_ssgp_epoch.py [--epochs 7] [--threads 1]
+    python benchmarks/perf/bench_ssgp_epoch.py [--epochs 7] [--threads 1]
 """
 
 from __future__ import annotations

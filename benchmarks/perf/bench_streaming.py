@@ -7,8 +7,8 @@ timed (wall clock and CPU time of the process: on a shared machine the latter is
 work); the table reports the median update time of the batches whose stream position falls in each window, and
 the checkpoint size (OSGPR keeps only its summary; POAM keeps its data buffer for the M-step by design).
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_streaming.py [--sizes 200:50000,500:20000] [--methods poam,ssgp++]
-    OMP_NUM_THREADS=1 python benchmarks/bench_streaming.py --sizes 200:3000 --methods poam,ssgp++,osgpr,ssgp \
+    OMP_NUM_THREADS=1 python benchmarks/perf/bench_streaming.py [--sizes 200:50000,500:20000] [--methods poam,ssgp++]
+    OMP_NUM_THREADS=1 python benchmarks/perf/bench_streaming.py --sizes 200:3000 --methods poam,ssgp++,osgpr,ssgp \
         --name streaming_lbfgs     # vanilla SSGP / O-SGPR: L-BFGS to convergence (up to 200 iterations) per batch
 """
 
@@ -117,7 +117,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--kernel", default="ak")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--name", default="streaming", help="results file benchmarks/results/<name>.json")
+    ap.add_argument("--name", default="streaming", help="results file benchmarks/perf/results/<name>.json")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     runs = []

@@ -6,7 +6,7 @@ starts its OpenMP pool, once on the machine as it is ("quiet") and once beside a
 (b) a POAM epoch as in ``bench_poam_epoch.py`` (M = 500, pilot of 1000, batches of 60, the library's default
 ``POAM``), after one warm-up epoch. The load average (1 min) is recorded at the start and end of each measurement.
 
-    python benchmarks/bench_threads.py [--budget 800] [--repeats 3] [--timeout 120]
+    python benchmarks/perf/bench_threads.py [--budget 800] [--repeats 3] [--timeout 120]
 """
 
 from __future__ import annotations

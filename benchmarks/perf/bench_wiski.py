@@ -16,7 +16,7 @@ rank of WᵀW (a rank-r root of it, Stanton et al. 2021 §4.2, saves work only w
 ``--compare SRC`` also times the Kronecker algebra of another source tree (e.g. a copy of ``src`` from before a change,
 ``PYTHONPATH=SRC``) in a worker process driven update by update over JSON lines, interleaved with this tree's updates and
 the Choleskies: rows with ``"tree": "compare"``, and the ratios compare / this. ``--grids 5:16`` times the learnt
-projection (D = 5 inputs onto a 16² grid). Writes ``benchmarks/results/wiski.json``.
+projection (D = 5 inputs onto a 16² grid). Writes ``benchmarks/perf/results/wiski.json``.
 
 ``--batch`` instead compares the Adam steps a batch of B points gets (:data:`RULES`: up to B, stopping once the
 objective has settled, WISKI's default since 0.6.0; B, one per point as Algorithm 1 streams them, the default of 0.1.0 and
@@ -26,11 +26,11 @@ rule updated in turn, batch by batch, in one process: the seconds of a first bat
 it (the smooth field above); the final RMSE and NLPD of 20 batches of 500 of the 2-D magnetic-field survey
 (``onlinegp.experiments.bench.defaults.split_data``: a seeded shuffle, 1000 test points, standardised) against the exact GP (θ by
 L-BFGS on the first ``--exact-fit`` points, then conditioned on all); and ``--stream-points`` of it in batches of
-200-1000 points (seeded sizes). Writes ``benchmarks/results/wiski-batch.json`` with the load averages.
+200-1000 points (seeded sizes). Writes ``benchmarks/perf/results/wiski-batch.json`` with the load averages.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_wiski.py [--sizes 1000,20000] [--points 20] [--threads 1]
+    OMP_NUM_THREADS=1 python benchmarks/perf/bench_wiski.py [--sizes 1000,20000] [--points 20] [--threads 1]
         [--grids 2:16,3:10] [--algebras kronecker,dense] [--dense-sizes 1000] [--compare OLD_SRC]
-    OMP_NUM_THREADS=1 python benchmarks/bench_wiski.py --batch [--splits 3] [--stream-points 22000]
+    OMP_NUM_THREADS=1 python benchmarks/perf/bench_wiski.py --batch [--splits 3] [--stream-points 22000]
 """
 
 from __future__ import annotations

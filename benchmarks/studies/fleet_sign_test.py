@@ -6,9 +6,9 @@ report block; its paired comparisons are regenerated from ``results/`` alone (no
 comparison (by default K = 4, joint against independent goals with asynchronous replanning: the averaged SMSE,
 paired by terrain and seed) are pooled. Each pair lies within one sweep, so within one version.
 
-    python benchmarks/fleet_sign_test.py [--comparison "joint vs independent (async)"] [--robots 4]
+    python benchmarks/studies/fleet_sign_test.py [--comparison "joint vs independent (async)"] [--robots 4]
 
-writes ``benchmarks/results/fleet_sign_test.md``.
+writes ``benchmarks/studies/results/fleet_sign_test.md``.
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ run of the same invocation, the test RMSE, the number of members, the update pha
 the optimiser's closure, and their wall time), WGPR's smallest score min_j w_j per update (Eq. 7: it splits where
 that is at least ε), with the load average before and after.
 
-    OMP_NUM_THREADS=1 python benchmarks/profile_wgpr.py [--points 2000] [--seed 0] [--variants "wgpr;wgpr tol 1e-4"]
+    OMP_NUM_THREADS=1 python benchmarks/studies/profile_wgpr.py [--points 2000] [--seed 0] [--variants "wgpr;wgpr tol 1e-4"]
 
 Each invocation runs LGPR first (the ratios' reference) and then the variants asked for, in order, each method's
 plain run before its first lever; a lever's entry repeats that plain run's numbers (``before``). It writes
-``benchmarks/results/profile_wgpr.json``, replacing the entries of the variants it ran at the same points and seed
+``benchmarks/studies/results/profile_wgpr.json``, replacing the entries of the variants it ran at the same points and seed
 (the others are kept, each with the numbers of its own invocation). Timings taken beside other jobs on a shared
 machine are inflated; compare variants of one invocation, and the CPU times rather than the wall times.
 """

@@ -41,11 +41,11 @@ in the coordinates of the prior at the batch's start; no option restores 0.1.0's
   0.1.0's kept cell to 1e-12; concrete 0.3624 against 0.3597);
 * ``whiten``: ``whiten=True``, coordinates of the prior that follow θ's steps (the library's option).
 
-    OMP_NUM_THREADS=1 python benchmarks/study_defaults_variants.py --method wiski
-    OMP_NUM_THREADS=1 python benchmarks/study_defaults_variants.py --method wgpr --datasets skillcraft \
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_defaults_variants.py --method wiski
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_defaults_variants.py --method wgpr --datasets skillcraft \
         --variants default,old_noise=fixed
 
-Writes ``benchmarks/results/study_<method>_defaults.json`` (``study_wiski_defaults.json`` for WISKI): per dataset the
+Writes ``benchmarks/studies/results/study_<method>_defaults.json`` (``study_wiski_defaults.json`` for WISKI): per dataset the
 exact GP's RMSE / NLPD (what the ratios divide by) and the version whose kept run gave them, the kept cells, and per
 variant the final RMSE, NLPD, RMSE ratio, NLPD difference, update time, the per-batch RMSE, the options the model ran
 with and the onlinegp version that ran it. Datasets and variants already in the file and not run again are kept.
@@ -247,7 +247,7 @@ def main() -> None:
     ap.add_argument("--method", default="wiski", choices=list(STUDIES))
     ap.add_argument("--datasets", default="concrete,elevators,skillcraft")
     ap.add_argument("--variants", default=None, help="comma-separated labels of STUDIES[method] (default: all)")
-    ap.add_argument("--name", default=None, help="output file stem in benchmarks/results (study_<method>_defaults)")
+    ap.add_argument("--name", default=None, help="output file stem in benchmarks/studies/results (study_<method>_defaults)")
     args = ap.parse_args()
     variants = STUDIES[args.method]
     labels = list(variants) if args.variants is None else args.variants.split(",")

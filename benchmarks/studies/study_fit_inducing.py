@@ -10,9 +10,9 @@ time. Streams: bundled UCI sets of different input widths (the defaults bench's 
 standardised with the training statistics) and the WGPR bench's lawnmower survey (``bathymetry``), where 'selected'
 diverged (issue 35).
 
-    python benchmarks/study_fit_inducing.py                       # writes benchmarks/results/fit_inducing.json
-    python benchmarks/study_fit_inducing.py --datasets concrete --train 600 --num-inducing 100
-    python benchmarks/study_fit_inducing.py --datasets kin40k --num-inducing 500 --name fit_inducing_kin40k_m500
+    python benchmarks/studies/study_fit_inducing.py                       # writes benchmarks/studies/results/fit_inducing.json
+    python benchmarks/studies/study_fit_inducing.py --datasets concrete --train 600 --num-inducing 100
+    python benchmarks/studies/study_fit_inducing.py --datasets kin40k --num-inducing 500 --name fit_inducing_kin40k_m500
 """
 
 from __future__ import annotations

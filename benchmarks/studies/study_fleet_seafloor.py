@@ -16,9 +16,9 @@ of ``results/fleet``); their samples and final models are not kept, so the study
 directory, or reruns them there (about 20 minutes on one core) and checks that every rerun's final SMSE is the kept
 run's to 1e-9, so the numbers are those of the kept runs.
 
-    OMP_NUM_THREADS=1 python benchmarks/study_fleet_seafloor.py [--runs DIR] [--seeds 0-4]
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_fleet_seafloor.py [--runs DIR] [--seeds 0-4]
 
-writes ``benchmarks/results/study_fleet_seafloor.md`` and the figure ``docs/results/fleet-seafloor-early.png`` (the
+writes ``benchmarks/studies/results/study_fleet_seafloor.md`` and the figure ``docs/results/fleet-seafloor-early.png`` (the
 first samples of the first seed's two missions over the terrain).
 """
 
@@ -149,7 +149,7 @@ def study(runs: Path, seeds: list[int]) -> str:
     lines = [
         "# Why four vehicles end behind one on seafloor",
         "",
-        f"`OMP_NUM_THREADS=1 python benchmarks/study_fleet_seafloor.py --seeds {','.join(map(str, seeds))}` "
+        f"`OMP_NUM_THREADS=1 python benchmarks/studies/study_fleet_seafloor.py --seeds {','.join(map(str, seeds))}` "
         f"(onlinegp {onlinegp.__version__}); the missions of `onlinegp bench fleet --envs seafloor --robots 1,4 "
         "--coordinations joint`, each rerun's final SMSE checked against the kept run's (`results/fleet`).",
         "",

@@ -7,9 +7,9 @@ on 1000 random training points) gives 0.353. This study reruns the bench's own k
 (:func:`onlinegp.experiments.protocols.wgpr_run`: the same split, stream, scaling and seeds) with one of LGPR's
 settings changed at a time, and then the best of each together, to show which of them moves the cell.
 
-    OMP_NUM_THREADS=1 python benchmarks/study_lgpr_kin40k.py [--seeds 0-1]
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_lgpr_kin40k.py [--seeds 0-1]
 
-writes ``benchmarks/results/study_lgpr_kin40k.{json,md}`` (runs already in the JSON from the same code are reused,
+writes ``benchmarks/studies/results/study_lgpr_kin40k.{json,md}`` (runs already in the JSON from the same code are reused,
 so an interrupted study resumes).
 """
 

@@ -22,9 +22,9 @@ POAM and an ONLINE-ELBO mission per seed (the ablation bench's settings, the ``p
 samples replayed through the other model: map x path. One thread. Each replay is saved as it finishes, and a rerun
 keeps the saved ones (a long study resumes).
 
-    OMP_NUM_THREADS=1 python benchmarks/study_online_elbo.py [--streams valley-ridges_seed0,...] [--variants poam,...]
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_online_elbo.py [--streams valley-ridges_seed0,...] [--variants poam,...]
         [--updates N] [--reference ../shared/reference/poam]
-    OMP_NUM_THREADS=1 python benchmarks/study_online_elbo.py --missions 0,1 [--env valley-ridges]
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_online_elbo.py --missions 0,1 [--env valley-ridges]
 """
 
 from __future__ import annotations

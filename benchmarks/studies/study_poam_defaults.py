@@ -12,12 +12,12 @@ simulator profile; taken before POAM pre-trained on its first batch):
 noise? ``pretrain-200`` (the library default) vs ``pretrain-0`` (the paper's Algorithm 1).
 
 Each mission runs through the ``poam-table1`` bench (``onlinegp.experiments.bench.poam.BENCHES``; resumable:
-finished missions are skipped on rerun), so an interrupted study continues where it stopped. Output: ``benchmarks/results/poam_defaults_study.{json,md}`` with,
+finished missions are skipped on rerun), so an interrupted study continues where it stopped. Output: ``benchmarks/studies/results/poam_defaults_study.{json,md}`` with,
 per pair of variants, the mean difference of final and mission-averaged SMSE/MSLL, wins out of the pairs and a
 two-sided sign test.
 
-    python benchmarks/study_poam_defaults.py --study noise --envs valley-ridges,plateau,coast --seeds 0-4 --workers 2
-    python benchmarks/study_poam_defaults.py --study pretrain --envs valley-ridges,coast --seeds 0-4 --budget 2000
+    python benchmarks/studies/study_poam_defaults.py --study noise --envs valley-ridges,plateau,coast --seeds 0-4 --workers 2
+    python benchmarks/studies/study_poam_defaults.py --study pretrain --envs valley-ridges,coast --seeds 0-4 --budget 2000
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from scipy.stats import binomtest
 from onlinegp.experiments.bench import poam as bench_poam
 from onlinegp.experiments.bench.runner import SWEEP_FILE, RunnerOptions, RunSpec, code_version
 
-STUDIES = {  # name: (variants, pairs compared, output file stem in benchmarks/results)
+STUDIES = {  # name: (variants, pairs compared, output file stem in benchmarks/studies/results)
     "noise": (
         {  # before pre-training existed: pinned off, so the study reruns as it ran
             "noise-0.1": {"noise": 0.1, "pretrain_steps": 0},

@@ -13,7 +13,7 @@ mini-batches of the 10 Adam steps per update. This study replays each stream wit
 Both run in one process, one torch thread, interleaved seed by seed, so both see the same load. The results file is
 written after every replay, and a second call skips the replays it already holds (the study resumes).
 
-    OMP_NUM_THREADS=1 python benchmarks/study_seed_spread.py --paper-code /path/to/POAM   # results/seed_spread.json
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_seed_spread.py --paper-code /path/to/POAM   # results/seed_spread.json
 """
 
 from __future__ import annotations

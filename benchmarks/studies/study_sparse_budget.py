@@ -8,9 +8,9 @@ On the ``onlinegp bench defaults`` protocol (split 0: seeded shuffle, standardis
   an M-point streaming model could do if θ were right; with M = N it must equal the exact GP (a check);
 * the batch sparse GP (OSGPR's defaults, all points as one batch: the table's ``sgpr`` reference).
 
-    OMP_NUM_THREADS=1 python benchmarks/study_sparse_budget.py --datasets kin40k,pumadyn32nm --sizes 500,1000,2000
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_sparse_budget.py --datasets kin40k,pumadyn32nm --sizes 500,1000,2000
 
-Writes ``benchmarks/results/sparse_budget.json``.
+Writes ``benchmarks/studies/results/sparse_budget.json``.
 """
 
 from __future__ import annotations

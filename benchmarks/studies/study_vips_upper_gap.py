@@ -14,9 +14,9 @@ records after each selection (``VIPSSelector.last``): M_a, the greedy set's size
 against α, the M chosen, and the M the rule measured from Û (0.6.0's) would have chosen on the same batch at the
 same θ (the stream itself follows the installed code's rule).
 
-    OMP_NUM_THREADS=1 python benchmarks/study_vips_upper_gap.py [--batches 12]
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_vips_upper_gap.py [--batches 12]
 
-writes ``benchmarks/results/study_vips_upper_gap.md``.
+writes ``benchmarks/studies/results/study_vips_upper_gap.md``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def main() -> None:
             f"{step.upper - l_star:.1f} | {step.alpha:.1f} | {step.num_old + step.num_added} | {by_upper} |"
         )
         print(lines[-1], flush=True)
-    command = f"OMP_NUM_THREADS=1 python benchmarks/study_vips_upper_gap.py --batches {args.batches}"
+    command = f"OMP_NUM_THREADS=1 python benchmarks/studies/study_vips_upper_gap.py --batches {args.batches}"
     (RESULTS / "study_vips_upper_gap.md").write_text(
         f"# VIPS on elevators: Û against L* over the greedy set\n\n`{command}` ({code_version()}). "
         "The bench's elevators split 0 with the paper's settings; each row after that batch's selection (at the "

@@ -17,9 +17,9 @@ each member absorbed, and measures at the end, per trial:
   mean is closest to f there (an oracle, biased low for both kinds alike): if it is level between fixed and moved
   pseudo-inputs, the members map as well and the loss is in which member predicts where.
 
-    OMP_NUM_THREADS=1 python benchmarks/study_wgpr_toy_inducing.py [--seeds 0-4]
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_wgpr_toy_inducing.py [--seeds 0-4]
 
-writes ``benchmarks/results/study_wgpr_toy_inducing.md``.
+writes ``benchmarks/studies/results/study_wgpr_toy_inducing.md``.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def main() -> None:
     lines = [
         "# Toy WGPR with moved and fixed pseudo-inputs",
         "",
-        f"`OMP_NUM_THREADS=1 python benchmarks/study_wgpr_toy_inducing.py --seeds {args.seeds}` ({code_version()}). "
+        f"`OMP_NUM_THREADS=1 python benchmarks/studies/study_wgpr_toy_inducing.py --seeds {args.seeds}` ({code_version()}). "
         f"Stranded: a pseudo-input farther than {STRANDED:g} x-units from every input its member absorbed; routed away "
         f"from the data: a test input whose predicting member absorbed no input within {STRANDED:g} x-units; run-away: a "
         f"member's length-scale above {RUN_AWAY:g} scaled half-ranges; RMSE f: against the noise-free function on the "

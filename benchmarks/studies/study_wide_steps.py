@@ -7,9 +7,9 @@ SSGP++ 0.338 → 0.238 and POAM 0.330 → 0.237 with 5x the steps (exact GP 0.21
 concrete 5x its steps diverged (0.354 → 0.767), so O-SVGP keeps its per-point rule. ``lr`` is each method's
 ``lr`` option: θ's rate for SSGP++ and POAM, q(u)'s for O-SVGP (whose θ rate, ``lr_hyper``, is 0.05 already).
 
-    OMP_NUM_THREADS=1 python benchmarks/study_wide_steps.py --datasets pumadyn32nm,concrete --methods ssgp++,osvgp,poam
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_wide_steps.py --datasets pumadyn32nm,concrete --methods ssgp++,osvgp,poam
 
-Writes ``benchmarks/results/wide_steps.json``. The ``steps`` column is the explicit ``num_steps`` given (None: the
+Writes ``benchmarks/studies/results/wide_steps.json``. The ``steps`` column is the explicit ``num_steps`` given (None: the
 method's default at this width, which since revision 3 of the defaults is already 5x for SSGP++/POAM/OVC++).
 """
 

@@ -7,9 +7,9 @@ runs (the same initial designs, acquisition and fit: ``onlinegp.experiments.benc
 per run, the updates whose health checks warned (a length-scale outside [1e-4, 100] scaled half-ranges, an absurd
 objective) and the shortest length-scale and smallest noise the fits reached.
 
-    OMP_NUM_THREADS=1 python benchmarks/study_wiski_bo_kernel.py [--seeds 0-3] [--iterations 8]
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_wiski_bo_kernel.py [--seeds 0-3] [--iterations 8]
 
-writes ``benchmarks/results/study_wiski_bo_kernel.md``.
+writes ``benchmarks/studies/results/study_wiski_bo_kernel.md``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def main() -> None:
     lines = [
         "# WISKI's BO fits by L-BFGS: our kernel against the authors'",
         "",
-        f"`OMP_NUM_THREADS=1 python benchmarks/study_wiski_bo_kernel.py --seeds {args.seeds} --iterations "
+        f"`OMP_NUM_THREADS=1 python benchmarks/studies/study_wiski_bo_kernel.py --seeds {args.seeds} --iterations "
         f"{args.iterations}` ({code_version()}). The bench's runs (`onlinegp bench wiski-bo --fit lbfgs --grid-size 10 "
         "--num-restarts 10 --raw-samples 512`), the initial fit and the first iterations: the updates whose health "
         "checks warned (of all, the initial fit counted as update 0), the first that warned, and the shortest "
