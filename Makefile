@@ -50,7 +50,7 @@ serve: $(STAMP)
 	MPLBACKEND=Agg $(VENV)/bin/onlinegp serve demo
 
 bench: $(STAMP)
-	MPLBACKEND=Agg $(PY) benchmarks/run_all.py
+	MPLBACKEND=Agg $(PY) benchmarks/perf/run.py
 
 # the API reference, generated from the docstrings (mkdocs-material + mkdocstrings), into site/
 docs: $(STAMP)

@@ -364,7 +364,7 @@ class VIPSSelector:
     that fit), taken as L̂ over the greedy set; Û over that set is not used there, as its t·I also lands on the old
     summary's pseudo-targets, whose precision grows as the posterior sharpens, so it can exceed L* by more than α
     (13.1 nats against α = 11.5 on elevators' 12th batch, where measuring from Û takes all 505 candidates:
-    benchmarks/results/study_vips_upper_gap.md). Only a greedy set cut at ``max_new`` takes R = Û(M) (eq. 17).
+    benchmarks/studies/results/study_vips_upper_gap.md). Only a greedy set cut at ``max_new`` takes R = Û(M) (eq. 17).
     L_noise = Σ log N(y_n; ȳ, s²) with ȳ, s² over all targets so far. One evaluation of
     :func:`~onlinegp.objectives.online_bounds` gives L̂ for every prefix, so the stopping point is exact.
 

@@ -17,7 +17,7 @@ The variables must be in place before the process starts, so importing onlinegp 
 a process that started without them runs the same command again at once with them (``os.execve``); an interactive
 session cannot be restarted and is refused with the line to export. Changing ``ONLINEGP_PORTABLE`` after onlinegp was imported is refused at the next use (:func:`active`).
 
-Cost: ``benchmarks/bench_portable.py`` (README, "Reproducible numbers").
+Cost: ``benchmarks/perf/bench_portable.py`` (README, "Reproducible numbers").
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def configure_threads() -> dict[str, str]:
     and no ``OMP_WAIT_POLICY``, a warning on the ``onlinegp`` logger says how to set it. Either way the variables are
     set in the environment too, so processes started from this one inherit the choice.
 
-    Why (``benchmarks/bench_threads.py``, ``results/threads.json``: 2 CPUs shared with other jobs, load average
+    Why (``benchmarks/perf/bench_threads.py``, ``results/threads.json``: 2 CPUs shared with other jobs, load average
     2-6, torch 2.13; medians of 3, wall / CPU s; "busy": beside a process spinning on one core):
 
     ==================  =====================  =====================  ======================
@@ -67,7 +67,7 @@ def configure_threads() -> dict[str, str]:
     are within the noise. libgomp's default spin-waiting doubles the CPU time and can slow an epoch 27x. Above 2
     CPUs the count is a cap, not measured: POAM's 500 x 500 matrices gain little from many threads. Imported after
     torch, onlinegp's quick start took 93.7 s instead of 7.4 s beside a busy core before this applied to a loaded
-    torch (``benchmarks/results/import-order.md`` has the numbers since).
+    torch (``benchmarks/perf/results/import-order.md`` has the numbers since).
     """
     if os.environ.get("OMP_NUM_THREADS") or os.environ.get("MKL_NUM_THREADS"):
         return {}
@@ -95,7 +95,7 @@ def configure_threads() -> dict[str, str]:
 def _limit_loaded_blas(threads: int) -> None:
     """Limit the BLAS libraries loaded before onlinegp (numpy's OpenBLAS, loaded with torch) to ``threads``: they read
     ``OMP_NUM_THREADS`` only when loaded, and OpenBLAS's idle threads spin too (botorch_loop.py took 9.0 s instead of
-    5.3 s beside a busy core with numpy's two threads; ``benchmarks/results/import-order.md``)."""
+    5.3 s beside a busy core with numpy's two threads; ``benchmarks/perf/results/import-order.md``)."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=threads, user_api="blas")

@@ -351,7 +351,7 @@ def test_a_vehicle_too_fast_to_turn_onto_its_waypoints_is_a_clear_error(tmp_path
 
 
 def test_missions_run_poam_without_pretraining_unless_asked():
-    """The pilot survey is not a batch to pre-train on (benchmarks/results/poam_pretrain_study.json): POAM's family
+    """The pilot survey is not a batch to pre-train on (benchmarks/studies/results/poam_pretrain_study.json): POAM's family
     runs the paper's Algorithm 1 in a mission, other models keep their defaults, and an explicit option wins."""
     assert build_model(MissionConfig(budget=100).resolved()).options()["training"].pretrain.steps == 0
     assert build_model(MissionConfig(budget=100, model="ovc++").resolved()).options()["training"].pretrain.steps == 0

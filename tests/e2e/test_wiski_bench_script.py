@@ -1,4 +1,4 @@
-"""benchmarks/bench_wiski.py at toy sizes: its interleaved timing loop, and ``--compare``'s worker process driven over
+"""benchmarks/perf/bench_wiski.py at toy sizes: its interleaved timing loop, and ``--compare``'s worker process driven over
 JSON lines (here running this same source tree, so both trees must report the same model)."""
 
 import importlib.util
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_wiski", ROOT / "benchmarks" / "bench_wiski.py")
+    spec = importlib.util.spec_from_file_location("bench_wiski", ROOT / "benchmarks" / "perf" / "bench_wiski.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -21,7 +21,7 @@ def load_bench():
 def test_measure_with_a_compare_worker():
     bench = load_bench()
     worker = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_wiski.py"), "--worker", "--threads", "1"],
+        [sys.executable, str(ROOT / "benchmarks" / "perf" / "bench_wiski.py"), "--worker", "--threads", "1"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

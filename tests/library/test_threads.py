@@ -80,7 +80,7 @@ def test_nothing_changes_when_the_user_set_the_variable(monkeypatch):
 
 def test_torch_imported_first_also_limits_numpys_blas():
     """numpy's OpenBLAS is loaded with torch and read OMP_NUM_THREADS then: onlinegp limits it too (its idle threads
-    spin: botorch_loop.py 9.0 s against 5.3 s beside a busy core, benchmarks/results/import-order.md)."""
+    spin: botorch_loop.py 9.0 s against 5.3 s beside a busy core, benchmarks/perf/results/import-order.md)."""
     code = (
         "import torch; import onlinegp; import json; from threadpoolctl import threadpool_info; "
         "print(json.dumps(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'})))"

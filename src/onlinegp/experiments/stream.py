@@ -28,7 +28,7 @@ from ..io import write_csv
 from ..kernels import native
 from ..metrics import nlpd, rmse
 from ..models.registry import make_model
-from .bench.exact import lbfgs_exact_gp
+from .protocols import lbfgs_exact_gp
 
 
 @dataclass

@@ -190,7 +190,7 @@ def follow_inputs(kernel: gpytorch.kernels.Kernel, scale: Tensor, shift: Tensor)
     ``x_bounds`` (Chen et al. 2024 scale the inputs to the task extent). Composing the network with the change of
     units instead (so each place kept its weights) left it as sharp over the whole area as over the first batch's few
     metres: SMSE 1.5x that of hindsight bounds on the magnetometer survey and Env2's mission, against 1.07x and 1.05x
-    (benchmarks/study_vehicle_order.py)."""
+    (benchmarks/studies/study_vehicle_order.py)."""
     base = getattr(kernel, "base_kernel", kernel)
     if kernel.active_dims is not None or base.active_dims is not None:
         return False

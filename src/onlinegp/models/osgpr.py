@@ -109,7 +109,7 @@ class OSGPR(Trained, KernelGP):
     −1310). So θ is fitted at Z' followed by the inputs of Z it drops (at most M + N points; the bound is at least as
     tight there), and the summary is then projected onto Z' at that θ, so memory stays O(M²). Where Z' keeps all of
     Z nothing changes. SSGP (Bui et al.'s own model) keeps 'selected'. On kin40k at M = 500 'selected' ran the output
-    scale from 1.9 to 2660 once M reached its cap, 'union' kept it near 1.8 (``benchmarks/study_fit_inducing.py``).
+    scale from 1.9 to 2660 once M reached its cap, 'union' kept it near 1.8 (``benchmarks/studies/study_fit_inducing.py``).
     Not covered by this alone: a first batch whose fit interpolates (see the next paragraph).
 
     The noise the old data are charged at (``old_noise='current'``; ours, not in Bui et al. 2017). Bui et al.'s
@@ -128,7 +128,7 @@ class OSGPR(Trained, KernelGP):
     online bound plus a constant (so the same fit and posterior); at fixed θ and Z it is the batch SGPR bound, and
     ``UpdateReport.objective`` is the bound's increase over the batch, so the batches' objectives still sum to it.
     kin40k at M = 200: σ² 0.12 → 0.50 and RMSE 0.49 at the end (batches 2-6: 0.53, 0.52, 0.53, 0.54, 0.54); at
-    M = 500: RMSE 0.36, NLPD 0.50 (``benchmarks/study_fit_inducing.py``).
+    M = 500: RMSE 0.36, NLPD 0.50 (``benchmarks/studies/study_fit_inducing.py``).
     """
 
     _dynamic = ("summary", "predictor", "held_x", "held_y", "held_base", "projected", "held_projected")

@@ -37,7 +37,7 @@ class OVC(POAM):
       re-projection loses information.
       Pre-training steps (not in the paper's code) leave Z in place. On the paper's Env2 (five missions) it takes
       the averaged SMSE / MSLL from 0.118 / -0.905 to 0.106 / -1.056; the paper's code gives 0.103 / -1.085
-      (``benchmarks/results/ovc_reference.md``).
+      (``benchmarks/perf/results/ovc_reference.md``).
     """
 
     def __init__(

@@ -87,7 +87,7 @@ class POAM(Trained, KernelGP):
             stays unbiased while its dense algebra shrinks from O(M³) to O(M²(p + batch)). None: the exact M-step
             of the paper. Not used with ``variational='gradient'`` (q is then a parameter of the M-step).
         noise: initial noise variance in scaled target units (default 1.0, as the paper's implementation starts;
-            chosen by ``benchmarks/study_poam_defaults.py``: the same final SMSE/MSLL as 0.1 over 15 missions and a
+            chosen by ``benchmarks/studies/study_poam_defaults.py``: the same final SMSE/MSLL as 0.1 over 15 missions and a
             lower mission-averaged SMSE, 12 of 15 paired by seed).
         **options: kernel_options, x_bounds, y_stats, dtype, as for every :class:`~onlinegp.base.KernelGP`;
             ``seed``: seed of the model's own random generator (mini-batches, sketches, random selectors) and of the

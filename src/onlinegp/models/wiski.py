@@ -28,7 +28,7 @@ Two algebras compute Q' (``algebra``):
 
 The prediction caches R and α (an m³ triangular solve) are rebuilt lazily at the first prediction after an update or a
 change of any parameter, not after every point. So one Adam step per observation (Algorithm 1) costs
-O(m² Σ_d g_d + 2m³/3) whatever n is (about 5x one m × m Cholesky at m = 1000, ``benchmarks/bench_wiski.py``), and
+O(m² Σ_d g_d + 2m³/3) whatever n is (about 5x one m × m Cholesky at m = 1000, ``benchmarks/perf/bench_wiski.py``), and
 predictions O(4^d m) per point. Without a projection a new point's terms are added to WᵀW once, in place, before the
 step (``KernelGP.update`` restores its copy of the state if the step fails). The steps, not absorbing the points
 (O(16^d) each), are the whole cost of an update. A batch of B points takes up to B steps by default, one per
@@ -37,7 +37,7 @@ likelihood per point has changed by less than ``training.tolerance`` (:data:`SET
 steps, the remaining steps would barely move the objective (ours: Algorithm 1 takes one point at a time and
 says nothing of batches; ``Training(tolerance=0)`` takes all B). ``training=Training(steps=k)`` takes k per update
 instead (faster, and less accurate where the projection must still be learnt:
-``benchmarks/study_defaults_variants.py --method wiski``).
+``benchmarks/studies/study_defaults_variants.py --method wiski``).
 
 For D > 3 inputs a learnt feature map h(x) = tanh(BN(A x + b) / 2) to [-1, 1]² is used (§4.3, §5.1: "a linear
 projection ... transformed via a batch-norm operation and the non-linear tanh"; the bias, the batch-norm without affine
@@ -108,8 +108,8 @@ GILL_JITTER = 1e-8
 DEFAULT_LENGTHSCALE = 0.693
 #: the default ``training.tolerance``: a batch's per-observation steps stop once the marginal likelihood per point
 #: changes by less than this per step (over the last ten); level with every step on the defaults bench's sets
-#: (``benchmarks/results/study_wiski_defaults_060.json``), a settled 2-D batch of 1000 23x cheaper than all 1000 steps
-#: (``benchmarks/bench_wiski.py --batch``, ``benchmarks/results/wiski-batch.json``)
+#: (``benchmarks/studies/results/study_wiski_defaults_060.json``), a settled 2-D batch of 1000 23x cheaper than all 1000 steps
+#: (``benchmarks/perf/bench_wiski.py --batch``, ``benchmarks/perf/results/wiski-batch.json``)
 SETTLED = 1e-6
 
 

@@ -14,11 +14,11 @@ from onlinegp.experiments.bench.defaults import (
     TARGETS,
     DefaultsOptions,
     defaults_job,
-    split_data,
     summarise,
 )
 from onlinegp.experiments.bench.runner import RunnerOptions
 from onlinegp.experiments.cli import app
+from onlinegp.experiments.protocols import split_data
 
 
 def test_split_is_standardised_with_the_training_statistics():

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onlinegp.experiments.bench.poam import RunRecord, paired_comparisons, sign_test, write_paired
+from onlinegp.experiments.bench.poam import RunRecord, paired_comparisons, write_paired
+from onlinegp.experiments.protocols import sign_test
 
 
 def record(env, method, seed, smse):

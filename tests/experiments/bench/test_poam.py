@@ -298,8 +298,8 @@ def test_paper_comparison_cells_and_tolerance(tmp_path):
 
 def test_paper_model_options_are_the_paper_implementations():
     """σ² starts at 1.0 for every method; POAM's family runs the exact M-step without pre-training; OVC moves Z with
-    θ's persistent Adam as the paper's code does (benchmarks/results/ovc_reference.md), OVC++ has no Z steps."""
-    from onlinegp.experiments.bench.poam import paper_model_options
+    θ's persistent Adam as the paper's code does (benchmarks/perf/results/ovc_reference.md), OVC++ has no Z steps."""
+    from onlinegp.experiments.protocols import paper_model_options
     from onlinegp.models.registry import make_model
     from onlinegp.training import Training, training_options
 

@@ -13,27 +13,11 @@ from onlinegp.experiments.bench.wgpr import (
     PAPER_TRAIN_TIME,
     SETTINGS,
     WgprOptions,
-    bathymetry_stream,
-    build,
-    lawnmower_path,
     ratio_table,
     specs_for,
-    two_regime_toy,
 )
-
-
-def test_toy_and_bathymetry_streams():
-    train, test = two_regime_toy(n_train=500, n_test=50, seed=3)
-    assert train.X.shape == (500, 1) and np.all(np.diff(train.X[:, 0]) >= 0)
-    assert test.meta["f"].shape == (50,)
-    assert np.std(test.y - test.meta["f"]) == pytest.approx(0.25, rel=0.3)
-    path = lawnmower_path((-30, 30, -30, 30), 4, 1000)
-    steps = np.linalg.norm(np.diff(path, axis=0), axis=1)
-    spacing = (4 * 60 + 3 * 20) / 999  # equally spaced in arc length (chords at the corners are shorter)
-    assert np.median(steps) == pytest.approx(spacing, rel=1e-9) and steps.max() <= spacing * (1 + 1e-9)
-    assert path[0].tolist() == [-30, -30] and path[-1].tolist() == [30, -30]
-    survey, grid = bathymetry_stream(num_samples=400)
-    assert survey.X.shape == (400, 2) and grid.X.shape == (2500, 2)
+from onlinegp.experiments.protocols import two_regime_toy
+from onlinegp.experiments.protocols import wgpr_model as build
 
 
 def test_the_ratio_table_divides_by_lgprs_time_in_the_same_sweep_beside_the_papers():

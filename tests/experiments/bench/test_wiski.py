@@ -7,18 +7,16 @@ import torch
 import typer
 from typer.testing import CliRunner
 
-from onlinegp.experiments.bench.exact import lbfgs_exact_gp
 from onlinegp.experiments.bench.runner import RunnerOptions
 from onlinegp.experiments.bench.wiski import (
     BENCHES,
-    BO_FUNCTIONS,
     BoOptions,
     UciOptions,
     _wiski_options,
-    authors_bo_kernel,
     hindsight_exact,
 )
 from onlinegp.experiments.cli import app
+from onlinegp.experiments.protocols import BO_FUNCTIONS, authors_bo_kernel, lbfgs_exact_gp
 from onlinegp.models import make_model
 
 

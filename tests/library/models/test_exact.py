@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from onlinegp.experiments.bench.exact import lbfgs_exact_gp
+from onlinegp.experiments.protocols import lbfgs_exact_gp
 from onlinegp.models import make_model
 from onlinegp.training import LBFGS_ITERATIONS
 

@@ -358,7 +358,9 @@ def test_lawnmower_second_lane_does_not_diverge(seed):
     With θ fitted at the selected Z' (``fit_inducing='selected'``, Bui et al. 2017) both diverged once M reached its
     cap of 50 (issue 35 item 0): trial 3 at the second lane, noise 7e-4 → 55, output scale 1 → 363, RMSE 45 → 579;
     trial 0 RMSE 45 → 742. The default fits θ at Z ∪ Z'."""
-    from onlinegp.experiments.bench.wgpr import INIT_LENGTHSCALE, NUM_INDUCING, load_stream
+    from onlinegp.experiments.protocols import WGPR_INIT_LENGTHSCALE as INIT_LENGTHSCALE
+    from onlinegp.experiments.protocols import WGPR_NUM_INDUCING as NUM_INDUCING
+    from onlinegp.experiments.protocols import load_stream
     from onlinegp.metrics import rmse
 
     torch.manual_seed(seed)

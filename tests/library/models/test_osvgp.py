@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.distributions import MultivariateNormal, kl_divergence
 
-from onlinegp.experiments.bench.defaults import scores, split_data
+from onlinegp.experiments.protocols import scores, split_data
 from onlinegp.inducing import Fixed
 from onlinegp.kernels import dense, make_kernel
 from onlinegp.linalg import cholesky

@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from onlinegp.experiments.bench.wgpr import SETTINGS, two_regime_toy
+from onlinegp.experiments.protocols import WGPR_SETTINGS as SETTINGS
+from onlinegp.experiments.protocols import two_regime_toy
 from onlinegp.kernels import dense
 from onlinegp.linalg import CholeskyError
 from onlinegp.metrics import rmse

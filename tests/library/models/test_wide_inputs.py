@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from onlinegp import health, make_model
-from onlinegp.experiments.bench.defaults import scores, split_data
+from onlinegp.experiments.protocols import scores, split_data
 from onlinegp.training import WIDE_STEP_FACTOR, steps_for_width
 
 

@@ -24,19 +24,15 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ...base import model_record
-from ...data import UCI, load_dataset
+from ...data import UCI
 from ...io import atomic_write, write_csv
-from ...metrics import nlpd, rmse
-from ...models.registry import make_model
-from .exact import lbfgs_exact_gp
+from ..protocols import defaults_stream
 from .parse import comma_items
 from .protocol import Bench, Echo, option
 from .runner import RunSpec, SweepResult
@@ -73,78 +69,10 @@ DEFAULTS_REVISIONS = {**dict.fromkeys(REFERENCES + METHODS, 2), "ssgp++": 3, "po
 SUMMARY = ("metrics.csv", "model.json")  # model.json: the options the model ran with (base.model_record)
 
 
-def split_data(name: str, split: int, train_size: int, test_size: int) -> tuple[np.ndarray, ...]:
-    """(X_train, y_train, X_test, y_test) of a seeded shuffle, standardised with the training points' statistics.
-
-    Small sets keep at least 60% of their points for training (concrete: 1030 points -> 618 / 412)."""
-    ds = load_dataset(name)
-    order = np.random.default_rng(split).permutation(len(ds))
-    n_test = min(test_size, int(0.4 * len(ds)))
-    test, train = order[:n_test], order[n_test : n_test + train_size]
-    X_mean, X_std = ds.X[train].mean(0), ds.X[train].std(0)
-    X_std = np.where(X_std > 0, X_std, 1.0)
-    y_mean, y_std = ds.y[train].mean(), ds.y[train].std() or 1.0
-    X = (ds.X - X_mean) / X_std
-    y = (ds.y - y_mean) / y_std
-    return X[train], y[train], X[test], y[test]
-
-
 def defaults_job(config: dict, run_dir: Path) -> dict:
-    """One (dataset, method, split) stream; writes ``metrics.csv`` (one row per batch) and returns the final row."""
-    X, y, X_test, y_test = split_data(config["dataset"], config["split"], config["train_size"], config["test_size"])
-    method, size = config["method"], config["batch_size"]
-    rows = []
-    if method == "exact":
-        t0 = time.perf_counter()
-        fits = []
-        for start in config["exact_starts"]:
-            model = make_model("exact", num_steps=0, max_data=10**9, x_bounds=bounds_of(X), y_stats=(0.0, 1.0))
-            if start == "sgpr":
-                sparse, _ = batch_sgpr(X, y, config["split"])
-                model.kernel.load_state_dict(sparse.kernel.state_dict())
-                model.likelihood.load_state_dict(sparse.likelihood.state_dict())
-            fits.append((lbfgs_exact_gp(model, X, y, max_iter=config["exact_iterations"]), start, model))
-        objective, start, model = max(fits, key=lambda fit: fit[0])
-        row = {"batch": 1, "num_data": len(X), "update_time": time.perf_counter() - t0, "start": start}
-        rows.append(row | {"objective": objective} | scores(y_test, model.predict(X_test)))
-    elif method == "sgpr":
-        model, report = batch_sgpr(X, y, config["split"])
-        row = {"batch": 1, "num_data": len(X), "num_inducing": report.num_inducing, "update_time": report.total_time}
-        rows.append(row | scores(y_test, model.predict(X_test)))
-    else:
-        model = make_model(method, seed=config["split"])
-        for b, start in enumerate(range(0, len(X), size), start=1):
-            report = model.update(X[start : start + size], y[start : start + size])
-            pred = model.predict(X_test)
-            row = {
-                "batch": b,
-                "num_data": start + len(X[start : start + size]),
-                "num_inducing": report.num_inducing,
-                "update_time": report.total_time,
-            }
-            rows.append(row | scores(y_test, pred))
-    write_csv(run_dir / "metrics.csv", rows)
-    atomic_write(run_dir / "model.json", json.dumps(model_record(model), indent=1))
-    final = dict(rows[-1])
-    final["update_time"] = sum(r["update_time"] for r in rows)
-    final["worst_nlpd"] = max(r["nlpd"] for r in rows)
-    return final
-
-
-def bounds_of(X: np.ndarray) -> np.ndarray:
-    return np.stack([X.min(0), X.max(0)])
-
-
-def batch_sgpr(X: np.ndarray, y: np.ndarray, split: int):
-    """The batch sparse GP of the streaming methods' size: OSGPR's defaults given every point as one batch, with
-    the scaling fitted on them (Titsias 2009). Returns the model and its update report."""
-    model = make_model("osgpr", seed=split, x_bounds=bounds_of(X), y_stats=(0.0, 1.0))
-    return model, model.update(X, y)
-
-
-def scores(y_test: np.ndarray, pred) -> dict[str, float]:
-    """RMSE and NLPD of a prediction of already standardised test targets."""
-    return {"rmse": rmse(y_test, pred.mean.numpy()), "nlpd": nlpd(y_test, pred.mean.numpy(), pred.var_y.numpy())}
+    """One (dataset, method, split) stream (:func:`~onlinegp.experiments.protocols.defaults_stream`); writes
+    ``metrics.csv`` (one row per batch) and returns the final row."""
+    return defaults_stream(config, run_dir)
 
 
 @dataclass(frozen=True)

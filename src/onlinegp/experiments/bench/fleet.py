@@ -32,19 +32,17 @@ from typing import Any
 import numpy as np
 
 from ...io import write_csv
+from ..protocols import PAPER_SETTINGS, paper_model_options, sign_test
 from ..simulator.fields import PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import COORDINATIONS, FLEETS, SCHEDULES, MissionConfig
 from .parse import comma_ints, comma_items
 from .poam import (
-    PAPER_SETTINGS,
     SUMMARY_FILES,
     _slug,
     mission_job,
-    paper_model_options,
     parse_names,
     parse_seeds,
     read_metrics_csv,
-    sign_test,
 )
 from .protocol import Bench, Echo, option
 from .runner import RunSpec, SweepResult, is_finished

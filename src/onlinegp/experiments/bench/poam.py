@@ -32,8 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...io import atomic_write, write_csv
-from ...models import OVC, POAM
-from ...models.registry import model_class
+from ..protocols import PAPER_SETTINGS, paper_model_options, sign_test
 from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import MissionConfig, lengthscale_grid
 from ..simulator.run import open_mission, run_mission
@@ -48,7 +47,6 @@ ROBUSTNESS_SETTINGS = {
     "random-init": {"init": "random", "planner": "max-entropy"},
     "random-planner": {"init": "random", "planner": "random"},
 }
-PAPER_SETTINGS = {"num_inducing": 500, "num_steps": 10, "kernel": "ak", "budget": 5000}
 SUMMARY_KEYS = ("smse", "msll", "update_time")
 HEADERS = {"smse": "Averaged SMSE ↓", "msll": "Averaged MSLL ↓", "update_time": "Averaged update time (s) ↓"}
 FINAL_KEYS = ("smse", "msll")
@@ -58,17 +56,6 @@ LENGTHSCALE_FILE = "lengthscale.npz"
 LENGTHSCALE_RESOLUTION = 60
 #: a run's files that the summary and figures read (kept in the results tree; not the model, checkpoint or survey)
 SUMMARY_FILES = ("config.json", "metrics.csv", LENGTHSCALE_FILE)
-
-
-def paper_model_options(method: str) -> dict[str, Any]:
-    """The model settings of the POAM paper's implementation: the Gaussian likelihood starts at σ² = 1.0 (scaled
-    units), POAM's family runs the exact M-step (``sketch=None``) without pre-training on the pilot survey
-    (``pretrain_steps=0``: Algorithm 1), and OVC moves Z with the hyper-parameters' persistent Adam
-    (``z_steps='shared'``; benchmarks/results/ovc_reference.md). Explicit ``model_options`` win."""
-    cls = model_class(method)
-    poam_family = {"sketch": None, "pretrain_steps": 0} if cls is not None and issubclass(cls, POAM) else {}
-    ovc = {"z_steps": "shared"} if cls is OVC else {}
-    return {"noise": 1.0, **poam_family, **ovc}
 
 
 def label(method: str) -> str:
@@ -390,14 +377,6 @@ def write_per_run(records: Sequence[RunRecord], path: Path, keys: Sequence[str] 
         for r in records
     ]
     return write_csv(path, [dict(zip(columns, row)) for row in rows], columns)
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact sign test: P(a split at least this uneven) when wins and losses are equally likely (ties
-    dropped)."""
-    from scipy.stats import binomtest
-
-    return float(binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
 
 
 def paired_comparisons(

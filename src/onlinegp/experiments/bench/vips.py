@@ -36,8 +36,8 @@ from ...data import ORDERS, Dataset, batch_indices, load_dataset, synthetic_func
 from ...io import write_csv
 from ...metrics import nlpd, rmse
 from ...models.registry import make_model
+from ..protocols import lbfgs_exact_gp
 from ..stream import StreamConfig, run_stream
-from .exact import lbfgs_exact_gp
 from .parse import comma_ints, comma_items, parse_seeds
 from .protocol import Bench, Echo, option
 from .runner import RunSpec, SweepResult
@@ -508,7 +508,7 @@ def synthetic_stream(
     """One stream of ``data`` in its own batches: after each batch, M, the RMSE of the predictive mean against f and the
     NLPD of the noisy targets (the data's noise) on the grid points of :func:`synthetic_test_grid` inside the range of
     the inputs seen so far. The exact GP is refitted from the initial θ on all data seen by L-BFGS
-    (:func:`~onlinegp.experiments.bench.exact.lbfgs_exact_gp`); its M is left empty."""
+    (:func:`~onlinegp.experiments.protocols.lbfgs_exact_gp`); its M is left empty."""
     grid_x, grid_y = synthetic_test_grid(seed, noise_std=data.meta["noise_std"])
     model = _synthetic_model(method, variance, seed, num_steps)
     batches = batch_indices(data)

@@ -35,22 +35,21 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from scipy.interpolate import CubicSpline
 
-from ...base import model_record
-from ...data import Dataset, load_dataset, order_indices, train_test_split
 from ...io import write_csv
-from ...metrics import rmse
-from ...models.registry import make_model
-from ...wasserstein import psd_sqrt
+from ..protocols import (
+    WGPR_BATCH_SIZE,
+    WGPR_MODEL_FILE,
+    WGPR_NUM_INDUCING,
+    WGPR_SETTINGS,
+    wgpr_run,
+)
 from .parse import parse_names, parse_seeds
 from .protocol import Bench, Echo, option
 from .runner import RunSpec, SweepResult
@@ -58,13 +57,8 @@ from .runner import RunSpec, SweepResult
 DATASETS = ("toy", "kin40k", "pumadyn32nm", "bathymetry")
 METHODS = ("lgpr", "wgpr", "solar-gp", "ovfe")
 LABELS = {"lgpr": "LGPR", "wgpr": "WGPR", "solar-gp": "SOLAR", "ovfe": "OVFE"}
-BATCH_SIZE = 100
-NUM_INDUCING = 50
-INIT_LENGTHSCALE = 0.3
-TOY_REGIMES = ((0.0, 150.0, 20.0, 0.5), (150.0, 300.0, 5.0, 2.0))  # (from, to, length-scale, signal std)
-#: stream sizes at the paper's scale: the toy's 3000 points (Fig. 1) and the lake survey's 127 batches (Claytor Lake,
-#: §IV-B); the UCI sets stream their whole training split
-PAPER_POINTS = {"toy": 3000, "bathymetry": 12700}
+BATCH_SIZE = WGPR_BATCH_SIZE
+NUM_INDUCING = WGPR_NUM_INDUCING
 #: training time (s) in Kepler et al. 2021, Table II, of the datasets we run (the lake survey for its stand-in): their
 #: machine's seconds, so only the ratios to LGPR carry over (OVFE failed on the lake survey)
 PAPER_TRAIN_TIME = {
@@ -73,225 +67,19 @@ PAPER_TRAIN_TIME = {
     "pumadyn32nm": {"lgpr": 38.138, "wgpr": 120.836, "solar-gp": 76.353, "ovfe": 45.267},
 }
 #: a run's files that the tables and figures read (the marker carries the result too)
-MODEL_FILE = "model.json"  # the options the model ran with (onlinegp.base.model_record)
+MODEL_FILE = WGPR_MODEL_FILE  # the options the model ran with (onlinegp.base.model_record)
 SUMMARY_FILES = ("result.json", "toy_predictions.npz", MODEL_FILE)
 
 
-def _thresholds(epsilon: float, similarity_lengthscale: float, eps_grid: tuple[float, ...]) -> dict[str, Any]:
-    """One dataset's entry of :data:`SETTINGS`: WGPR's ε, SOLAR's ℓ_s and the Fig. 2 ε grid are its own; SOLAR's and
-    LGPR's w_gen and the w_gen grid are the same everywhere."""
-    return {
-        "wgpr": {"epsilon": epsilon},
-        "solar-gp": {"w_gen": 0.5, "similarity_lengthscale": similarity_lengthscale},
-        "lgpr": {"w_gen": 0.3},
-        "eps_grid": eps_grid,
-        "wgen_grid": (0.1, 0.5, 0.9, 0.99),
-    }
-
-
 #: per-dataset thresholds: WGPR's ε, SOLAR's (w_gen, ℓ_s), LGPR's w_gen, and the Fig. 2 sweep grids
-SETTINGS: dict[str, dict[str, Any]] = {
-    "toy": _thresholds(1.0, 0.1, (0.0, 0.3, 1.0, 3.0, math.inf)),
-    "kin40k": _thresholds(25.0, 0.3, (0.0, 15.0, 25.0, 35.0, math.inf)),
-    "pumadyn32nm": _thresholds(1.0, 0.5, (0.0, 1.0, math.inf)),
-    "bathymetry": _thresholds(5.0, 0.2, (0.0, 2.0, 5.0, 10.0, math.inf)),
-}
-
-
-# ---------------------------------------------------------------------- streams
-def two_regime_toy(
-    n_train: int = 3000,
-    n_test: int = 1000,
-    noise_std: float = 0.25,
-    seed: int = 0,
-    regimes: Sequence[tuple[float, float, float, float]] = TOY_REGIMES,
-) -> tuple[Dataset, Dataset]:
-    """Kepler et al. 2021, Fig. 1: inputs uniform on the regimes' span, f drawn from an independent zero-mean RBF GP in
-    each regime (its own length-scale and signal std), y = f + N(0, noise_std²). Training rows sorted by x; the test
-    set carries the latent values in ``meta['f']``.
-
-    Each regime's sample is drawn exactly (symmetric square root of K, no jitter) on a grid of spacing at most
-    ℓ/20 and interpolated with a cubic spline, so f is as smooth as its kernel says.
-    """
-    rng = np.random.default_rng(seed)
-    lo, hi = regimes[0][0], regimes[-1][1]
-    x = np.concatenate([rng.uniform(lo, hi, n_train), rng.uniform(lo, hi, n_test)])
-    f = np.zeros_like(x)
-    for a, b, ell, sf in regimes:
-        g = torch.linspace(a, b, int(math.ceil(20 * (b - a) / ell)) + 1, dtype=torch.float64)
-        K = sf**2 * torch.exp(-0.5 * (g[:, None] - g[None]) ** 2 / ell**2)
-        fg = psd_sqrt(K) @ torch.as_tensor(rng.standard_normal(g.shape[0]))
-        m = (x >= a) & ((x < b) | (b == hi))
-        f[m] = CubicSpline(g.numpy(), fg.numpy())(x[m])
-    y = f + noise_std * rng.standard_normal(x.shape[0])
-    order = np.argsort(x[:n_train], kind="stable")
-    meta = {
-        "source": "Kepler et al. 2021, Fig. 1",
-        "regimes": [list(r) for r in regimes],
-        "noise_std": noise_std,
-        "seed": seed,
-    }
-    train = Dataset(x[:n_train][order, None], y[:n_train][order], "toy", default_order="given", meta=meta)
-    test = Dataset(x[n_train:, None], y[n_train:], "toy-test", meta={**meta, "f": f[n_train:]})
-    return train, test
-
-
-def lawnmower_path(extent: Sequence[float], num_lanes: int, num_samples: int) -> np.ndarray:
-    """``num_samples`` points equally spaced along a boustrophedon path over ``extent`` (its waypoints joined)."""
-    from ..simulator.planners import LawnmowerPlanner
-
-    way = LawnmowerPlanner(tuple(extent), num_lanes=num_lanes).waypoints
-    seg = np.linalg.norm(np.diff(way, axis=0), axis=1)
-    s = np.linspace(0.0, seg.sum(), num_samples)
-    cum = np.concatenate([[0.0], np.cumsum(seg)])
-    k = np.clip(np.searchsorted(cum, s, side="right") - 1, 0, len(seg) - 1)
-    t = ((s - cum[k]) / seg[k])[:, None]
-    return way[k] * (1 - t) + way[k + 1] * t
-
-
-def bathymetry_stream(
-    num_samples: int = 5000,
-    field: str = "coast",
-    noise_std: float = 1.0,
-    num_lanes: int = 10,
-    grid: int = 50,
-    seed: int = 0,
-) -> tuple[Dataset, Dataset]:
-    """A survey of a bundled topobathy field along a lawnmower path (the stand-in for the lake
-    survey of Kepler et al. 2021)."""
-    from ..simulator.fields import bundled
-    from ..simulator.planners import TASK_EXTENT
-
-    truth = bundled(field)
-    xy = lawnmower_path(TASK_EXTENT, num_lanes, num_samples)
-    y = truth(xy) + noise_std * np.random.default_rng(seed).standard_normal(num_samples)
-    grid_xy = truth.grid(grid, TASK_EXTENT)
-    meta = {
-        "source": f"onlinegp.experiments.simulator.fields '{field}' along a {num_lanes}-lane lawnmower",
-        "noise_std": noise_std,
-    }
-    return (
-        Dataset(xy, y, "bathymetry", default_order="given", meta=meta),
-        Dataset(grid_xy, truth(grid_xy), "bathymetry-grid", meta=meta),
-    )
-
-
-def load_stream(name: str, max_points: int | None, max_test: int, seed: int = 0) -> tuple[Dataset, Dataset]:
-    """Training stream (in streaming order) and test set of a benchmark dataset: the paper's size
-    (:data:`PAPER_POINTS`; a UCI set's whole training split) or at most ``max_points``."""
-    size = min(PAPER_POINTS.get(name, math.inf), max_points or math.inf)
-    if name == "toy":
-        return two_regime_toy(n_train=int(size), seed=seed)
-    if name == "bathymetry":
-        return bathymetry_stream(num_samples=int(size), seed=seed)
-    train, test = train_test_split(load_dataset(name), seed=seed)
-    train, test = train.subsample(int(min(size, len(train))), seed), test.subsample(max_test, seed)
-    return train.subset(order_indices(train, train.default_order, seed)), test
+SETTINGS = WGPR_SETTINGS
 
 
 # ---------------------------------------------------------------------- one run
-def build(
-    method: str,
-    input_dim: int,
-    params: dict,
-    x_bounds: np.ndarray,
-    y_stats: tuple[float, float],
-    seed: int,
-    member_steps: int | None,
-    optimize_inducing: bool = False,
-    member_options: dict | None = None,
-):
-    """A model of the benchmark: the sparse ones with M = 50 and OSGPR (L-BFGS on θ, and on Z with
-    ``optimize_inducing``) members. Every kernel starts at length-scale 0.3·√D in scaled inputs (0.3, the library
-    default, is too short for 8 or 32 dimensions: the first batch is then explained as noise). ``member_options``
-    adds options of every OSGPR (the ensembles' members and OVFE), e.g. ``{"training": {"tolerance": 1e-4}}``."""
-    common = {"x_bounds": x_bounds.tolist(), "y_stats": y_stats, "seed": seed}
-    params = {k: math.inf if v == "inf" else v for k, v in params.items()}
-    kernel = {"kernel_options": {"lengthscale": INIT_LENGTHSCALE * math.sqrt(input_dim)}}
-    member = {
-        **kernel,
-        **({} if member_steps is None else {"num_steps": member_steps}),
-        **({"optimize_inducing": True} if optimize_inducing else {}),
-        **(member_options or {}),
-    }
-    if method == "ovfe":
-        return make_model("osgpr", input_dim, num_inducing=NUM_INDUCING, **member, **common)
-    if method == "lgpr":
-        return make_model("lgpr", input_dim, **kernel, **params, **common)
-    return make_model(method, input_dim, num_inducing=NUM_INDUCING, member_options=member, **params, **common)
-
-
 def run_job(config: dict, run_dir: Path) -> dict:
-    """One stream through one model (a job of :func:`~onlinegp.experiments.bench.runner.run_sweep`)."""
-    torch.manual_seed(config["seed"])
-    train, test = load_stream(config["dataset"], config["max_points"], config["max_test"], config["seed"])
-    x_bounds = np.stack([train.X.min(0), train.X.max(0)])
-    y_stats = (float(train.y.mean()), float(train.y.std()))
-    model = build(
-        config["method"],
-        train.input_dim,
-        config["params"],
-        x_bounds,
-        y_stats,
-        config["seed"],
-        config.get("member_steps"),
-        config.get("optimize_inducing", False),
-        config.get("member_options"),
-    )
-    n_batches = math.ceil(len(train) / config["batch_size"])
-    batches = np.array_split(np.arange(len(train)), n_batches)
-    checkpoints = set(np.unique(np.linspace(0, n_batches - 1, min(10, n_batches)).round().astype(int)).tolist())
-    train_time, cpu_time, curve, failed = 0.0, 0.0, [], 0
-    if config["method"] == "lgpr":
-        sub = np.random.default_rng(config["seed"]).permutation(len(train))[: model.max_fit_points]
-        t0, c0 = time.perf_counter(), time.process_time()
-        model.fit_hyperparameters(train.X[sub], train.y[sub])
-        train_time, cpu_time = time.perf_counter() - t0, time.process_time() - c0
-    pretrain = train_time
-    for b, idx in enumerate(batches):
-        t0, c0 = time.perf_counter(), time.process_time()
-        report = model.update(train.X[idx], train.y[idx])
-        train_time, cpu_time = train_time + time.perf_counter() - t0, cpu_time + time.process_time() - c0
-        failed += int(report.extra.get("failed", 0))
-        if b in checkpoints:
-            curve.append({"num_data": int(idx[-1] + 1), "rmse": rmse(test.y, model.predict(test.X).mean)})
-    pred = model.predict(test.X)
-    (Path(run_dir) / MODEL_FILE).write_text(json.dumps(model_record(model), indent=1))
-    out = {
-        "dataset": config["dataset"],
-        "method": config["method"],
-        "params": config["params"],
-        "seed": config["seed"],
-        "num_models": int(getattr(model, "num_models", 1)),
-        "rmse": rmse(test.y, pred.mean),
-        "train_time": train_time,
-        "cpu_time": cpu_time,
-        "pretrain_time": pretrain,
-        "rate": len(train) / train_time,
-        "num_train": len(train),
-        "num_test": len(test),
-        "num_batches": n_batches,
-        "failed_updates": failed,
-        "curve": curve,
-    }
-    if "f" in test.meta:
-        out["rmse_f"] = rmse(test.meta["f"], pred.mean)
-    if config["dataset"] == "toy":
-        xg = np.linspace(train.X.min(), train.X.max(), 600)[:, None]
-        p = model.predict(xg)
-        who = model.model_index(xg).numpy() if hasattr(model, "model_index") else np.zeros(len(xg), dtype=int)
-        np.savez(
-            run_dir / "toy_predictions.npz",
-            x=xg[:, 0],
-            mean=p.mean.numpy(),
-            std=p.std_y.numpy(),
-            model=who,
-            train_x=train.X[:, 0],
-            train_y=train.y,
-            num_models=out["num_models"],
-        )
-    (run_dir / "result.json").write_text(json.dumps(out, indent=1))
-    return out
+    """One stream through one model (a job of :func:`~onlinegp.experiments.bench.runner.run_sweep`;
+    :func:`~onlinegp.experiments.protocols.wgpr_run`)."""
+    return wgpr_run(config, run_dir)
 
 
 # ---------------------------------------------------------------------- the experiment

@@ -55,7 +55,14 @@ from ...models.osvgp import OSVGP
 from ...models.registry import MODELS, make_model
 from ...models.wiski import WISKIClassifier
 from ...training import Pretraining, Training
-from .exact import lbfgs_exact_gp
+from ..protocols import (
+    BO_FUNCTIONS,
+    BO_KERNELS,
+    bo_model_options,
+    bo_problem,
+    lbfgs_exact_gp,
+    set_steps,
+)
 from .parse import comma_ints, comma_items, parse_seeds
 from .protocol import Bench, Echo, option
 from .runner import RunSpec, SweepResult
@@ -71,10 +78,6 @@ STREAM_OPTIONS: dict[str, dict[str, Any]] = {
     "osvgp": {"num_inducing": 256, **OSVGP.PAPER},  # Stanton et al.'s O-SVGP settings, not our batched defaults
     "exact": {},
 }
-#: per-model options of the BO runs: O-SVGP with up to 1000 inducing points, as WISKI's 10³ grid (Stanton et al. 2021,
-#: §5.3), whitened as the gpytorch variational strategy of their code (our default parametrisation ran θ away on
-#: Michalewicz and failed a Cholesky at iteration 89: onlinegp.models.osvgp)
-BO_OPTIONS: dict[str, dict[str, Any]] = {"osvgp": {"whiten": True, "num_inducing": 1000}}
 #: WISKI's learning rates per dataset (Stanton et al. 2021, Table C.1): η_batch(θ), η_batch(φ), η_online(θ),
 #: η_online(φ); sets the table does not list take the skillcraft row
 TABLE_C1: dict[str, dict[str, float]] = {
@@ -85,15 +88,6 @@ TABLE_C1: dict[str, dict[str, float]] = {
         "elevators": (1e-2, 1e-3, 1e-3, 1e-4),
         "protein": (1e-2, 1e-3, 1e-3, 1e-4),
     }.items()
-}
-#: the noisy 3-D BO test functions of Stanton et al. 2021 (appendix C.2): BoTorch class and Table 2's noise std
-BO_FUNCTIONS = {
-    "levy": ("Levy", 10.0),
-    "ackley": ("Ackley", 4.0),
-    "styblinski-tang": ("StyblinskiTang", 20.0),
-    "rastrigin": ("Rastrigin", 10.0),
-    "griewank": ("Griewank", 4.0),
-    "michalewicz": ("Michalewicz", 5.0),
 }
 
 
@@ -119,11 +113,6 @@ def _progress(total: int, quiet: bool, description: str):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, disable=quiet, desc=description, leave=False)
-
-
-def _set_steps(model: Any, steps: int) -> None:
-    for m in getattr(model, "models", [model]):
-        m.num_steps = int(steps)
 
 
 # ---------------------------------------------------------------------------------------------- UCI regression
@@ -231,11 +220,11 @@ def stream_one_at_a_time(
         ys, ms, vs = (y_test - y_mean) / y_std, (pred.mean - y_mean) / y_std, pred.var_y / y_std**2
         rows.append({"num_data": n_seen, "nll": nlpd(ys, ms, vs), "rmse": rmse(ys, ms), "update_time": update_time})
 
-    _set_steps(gp, pretrain_steps)
+    set_steps(gp, pretrain_steps)
     t0 = time.perf_counter()
     gp.update(X[:n0], y[:n0])
     evaluate(n0, time.perf_counter() - t0)
-    _set_steps(gp, 1)
+    set_steps(gp, 1)
     times: list[float] = []
     bar = _progress(n_stream, quiet, description)
     for i in range(n0, n0 + n_stream):
@@ -571,31 +560,6 @@ def banana_summarise(out: Path, sweep: SweepResult, options: BananaOptions, quie
 
 
 # ---------------------------------------------------------------------------------------------- Bayesian optimisation
-#: the kernels ``wiski-bo`` offers: 'rbf' (ours: ARD RBF, no priors) or 'authors' (:func:`authors_bo_kernel`)
-BO_KERNELS = ("rbf", "authors")
-
-
-def authors_bo_kernel(model_name: str) -> Any:
-    """The kernel of Stanton et al.'s released BO code (their paper does not state it): a scaled Matérn-5/2 with one
-    length-scale, Gamma(3, 6) on the length-scale in unit-cube inputs (Gamma(3, 3) here, whose inputs span [-1, 1])
-    and Gamma(2, 0.15) on the output scale. Their exact GP and O-SVGP use the isotropic Matérn; on WISKI's grid gpytorch
-    evaluates it dimension by dimension, so their WISKI ran the product of 1-D Matérns
-    (:class:`~onlinegp.kernels.product_matern.ProductMatern52Kernel`; gpytorch also applies the output scale once per
-    dimension there, which is not copied)."""
-    import gpytorch
-    from gpytorch.priors import GammaPrior
-
-    from ...kernels.product_matern import ProductMatern52Kernel
-
-    prior = GammaPrior(3.0, 3.0)
-    base = (
-        ProductMatern52Kernel(lengthscale_prior=prior)
-        if model_name == "wiski"
-        else gpytorch.kernels.MaternKernel(nu=2.5, lengthscale_prior=prior)
-    )
-    return gpytorch.kernels.ScaleKernel(base, outputscale_prior=GammaPrior(2.0, 0.15)).to(torch.float64)
-
-
 @dataclass(frozen=True)
 class BatchUCB:
     """qUCB's batch of ``q`` candidates (Stanton et al. 2021, §5.3), β at iteration t ``beta · beta_decay^(t−1)``,
@@ -643,38 +607,12 @@ def _check_bo_options(functions: Sequence[str], fit: str, kernel: str, beta: flo
         raise ValueError(f"unknown or no test functions {unknown}; choose from {', '.join(BO_FUNCTIONS)}")
 
 
-def _bo_model_options(model_name: str, kernel: str, fit: str, grid_size: int, init_steps: int) -> dict[str, Any]:
-    """``model_name``'s constructor options in a BO run: :data:`BO_OPTIONS`, the kernel, WISKI's grid and
-    pre-training, the L-BFGS fit."""
-    opts = dict(BO_OPTIONS.get(model_name, {}))
-    if kernel == "authors":
-        opts["kernel"] = authors_bo_kernel(model_name)
-    if model_name == "wiski":
-        opts |= {"grid_size": grid_size, "pretrain_steps": init_steps}
-    if fit == "lbfgs" and model_name in ("wiski", "exact"):
-        opts |= {"fit": "lbfgs", "pretrain_steps": 0} if model_name == "wiski" else {"fit": "lbfgs"}
-    return opts
-
-
 #: seconds between a BO run's checkpoints (model, evaluations, rows, torch's random state): a killed run loses at most
 #: this much work and its rerun resumes from the checkpoint, exactly
 BO_CHECKPOINT_EVERY_S = 120.0
 BO_CHECKPOINT = "checkpoint.pt"
 #: a BO run's files kept in the results tree (``results/wiski-bo/``): its rows and the options its model ran with
 BO_SUMMARY = ("metrics.json", "model.json")
-
-
-def _bo_problem(config: dict) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The run's noisy test function, its bounds and the seed's random initial design with its evaluations."""
-    from botorch import test_functions
-
-    cls, noise_std = BO_FUNCTIONS[config["function"]]
-    f = getattr(test_functions, cls)(dim=3, noise_std=noise_std, negate=True).to(torch.float64)
-    bounds = f.bounds.to(torch.float64)
-    g = torch.Generator().manual_seed(config["seed"])
-    X0 = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(config["n_init"], 3, dtype=torch.float64, generator=g)
-    torch.manual_seed(config["seed"])
-    return f, bounds, X0, f(X0)
 
 
 def bo_job(config: dict, run_dir: Path, checkpoint_every: float = BO_CHECKPOINT_EVERY_S) -> dict:
@@ -686,8 +624,8 @@ def bo_job(config: dict, run_dir: Path, checkpoint_every: float = BO_CHECKPOINT_
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     c = config
-    f, bounds, X0, Y0 = _bo_problem(c)
-    opts = _bo_model_options(c["model"], c["kernel"], c["fit"], c["grid_size"], c["init_steps"])
+    f, bounds, X0, Y0 = bo_problem(c)
+    opts = bo_model_options(c["model"], c["kernel"], c["fit"], c["grid_size"], c["init_steps"])
     gp = make_model(c["model"], 3, x_bounds=bounds, seed=c["seed"], **opts)
     ucb = BatchUCB(c["q"], c["beta"], c["beta_decay"], c["num_restarts"], c["raw_samples"], c["mc_samples"])
     X_all, rows = X0.clone(), []
@@ -698,10 +636,10 @@ def bo_job(config: dict, run_dir: Path, checkpoint_every: float = BO_CHECKPOINT_
         X_all, rows = saved["X"], saved["rows"]
         torch.set_rng_state(saved["rng"])
     else:
-        _set_steps(gp, c["init_steps"])
+        set_steps(gp, c["init_steps"])
         gp.update(X0, Y0)
         torch.manual_seed(c["seed"] + 1)
-    _set_steps(gp, c["steps"])
+    set_steps(gp, c["steps"])
     run = {"function": c["function"], "model": c["model"], "seed": c["seed"], "run": f"{c['model']}/seed{c['seed']}"}
     failure, last_saved = "", time.perf_counter()
     for it in range(len(rows) + 1, c["iterations"] + 1):

@@ -63,7 +63,7 @@ from .robot import DiffDrive
 
 #: the schedule of a fleet whose config leaves it unset: asynchronous, which kept one vehicle's number of decision
 #: epochs and its final MSLL at K = 2 and 4 where lock-step epochs lost both (docs/results/fleet.md,
-#: benchmarks/results/fleet_schedule.md); one vehicle is the same under either
+#: benchmarks/studies/results/fleet_schedule.md); one vehicle is the same under either
 DEFAULT_SCHEDULE = "async"
 
 

@@ -41,12 +41,12 @@ from ...posterior import Predictor
 from ...projected import ProjectedTerms
 
 #: how a merge sets θ; the default, the richer model's, gave the better final MSLL in 5 of 6 missions and the lower
-#: mean final SMSE at both radii tried (benchmarks/results/fleet_decentralised.md)
+#: mean final SMSE at both radii tried (benchmarks/studies/results/fleet_decentralised.md)
 MERGE_THETAS = ("richer", "average")
 DEFAULT_MERGE_THETA = "richer"
 #: the default communication radius as a fraction of the task extent's shorter side: 30 m on the bundled 60 m fields.
 #: At 1/4 (15 m) four vehicles on valley-ridges never met in 2000 samples: joint goals kept every pair at least 16.8 m
-#: apart (benchmarks/results/fleet_decentralised.md)
+#: apart (benchmarks/studies/results/fleet_decentralised.md)
 COMM_RADIUS_FRACTION = 0.5
 
 

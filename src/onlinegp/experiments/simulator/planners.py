@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from scipy.special import comb
 
+from .phases import phase
+
 TASK_EXTENT = (-30.0, 30.0, -30.0, 30.0)
 
 
@@ -105,7 +107,9 @@ class MaxEntropyPlanner:
 
     def plan(self, model: Any, position: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         candidates = _uniform(self.extent, self.num_candidates, rng)
-        return candidates[int(np.argmax(self.scores(model, candidates, position)))]
+        with phase("candidates"):  # the model's predictions at the candidates (onlinegp.experiments.simulator.phases)
+            scores = self.scores(model, candidates, position)
+        return candidates[int(np.argmax(scores))]
 
     def state(self) -> dict:
         return {}

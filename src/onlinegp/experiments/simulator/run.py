@@ -22,6 +22,7 @@ from ...maps import write_geotiff
 from .fields import Field
 from .fleet import FleetMission
 from .mission import SCHEMA, Mission, MissionConfig, lengthscale_grid
+from .phases import PhaseTimer, activated, phase
 
 METRIC_KEYS = ("smse", "msll", "rmse", "nlpd", "mae")
 CHECKPOINT = "checkpoint.pt"
@@ -171,7 +172,8 @@ def open_mission(config: MissionConfig, out: str | Path, resume: bool = False, f
 
     Raises ValueError, before any simulation or model update, for anything wrong.
     """
-    mission = make_mission(config, field)
+    with phase("mission_build"):
+        mission = make_mission(config, field)
     ckpt = Path(out) / CHECKPOINT
     if resume and ckpt.is_file():
         mission.load(ckpt)
@@ -197,6 +199,7 @@ def run_mission(
     stop_after_epochs: int | None = None,
     echo: Callable[[str], None] = print,
     checkpoint_every: float = CHECKPOINT_EVERY_S,
+    phases: PhaseTimer | None = None,
 ) -> MissionResult:
     """Run ``mission`` (fresh from a config, or from :func:`open_mission`, possibly resumed) to its budget,
     writing config.json, metrics.csv/json, checkpoints, the final model and figures to ``out``.
@@ -204,7 +207,22 @@ def run_mission(
     The checkpoint (and metrics.csv) is written after the first epoch that ends ``checkpoint_every`` seconds or more
     after the last one (0: after every epoch) and after the last epoch of the call. ``stop_after_epochs`` stops
     after that many epochs of this call, leaving the resumable checkpoint that a killed run leaves behind.
+    ``phases`` (None: the active one, if any) times the run's phases
+    (:mod:`~onlinegp.experiments.simulator.phases`).
     """
+    with activated(phases), phase("run"):
+        return _run_mission(mission, out, quiet, stop_after_epochs, echo, checkpoint_every)
+
+
+def _run_mission(
+    mission: Mission | MissionConfig,
+    out: str | Path,
+    quiet: bool,
+    stop_after_epochs: int | None,
+    echo: Callable[[str], None],
+    checkpoint_every: float,
+) -> MissionResult:
+    """:func:`run_mission` (its phases reported into the active timer)."""
     mission = make_mission(mission) if isinstance(mission, MissionConfig) else mission
     config = mission.config
     out = Path(out)
@@ -246,23 +264,52 @@ def run_mission(
         )
         saved = time.perf_counter()
         while not mission.done and (stop_after_epochs is None or ran < stop_after_epochs):
-            row = mission.step()
+            with phase("epochs"):
+                row = mission.step()
             ran += 1
             if mission.epoch == 0:  # the model's size and kernel are known once it has seen the pilot survey
                 info.update(_recorded_config(config, mission.model))
                 atomic_write(out / "config.json", json.dumps(info, indent=2))
             last = mission.done or ran == stop_after_epochs
             if last or time.perf_counter() - saved >= checkpoint_every:
-                mission.save(ckpt)
-                write_csv(out / "metrics.csv", mission.rows)
+                with phase("checkpoints"):
+                    mission.save(ckpt)
+                    write_csv(out / "metrics.csv", mission.rows)
                 saved = time.perf_counter()
             progress.update(task, completed=mission.num_samples, **fmt(row))
     if not mission.done:
         return MissionResult(mission.rows, out, {"checkpoint": ckpt}, completed=False)
-    mission.model.save(str(out / "model.pt"))
-    write_csv(out / "metrics.csv", mission.rows)
-    atomic_write(out / SURVEY, lambda fh: mission.survey().save(fh))
-    files = write_figures(mission, out)
+    return MissionResult(mission.rows, out, _write_outputs(mission, out, ckpt), completed=True)
+
+
+def _write_outputs(mission: Mission, out: Path, ckpt: Path) -> dict[str, Path]:
+    """A finished mission's files: the final model, metrics.csv, the survey, the figures, the map (with the geotiff
+    extra) and metrics.json (the last)."""
+    with phase("outputs"):
+        mission.model.save(str(out / "model.pt"))
+    with phase("checkpoints"):
+        write_csv(out / "metrics.csv", mission.rows)
+    with phase("outputs"):
+        atomic_write(out / SURVEY, lambda fh: mission.survey().save(fh))
+    with phase("figures"):
+        files = write_figures(mission, out)
+    with phase("outputs"):
+        _write_map_and_metrics(mission, out, files)
+    files.update(
+        {
+            "config": out / "config.json",
+            "metrics_csv": out / "metrics.csv",
+            "metrics_json": out / "metrics.json",
+            "model": out / "model.pt",
+            "checkpoint": ckpt,
+            "survey": out / SURVEY,
+        }
+    )
+    return files
+
+
+def _write_map_and_metrics(mission: Mission, out: Path, files: dict[str, Path]) -> None:
+    """The GIS map (with the geotiff extra, into ``files``) and metrics.json, the file that marks a finished run."""
     if importlib.util.find_spec("rasterio") is not None:  # the geotiff extra
         xmin, xmax, ymin, ymax = mission.config.resolved_extent()
         cell = max(xmax - xmin, ymax - ymin) / 100
@@ -276,17 +323,6 @@ def run_mission(
         "epochs": len(mission.rows),
     }
     atomic_write(out / "metrics.json", json.dumps({"summary": summary, "rows": mission.rows}, indent=1))  # the last
-    files.update(
-        {
-            "config": out / "config.json",
-            "metrics_csv": out / "metrics.csv",
-            "metrics_json": out / "metrics.json",
-            "model": out / "model.pt",
-            "checkpoint": ckpt,
-            "survey": out / SURVEY,
-        }
-    )
-    return MissionResult(mission.rows, out, files, completed=True)
 
 
 def describe(result: MissionResult) -> str:
