@@ -247,7 +247,9 @@ def main() -> None:
     ap.add_argument("--method", default="wiski", choices=list(STUDIES))
     ap.add_argument("--datasets", default="concrete,elevators,skillcraft")
     ap.add_argument("--variants", default=None, help="comma-separated labels of STUDIES[method] (default: all)")
-    ap.add_argument("--name", default=None, help="output file stem in benchmarks/studies/results (study_<method>_defaults)")
+    ap.add_argument(
+        "--name", default=None, help="output file stem in benchmarks/studies/results (study_<method>_defaults)"
+    )
     args = ap.parse_args()
     variants = STUDIES[args.method]
     labels = list(variants) if args.variants is None else args.variants.split(",")

@@ -48,9 +48,7 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "results" / "vehicle-order
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "poam" / "n17e073_poam_seed0.npz"
 STREAMS = ["magnetic", *(f"magnetic-{k}" for k in range(1, 6)), "env2-mission"]
 MODELS = ["poam", "osgpr", "ssgp++", "vips", "wiski"]
-COMMAND = (
-    "OMP_NUM_THREADS=1 python benchmarks/studies/study_vehicle_order.py && python benchmarks/studies/study_vehicle_order.py --render"
-)
+COMMAND = "OMP_NUM_THREADS=1 python benchmarks/studies/study_vehicle_order.py && python benchmarks/studies/study_vehicle_order.py --render"
 
 
 def load_stream(name: str) -> dict:

@@ -114,7 +114,11 @@ def test_sigkill_loses_nothing_acknowledged_and_resume_is_exact(tmp_path):
         process.send_signal(signal.SIGTERM)
         process.wait(20)
     batches = logged_batches(run)
-    assert status["backlog"] == status["pending"] == 0 and status["updates"] == len(batches) and status["N"] == len(logged_rows(run))
+    assert (
+        status["backlog"] == status["pending"] == 0
+        and status["updates"] == len(batches)
+        and status["N"] == len(logged_rows(run))
+    )
     reference = uninterrupted(batches)
     xs, ys = np.meshgrid(served["x"], served["y"])
     with torch.no_grad():

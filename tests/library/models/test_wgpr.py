@@ -13,11 +13,11 @@ from onlinegp.experiments.protocols import two_regime_toy
 from onlinegp.kernels import dense
 from onlinegp.linalg import CholeskyError
 from onlinegp.metrics import rmse
+from onlinegp.models import wgpr as wgpr_module
 from onlinegp.models.exact import ExactGP
 from onlinegp.models.osgpr import OSGPR
 from onlinegp.models.registry import make_model
 from onlinegp.models.solar import LGPR, SOLARGP, weighted_prediction
-from onlinegp.models import wgpr as wgpr_module
 from onlinegp.models.wgpr import MEMBER_DEFAULTS, WGPR, ran_away
 from onlinegp.testing import state_equal
 from onlinegp.training import Training
@@ -45,7 +45,9 @@ def wgpr(epsilon, **kw):
 
 
 def osgpr(seed=0, **options):
-    return OSGPR(2, num_inducing=15, x_bounds=BOUNDS, y_stats=(0.0, 1.0), seed=seed, **MEMBER, **MEMBER_DEFAULTS | options)
+    return OSGPR(
+        2, num_inducing=15, x_bounds=BOUNDS, y_stats=(0.0, 1.0), seed=seed, **MEMBER, **MEMBER_DEFAULTS | options
+    )
 
 
 def test_infinite_epsilon_never_splits_and_equals_one_osgpr():

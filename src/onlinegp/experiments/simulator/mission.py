@@ -77,7 +77,7 @@ def task_extent(extent: tuple[float, float, float, float]) -> tuple[float, float
 #: POAM's family in a mission: no pre-training on the pilot survey (the paper's Algorithm 1 moves θ only a few
 #: steps per decision epoch, so that the robot explores first, Chen et al. 2024 §IV-D). Pre-training it, the library
 #: default for other streams, raised the mission-averaged SMSE from 0.30 to 0.66 (1 of 10 pairs better, sign test
-#: p = 0.02; benchmarks/results/poam_pretrain_study.json). ``model_options`` may still set it (the flat keyword, which
+#: p = 0.02; benchmarks/studies/results/poam_pretrain_study.json). ``model_options`` may still set it (the flat keyword, which
 #: :func:`~onlinegp.training.training_options` folds into the training spec, so that a later ``training`` option wins).
 MISSION_MODEL_OPTIONS = {"pretrain_steps": 0}
 
