@@ -36,9 +36,10 @@ from ...data import UCI, load_dataset
 from ...io import atomic_write, write_csv
 from ...metrics import nlpd, rmse
 from ...models.registry import make_model
+from ..flags import option
 from .exact import lbfgs_exact_gp
 from .parse import comma_items
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import RunSpec, SweepResult
 
 #: every streaming regression method the table checks

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...io import write_csv
+from ..flags import option
 from ..simulator.fields import PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import COORDINATIONS, FLEETS, SCHEDULES, MissionConfig
 from .parse import comma_ints, comma_items
@@ -46,7 +47,7 @@ from .poam import (
     read_metrics_csv,
     sign_test,
 )
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import RunSpec, SweepResult, is_finished
 
 TITLE = "fleet"

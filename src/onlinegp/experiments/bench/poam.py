@@ -34,11 +34,12 @@ import numpy as np
 from ...io import atomic_write, write_csv
 from ...models import OVC, POAM
 from ...models.registry import model_class
+from ..flags import option
 from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import MissionConfig, lengthscale_grid
 from ..simulator.run import open_mission, run_mission
 from .parse import parse_names, parse_seeds
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import MARKER, RunSpec, SweepResult, is_finished
 
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")

@@ -51,8 +51,9 @@ from ...io import write_csv
 from ...metrics import rmse
 from ...models.registry import make_model
 from ...wasserstein import psd_sqrt
+from ..flags import option
 from .parse import parse_names, parse_seeds
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import RunSpec, SweepResult
 
 DATASETS = ("toy", "kin40k", "pumadyn32nm", "bathymetry")

@@ -55,9 +55,10 @@ from ...models.osvgp import OSVGP
 from ...models.registry import MODELS, make_model
 from ...models.wiski import WISKIClassifier
 from ...training import Pretraining, Training
+from ..flags import option
 from .exact import lbfgs_exact_gp
 from .parse import comma_ints, comma_items, parse_seeds
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import RunSpec, SweepResult
 
 UCI_SETS = ("skillcraft", "elevators", "protein", "kin40k")
