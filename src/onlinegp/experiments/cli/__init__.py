@@ -15,7 +15,7 @@ import typer
 from ... import __version__, portable
 from ...io import claim_run_directory
 from ...models.registry import MODELS
-from ...options import parse_options
+from ...options import model_options, parse_options
 from ..flags import cli_type, declared
 from ..service.cli import serve_app
 
@@ -131,9 +131,10 @@ def _usage_errors(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def parse_model_options(items: list[str] | None) -> dict:
     """Every command's ``--option KEY=VALUE`` items as model keyword arguments (:func:`onlinegp.options.parse_value`
-    reads the values: ``sketch=None``, ``lr=0.005``, ``inducing=vips``); a malformed item is a usage error."""
+    reads the values: ``sketch=None``, ``lr=0.005``, ``inducing=vips``); a malformed item is a usage error, a
+    deprecated flat training keyword a FutureWarning (:func:`onlinegp.options.model_options`)."""
     try:
-        return parse_options(items)
+        return model_options(items)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
 

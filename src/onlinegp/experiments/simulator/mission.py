@@ -32,7 +32,7 @@ from ... import metrics
 from ...base import FIRST_BATCH, OnlineGP
 from ...io import atomic_write
 from ...models.poam import POAM
-from ...models.registry import MODELS, make_model, model_class
+from ...models.registry import MODELS, make_recorded_model, model_class
 from ..flags import gathered, option
 from .fields import DEFAULT_ENV, Field, FieldOptions, FieldWarning, load_field
 from .merge import DEFAULT_MERGE_THETA, MERGE_THETAS, default_comm_radius
@@ -355,7 +355,7 @@ def build_model(config: MissionConfig) -> OnlineGP:
     with torch.random.fork_rng():
         torch.manual_seed(int(config.seed))
         try:
-            return make_model(config.model, 2, **kwargs)
+            return make_recorded_model(config.model, 2, **kwargs)
         except TypeError as err:
             raise ModelOptionsError(
                 f"model {config.model!r} does not accept these options "
