@@ -56,7 +56,8 @@ def make_model(name: str, input_dim: int | None = None, **options: Any) -> Onlin
 
     A model fitted by a :class:`~onlinegp.training.Training` spec also takes the flat keywords of earlier configs
     (``num_steps=5``, ``lr=0.01``, ``pretrain_steps=0``, ...), folded into its ``training`` by
-    :func:`~onlinegp.training.options_for`."""
+    :func:`~onlinegp.training.options_for`; a deprecated one (:data:`~onlinegp.training.LEGACY_TRAINING`:
+    ``pretrain_steps``) warns, a recorded config's does not (:func:`make_recorded_model`)."""
     key = name.lower()
     if key not in MODELS:
         raise ValueError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}")

@@ -9,8 +9,8 @@ from onlinegp.training import LBFGS_ITERATIONS
 
 
 def test_lbfgs_fit_is_the_exact_gp_reference_fit():
-    """training.optimizer 'lbfgs' after absorbing a batch is the L-BFGS fit of the exact-GP references (lbfgs_exact_gp) on the same
-    data from the same start: the same θ."""
+    """training={'optimizer': 'lbfgs'} after absorbing a batch is the L-BFGS fit of the exact-GP references
+    (lbfgs_exact_gp) on the same data from the same start: the same θ."""
     g = np.random.default_rng(1)
     X = g.uniform(-1, 1, (80, 2))
     y = np.sin(3 * X[:, 0]) + 0.1 * g.standard_normal(80)

@@ -103,8 +103,8 @@ def _taking(options: Options) -> Callable[[Callable[..., None]], Callable[..., N
 def declared_options(options: type) -> Options:
     """The options of a command that the dataclass *options* declares (name: (type, ``typer.Option``)), in its fields'
     order, a :func:`~onlinegp.experiments.flags.gathered` field's in its place: each field's metadata
-    (:func:`~onlinegp.experiments.flags.option`) gives its flag, help, type (:func:`~onlinegp.experiments.flags.cli_type`)
-    and parsing, a tuple default shown as comma-joined text."""
+    (:func:`~onlinegp.experiments.flags.option`) gives its flag, help, type
+    (:func:`~onlinegp.experiments.flags.cli_type`) and parsing, a tuple default shown as comma-joined text."""
     found: Options = {}
     for owner, field in declared(options):
         meta, default = field.metadata, field.default

@@ -15,9 +15,9 @@ def bench_command(name: str, quiet: str = "no progress bar or table", workers: b
     """Register ``onlinegp bench NAME``, the one way every bench is registered, from its
     :class:`~onlinegp.experiments.bench.protocol.Bench` ``CATALOGUE[NAME]`` alone (run by :func:`_run_bench`): its help
     is the bench's ``description``, its own options the fields of its options dataclass made by
-    :func:`~onlinegp.experiments.flags.option` (:func:`~onlinegp.experiments.cli.declared_options`), then the options every bench shares
-    (:func:`_common_options`: ``--quiet`` with help *quiet*, ``--workers`` where *workers*, ``--backend`` and
-    ``--address`` where *ray*, the results tree's options)."""
+    :func:`~onlinegp.experiments.flags.option` (:func:`~onlinegp.experiments.cli.declared_options`), then the options
+    every bench shares (:func:`_common_options`: ``--quiet`` with help *quiet*, ``--workers`` where *workers*,
+    ``--backend`` and ``--address`` where *ray*, the results tree's options)."""
     bench = CATALOGUE[name]
 
     def command(**arguments: Any) -> None:
