@@ -704,7 +704,7 @@ class OnlineGP(nn.Module, metaclass=_BuildWhenWidthKnown):
                 f"({type(target).__name__}.load(path, **options)) or build the model with them first"
             )
         # a class takes the flat training keywords of earlier versions, as make_model does (num_steps=5, lr=0.01)
-        model = target(**options_for(target, options)) if isinstance(target, type) else target
+        model = target(**options_for(target, options, stacklevel=3)) if isinstance(target, type) else target
         model.load_state_dict(read_state(path, model.device))
         return model
 

@@ -34,3 +34,14 @@ def parse_options(items: Iterable[str] | None) -> dict[str, Any]:
             raise ValueError(f"--option expects KEY=VALUE with KEY a constructor argument, got {item!r}")
         options[key] = parse_value(value)
     return options
+
+
+def model_options(items: Iterable[str] | None) -> dict[str, Any]:
+    """A model's ``--option`` items (:func:`parse_options`), a deprecated flat training keyword among them
+    (:data:`~onlinegp.training.LEGACY_TRAINING`: ``fit_steps=5``) warning (FutureWarning) with the spelling that
+    replaces it (``training={'steps': 5}``)."""
+    from .training import warn_legacy  # torch: not for the other commands' options
+
+    options = parse_options(items)
+    warn_legacy(options, stacklevel=3)
+    return options

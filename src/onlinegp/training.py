@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -331,17 +332,61 @@ FLAT_TRAINING = {
     "pretrain_lr": "pretrain.lr",
     "pretrain_lr_projection": "pretrain.lr_network",
 }
+#: the flat keywords that only earlier versions spelled so, each with the field of :class:`Training` that replaces it
+#: (another name; nothing current uses theirs): given by a user (a model's options, ``--option``) each warns
+#: (FutureWarning) with the spelling that replaces it, until :data:`LEGACY_REMOVED_IN`. ``optimizer``, ``batch_size``
+#: and ``lr`` are the fields' own names and ``num_steps`` is every model's ``num_steps`` (and the commands'
+#: ``--num-steps``): kept.
+LEGACY_TRAINING = {
+    **{k: v for k, v in FLAT_TRAINING.items() if k not in ("optimizer", "num_steps", "batch_size", "lr")},
+    "lr_hyper": "lr",  # O-SVGP's theta rate (its FLAT_TRAINING, where its flat lr is lr_variational)
+}
+#: the version that no longer reads :data:`LEGACY_TRAINING` from a user (the next minor one; kept records still read)
+LEGACY_REMOVED_IN = "0.9.0"
 
 
-def training_options(options: Mapping[str, Any], flat: Mapping[str, str] = FLAT_TRAINING) -> dict[str, Any]:
+def _spec_part(field: str, value: Any) -> dict[str, Any]:
+    """The fields of a training spec (a dict) that a flat keyword's *field* (``'steps'``, ``'pretrain.lr'``) sets."""
+    if field.startswith("pretrain."):
+        return {"pretrain": {field.removeprefix("pretrain."): value}}
+    return {field: value}
+
+
+def legacy_message(key: str, value: Any, flat: Mapping[str, str] = LEGACY_TRAINING) -> str:
+    """What the deprecated flat keyword ``key=value`` (:data:`LEGACY_TRAINING`) is to be given as instead (*flat*:
+    the model's own flat names)."""
+    part = repr(_spec_part(flat.get(key) or LEGACY_TRAINING[key], value))
+    return (
+        f"{key}={value!r} is deprecated and will be removed in onlinegp {LEGACY_REMOVED_IN}: pass training={part} "
+        f'(on the command line: --option "training={part}")'
+    )
+
+
+def warn_legacy(options: Mapping[str, Any], flat: Mapping[str, str] = LEGACY_TRAINING, stacklevel: int = 2) -> None:
+    """A FutureWarning for each deprecated flat keyword (:data:`LEGACY_TRAINING`) among a user's *options* that the
+    model takes (*flat*: its flat names; default: any model's), naming its replacement (:func:`legacy_message`);
+    *stacklevel* as :func:`warnings.warn`'s in this function (2: its caller)."""
+    for key, value in options.items():
+        if key in LEGACY_TRAINING and key in flat:
+            warnings.warn(legacy_message(key, value, flat), FutureWarning, stacklevel=stacklevel)
+
+
+def training_options(
+    options: Mapping[str, Any], flat: Mapping[str, str] = FLAT_TRAINING, warn: bool = True, stacklevel: int = 2
+) -> dict[str, Any]:
     """Model options with the flat keywords of :data:`FLAT_TRAINING` (``num_steps=5``, ``lr=0.01``, as earlier
     configs, checkpoints' option lists and ``--option`` give them) folded into one ``training`` spec: the one place old
     option names are read. Options apply in their order, a later one winning, as on a command line: a ``training``
     spec (or dict) sets the fields it sets, a flat keyword its one field (None: left to the model). ``fit='lbfgs'``
     (the exact GP's and WISKI's) fitted to convergence whatever ``num_steps`` said, so ``num_steps`` is dropped with
-    it. Options without any of these keys come back unchanged."""
+    it. Options without any of these keys come back unchanged.
+
+    A deprecated keyword (:data:`LEGACY_TRAINING`) warns (:func:`warn_legacy`) unless *warn* is False: a recorded
+    config (:func:`~onlinegp.models.registry.recorded_options`) is history, read as it was written."""
     if not any(key in flat for key in options):
         return dict(options)
+    if warn:
+        warn_legacy(options, flat, stacklevel + 1)
     spec, rest = Training(), {}
     for key, value in options.items():
         if key == "training":
@@ -349,19 +394,16 @@ def training_options(options: Mapping[str, Any], flat: Mapping[str, str] = FLAT_
         elif key not in flat:
             rest[key] = value
         elif not (key == "num_steps" and options.get("fit") == "lbfgs"):
-            field = flat[key]
-            part = (
-                {"pretrain": {field.removeprefix("pretrain."): value}}
-                if field.startswith("pretrain.")
-                else {field: value}
-            )
-            spec = spec.updated(Training.of(part))
+            spec = spec.updated(Training.of(_spec_part(flat[key], value)))
     return {**rest, "training": spec}
 
 
-def options_for(model_class: type, options: Mapping[str, Any]) -> dict[str, Any]:
+def options_for(
+    model_class: type | None, options: Mapping[str, Any], warn: bool = True, stacklevel: int = 2
+) -> dict[str, Any]:
     """The options to build ``model_class`` with: :func:`training_options` with the class's own flat names
-    (``FLAT_TRAINING``) when a :class:`Training` spec fits it, else the options unchanged."""
+    (``FLAT_TRAINING``) when a :class:`Training` spec fits it, else the options unchanged; a deprecated flat keyword
+    warns unless *warn* is False."""
     if getattr(model_class, "TRAINING", None) is None:
         return dict(options)
-    return training_options(options, getattr(model_class, "FLAT_TRAINING", FLAT_TRAINING))
+    return training_options(options, getattr(model_class, "FLAT_TRAINING", FLAT_TRAINING), warn, stacklevel + 1)

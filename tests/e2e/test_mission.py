@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -352,9 +353,15 @@ def test_a_vehicle_too_fast_to_turn_onto_its_waypoints_is_a_clear_error(tmp_path
 
 def test_missions_run_poam_without_pretraining_unless_asked():
     """The pilot survey is not a batch to pre-train on (benchmarks/studies/results/poam_pretrain_study.json): POAM's family
-    runs the paper's Algorithm 1 in a mission, other models keep their defaults, and an explicit option wins."""
-    assert build_model(MissionConfig(budget=100).resolved()).options()["training"].pretrain.steps == 0
-    assert build_model(MissionConfig(budget=100, model="ovc++").resolved()).options()["training"].pretrain.steps == 0
-    assert "pretrain_steps" not in MissionConfig(budget=100, model="ssgp++").resolved().model_kwargs()
-    asked = MissionConfig(budget=100, model_options={"pretrain_steps": 20}).resolved()
-    assert build_model(asked).options()["training"].pretrain.steps == 20
+    runs the paper's Algorithm 1 in a mission, other models keep their defaults, and an explicit option wins. A
+    mission's config is its record: the flat keywords of earlier versions in it are read without a warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert build_model(MissionConfig(budget=100).resolved()).options()["training"].pretrain.steps == 0
+        ovc = build_model(MissionConfig(budget=100, model="ovc++").resolved())
+        assert ovc.options()["training"].pretrain.steps == 0
+        assert "pretrain_steps" not in MissionConfig(budget=100, model="ssgp++").resolved().model_kwargs()
+        asked = MissionConfig(budget=100, model_options={"pretrain_steps": 20}).resolved()
+        assert build_model(asked).options()["training"].pretrain.steps == 20
+        spelled = MissionConfig(budget=100, model_options={"training": {"pretrain": {"steps": 20}}}).resolved()
+        assert build_model(spelled).options() == build_model(asked).options()

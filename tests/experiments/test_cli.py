@@ -260,3 +260,24 @@ def test_dem_file_options_on_the_command_line(tmp_path):
     assert info["config"]["field_options"] == {"extent": "native", "cell_size": "0.5", "array": "elev", "nodata": -9999}
     bundled = runner.invoke(app, ["mission", "--extent", "native", "--out", str(tmp_path / "b")])
     assert bundled.exit_code == 2 and "applies to DEM files" in _text(bundled)
+
+
+def test_a_deprecated_option_warns_when_given_and_its_record_reads_silently():
+    """``--option pretrain_steps=20`` warns (FutureWarning) with the spelling that replaces it; the mission's config,
+    its record, keeps what was given and builds its model without another warning."""
+    import warnings
+
+    from onlinegp.experiments.cli import parse_model_options
+    from onlinegp.experiments.simulator.mission import build_model
+    from onlinegp.experiments.simulator.mission_settings import mission_config
+
+    with pytest.warns(
+        FutureWarning, match=r"pretrain_steps=20 is deprecated.*training=\{'pretrain': \{'steps': 20\}\}"
+    ):
+        options = parse_model_options(["pretrain_steps=20"])
+    config = mission_config(model_options=options, budget=100)
+    assert config.model_options == {"pretrain_steps": 20}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        record = MissionConfig.from_record(config.resolved().to_dict())
+        assert build_model(record.resolved()).options()["training"].pretrain.steps == 20

@@ -158,8 +158,8 @@ class Recording:
         ("osgpr", {}),
         ("vips", {}),
         ("osvgp", {}),
-        ("poam", {"pretrain_steps": 0}),
-        ("var-ssgp", {"pretrain_steps": 0}),
+        ("poam", {"training": {"pretrain": {"steps": 0}}}),
+        ("var-ssgp", {"training": {"pretrain": {"steps": 0}}}),
     ],
 )
 def test_every_model_hands_its_selector_an_explicit_context(name, options):

@@ -2,16 +2,23 @@
 keywords of earlier versions folded into it, and reported by ``options()`` so that a record rebuilds its model."""
 
 import json
+import re
+import warnings
 
 import pytest
 import torch
 
+import onlinegp
 from onlinegp import MODELS, make_model
 from onlinegp.base import jsonable_options, model_record
 from onlinegp.models import OSVGP, POAM, WISKI, ExactGP
+from onlinegp.models.registry import make_recorded_model, recorded_options
+from onlinegp.options import model_options
 from onlinegp.testing import toy
 from onlinegp.training import (
     FLAT_TRAINING,
+    LEGACY_REMOVED_IN,
+    LEGACY_TRAINING,
     SETTLE_WINDOW,
     Pretraining,
     Training,
@@ -66,20 +73,78 @@ def test_unset_fields_take_the_models_defaults_and_the_spec_round_trips_as_a_dic
 
 
 def test_the_flat_keywords_fold_into_the_spec_in_order():
-    options = training_options({"num_steps": 3, "kernel": "rbf", "lr_attention": 2e-3, "pretrain_steps": 0})
+    read = lambda options, flat=FLAT_TRAINING: training_options(options, flat, warn=False)  # noqa: E731 - as records
+    options = read({"num_steps": 3, "kernel": "rbf", "lr_attention": 2e-3, "pretrain_steps": 0})
     assert options == {"kernel": "rbf", "training": Training(steps=3, lr_network=2e-3, pretrain=Pretraining(steps=0))}
     # a later option wins, field by field, as on a command line
-    assert training_options({"pretrain_steps": 0, "training": {"steps": 4}})["training"] == Training(
+    assert read({"pretrain_steps": 0, "training": {"steps": 4}})["training"] == Training(
         steps=4, pretrain=Pretraining(steps=0)
     )
-    assert training_options({"training": {"steps": 4}, "num_steps": 6})["training"] == Training(steps=6)
+    assert read({"training": {"steps": 4}, "num_steps": 6})["training"] == Training(steps=6)
     # O-SVGP's lr was its variational rate and lr_hyper θ's; fit='lbfgs' fitted to convergence whatever num_steps said
     flat = {**FLAT_TRAINING, **OSVGP.FLAT_TRAINING}
-    assert training_options({"lr": 1e-3, "lr_hyper": 0.1}, flat)["training"] == Training(lr_variational=1e-3, lr=0.1)
-    assert training_options({"fit": "lbfgs", "num_steps": 10})["training"] == Training(optimizer="lbfgs")
-    assert training_options({"kernel": "rbf"}) == {"kernel": "rbf"}
+    assert read({"lr": 1e-3, "lr_hyper": 0.1}, flat)["training"] == Training(lr_variational=1e-3, lr=0.1)
+    assert read({"fit": "lbfgs", "num_steps": 10})["training"] == Training(optimizer="lbfgs")
+    assert read({"kernel": "rbf"}) == {"kernel": "rbf"}
     with pytest.raises(ValueError, match=r"training\.lr"):
         make_model("poam", lr=-1.0)
+
+
+#: each deprecated flat keyword, a model that takes it, a value, and the training= that replaces it
+LEGACY = {
+    "fit": ("exact", "lbfgs", {"optimizer": "lbfgs"}),
+    "fit_steps": ("lgpr", 7, {"steps": 7}),
+    "lr_attention": ("ssgp++", 2e-3, {"lr_network": 2e-3}),
+    "lr_projection": ("wiski", 1e-3, {"lr_network": 1e-3}),
+    "pretrain_steps": ("poam", 0, {"pretrain": {"steps": 0}}),
+    "pretrain_lr": ("wiski", 0.05, {"pretrain": {"lr": 0.05}}),
+    "pretrain_lr_projection": ("wiski", 4e-3, {"pretrain": {"lr_network": 4e-3}}),
+    "lr_hyper": ("osvgp", 0.02, {"lr": 0.02}),
+}
+
+
+def test_the_legacy_keywords_are_those_spelled_otherwise_than_their_field_and_go_in_the_next_minor():
+    assert set(LEGACY_TRAINING) == set(LEGACY) and LEGACY_TRAINING["lr_hyper"] == OSVGP.FLAT_TRAINING["lr_hyper"]
+    assert {k: v for k, v in LEGACY_TRAINING.items() if k != "lr_hyper"} == {
+        k: v for k, v in FLAT_TRAINING.items() if k in LEGACY_TRAINING
+    }
+    assert not {"num_steps", "optimizer", "batch_size", "lr"} & set(LEGACY_TRAINING)  # current names: no warning
+    major, minor, _ = (int(part) for part in onlinegp.__version__.split("."))
+    assert LEGACY_REMOVED_IN == f"{major}.{minor + 1}.0"
+
+
+@pytest.mark.parametrize("key", sorted(LEGACY))
+def test_each_legacy_keyword_warns_naming_its_replacement(key):
+    name, value, spec = LEGACY[key]
+    expected = (
+        f"{key}={value!r} is deprecated and will be removed in onlinegp {LEGACY_REMOVED_IN}: pass training={spec!r}"
+    )
+    with pytest.warns(FutureWarning, match=re.escape(expected)) as caught:
+        old = make_model(name, seed=1, **{key: value})
+    assert len(caught) == 1 and caught[0].filename == __file__  # where the user gave it
+    assert f'--option "training={spec!r}"' in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert old.options() == make_model(name, seed=1, training=spec).options()
+    with pytest.warns(FutureWarning, match=re.escape(expected)):
+        assert model_options([f"{key}={value}"]) == {key: value}  # --option KEY=VALUE
+
+
+def test_current_names_and_recorded_configs_warn_nothing():
+    recorded = {"num_steps": 3, "lr": 0.05, "pretrain_steps": 0, "lr_attention": 2e-3, "batch_size": 40}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_model("poam", num_steps=3, lr=0.05, optimizer="adam", batch_size=40)
+        assert model_options(["num_steps=3", "lr=0.05", "training={'steps': 2}"])["training"] == {"steps": 2}
+        rebuilt = make_recorded_model("poam", seed=1, **recorded)
+        assert recorded_options("poam", recorded)["training"] == Training(
+            steps=3, lr=0.05, lr_network=2e-3, batch_size=40, pretrain=Pretraining(steps=0)
+        )
+        assert recorded_options("osvgp", {"lr_hyper": 0.1})["training"] == Training(lr=0.1)
+        assert training_options({"fit": "lbfgs"}, warn=False)["training"] == Training(optimizer="lbfgs")
+    with pytest.warns(FutureWarning):
+        again = make_model("poam", seed=1, **recorded)
+    assert again.options() == rebuilt.options()
 
 
 @pytest.mark.parametrize(
@@ -103,7 +168,7 @@ def test_the_flat_keywords_fold_into_the_spec_in_order():
 )
 def test_old_flat_keys_give_the_same_model_bit_for_bit(name, flat, spec):
     X, y = toy(80, seed=4)
-    old, new = make_model(name, seed=1, **flat), make_model(name, seed=1, training=spec)
+    old, new = make_recorded_model(name, seed=1, **flat), make_model(name, seed=1, training=spec)
     assert old.options() == new.options()
     for lo in (0, 50):
         old.update(X[lo : lo + 50], y[lo : lo + 50])

@@ -34,7 +34,7 @@ from ..base import FIRST_BATCH, OnlineGP, model_record
 from ..io import atomic_write, write_csv
 from ..kernels import native
 from ..maps import write_geotiff
-from ..models import make_model
+from ..models.registry import make_recorded_model
 from ..tables import Table, read_table
 from . import plots
 
@@ -295,7 +295,7 @@ def build_replay_model(name: str, survey: Survey, seed: int, options: dict) -> O
         kwargs["x_bounds"] = survey.meta["x_bounds"]
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        return make_model(name, survey.x.shape[1], seed=seed, **kwargs)  # built here, under the seed
+        return make_recorded_model(name, survey.x.shape[1], seed=seed, **kwargs)  # built here, under the seed
 
 
 def summary(rows: list[dict]) -> dict:

@@ -27,7 +27,7 @@ from ..data import Dataset, batch_indices, chunked_fold_split, load_dataset, tra
 from ..io import write_csv
 from ..kernels import native
 from ..metrics import nlpd, rmse
-from ..models.registry import make_model
+from ..models.registry import make_recorded_model
 from .protocols import lbfgs_exact_gp
 
 
@@ -114,7 +114,7 @@ def run_stream(
     train, test, parts, common, y_std = prepare(config)
     exact = config.model.lower() == "exact"
     evals = set(config.eval_batches or range(1, len(parts) + 1))
-    model = None if exact else make_model(config.model, train.input_dim, **common, **config.options)
+    model = None if exact else make_recorded_model(config.model, train.input_dim, **common, **config.options)
     rows: list[dict] = []
     seen = 0
     for b, idx in enumerate(tqdm(parts, desc=f"{config.model} on {train.name}", disable=quiet, leave=False), start=1):
@@ -123,7 +123,9 @@ def run_stream(
         if exact:
             if b not in evals:
                 continue
-            model = make_model("exact", train.input_dim, num_steps=0, max_data=10**9, **common, **config.options)
+            model = make_recorded_model(
+                "exact", train.input_dim, num_steps=0, max_data=10**9, **common, **config.options
+            )
             t0 = time.perf_counter()
             X_seen = train.X[np.concatenate(parts[:b])]
             y_seen = train.y[np.concatenate(parts[:b])]

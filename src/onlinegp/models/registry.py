@@ -56,8 +56,24 @@ def make_model(name: str, input_dim: int | None = None, **options: Any) -> Onlin
 
     A model fitted by a :class:`~onlinegp.training.Training` spec also takes the flat keywords of earlier configs
     (``num_steps=5``, ``lr=0.01``, ``pretrain_steps=0``, ...), folded into its ``training`` by
-    :func:`~onlinegp.training.options_for`."""
+    :func:`~onlinegp.training.options_for`; a deprecated one (:data:`~onlinegp.training.LEGACY_TRAINING`:
+    ``pretrain_steps``) warns, a recorded config's does not (:func:`make_recorded_model`)."""
     key = name.lower()
     if key not in MODELS:
         raise ValueError(f"unknown model {name!r}; available: {', '.join(sorted(MODELS))}")
-    return MODELS[key].factory(input_dim, **options_for(model_class(key), options))
+    return MODELS[key].factory(input_dim, **options_for(model_class(key), options, stacklevel=3))
+
+
+def recorded_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """A recorded config's options for the model registered as ``name`` (a run's ``config.json``, a kept result, a
+    bench's configs, which keep the flat keywords they were written with so that their keys stay), as
+    :func:`make_model` builds it with them: :func:`~onlinegp.training.options_for` without its deprecation warnings
+    (a record is history, not a user's input)."""
+    return options_for(model_class(name), options, warn=False)
+
+
+def make_recorded_model(name: str, input_dim: int | None = None, **options: Any) -> OnlineGP:
+    """:func:`make_model` of a recorded config (an experiment's run, resumed, verified or rebuilt from its
+    ``config.json``): its deprecated flat keywords read silently (:func:`recorded_options`), the user having been
+    warned where they gave them (``--option``)."""
+    return make_model(name, input_dim, **recorded_options(name, options))

@@ -300,7 +300,7 @@ def test_paper_model_options_are_the_paper_implementations():
     """σ² starts at 1.0 for every method; POAM's family runs the exact M-step without pre-training; OVC moves Z with
     θ's persistent Adam as the paper's code does (benchmarks/perf/results/ovc_reference.md), OVC++ has no Z steps."""
     from onlinegp.experiments.protocols import paper_model_options
-    from onlinegp.models.registry import make_model
+    from onlinegp.models.registry import make_recorded_model
     from onlinegp.training import Training, training_options
 
     assert paper_model_options("ssgp++") == {"noise": 1.0}
@@ -308,8 +308,8 @@ def test_paper_model_options_are_the_paper_implementations():
     assert paper_model_options("ovc") == {"noise": 1.0, "sketch": None, "pretrain_steps": 0, "z_steps": "shared"}
     assert "z_steps" not in paper_model_options("ovc++")
     for method in ("ssgp++", "ovc", "ovc++", "poam", "full"):
-        options = make_model(method, 2, **paper_model_options(method)).options()
-        asked = training_options(paper_model_options(method))  # pretrain_steps=0 is the spec's pretrain.steps
+        options = make_recorded_model(method, 2, **paper_model_options(method)).options()  # the configs' flat names
+        asked = training_options(paper_model_options(method), warn=False)  # pretrain_steps=0: the spec's pretrain.steps
         assert all(options[k] == v for k, v in asked.items() if k != "training")
         assert options["training"].updated(asked.get("training", Training())) == options["training"]
 

@@ -18,6 +18,7 @@ from onlinegp.experiments.bench.wiski import (
 from onlinegp.experiments.cli import app
 from onlinegp.experiments.protocols import BO_FUNCTIONS, authors_bo_kernel, lbfgs_exact_gp
 from onlinegp.models import make_model
+from onlinegp.models.registry import make_recorded_model
 
 
 def _start(name, out, log=lambda s: None, **options):
@@ -351,7 +352,7 @@ def test_bo_run_that_fails_numerically_ends_alone_and_the_rest_are_written(tmp_p
     from onlinegp.linalg import CholeskyError
 
     def failing(name, *args, **kwargs):
-        model = make_model(name, *args, **kwargs)
+        model = make_recorded_model(name, *args, **kwargs)  # a run's model: built from its config
         if name == "wiski":
             update, calls = model.update, []
 
@@ -364,7 +365,7 @@ def test_bo_run_that_fails_numerically_ends_alone_and_the_rest_are_written(tmp_p
             model.update = update_then_fail
         return model
 
-    monkeypatch.setattr(bench, "make_model", failing)
+    monkeypatch.setattr(bench, "make_recorded_model", failing)
     logs = []
     rows = run_bo(
         tmp_path,

@@ -11,7 +11,7 @@ import torch
 from onlinegp.experiments.service.state import ServiceConfig, build_model
 
 AREA = (0.0, 10.0, 0.0, 10.0)
-OPTIONS = {"num_inducing": 30, "num_steps": 2, "pretrain_steps": 0}
+OPTIONS = {"num_inducing": 30, "num_steps": 2, "training": {"pretrain": {"steps": 0}}}
 BATCH = 20
 
 

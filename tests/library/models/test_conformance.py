@@ -42,7 +42,7 @@ OPTIONS = {
     # two members after two batches, and the third batch joins one of them
     "wgpr": {**MEMBERS, "epsilon": 7.0},
     "solar-gp": {**MEMBERS, "similarity_lengthscale": 0.05},
-    "lgpr": {"fit_steps": 5, "max_local": 40},
+    "lgpr": {"training": {"steps": 5}, "max_local": 40},
 }
 NO_SINGLE_KERNEL = {"wgpr", "solar-gp"}  # ensembles of members with their own kernels
 

@@ -122,7 +122,7 @@ def test_model_with_beta_one_approaches_batch_sgpr_over_two_batches(init, num_st
 
 def test_default_osvgp_learns_on_a_stream():
     X, y = toy(600, seed=2)
-    model = make_model("osvgp", 2, num_inducing=30, num_steps=20, lr=0.02, lr_hyper=0.02)
+    model = make_model("osvgp", 2, num_inducing=30, training={"steps": 20, "lr_variational": 0.02, "lr": 0.02})
     for lo in range(0, 500, 50):
         report = model.update(X[lo : lo + 50], y[lo : lo + 50])
     assert report.num_inducing == 30 and set(report.timings) >= {"inducing", "optimise"}

@@ -25,7 +25,7 @@ def cheap_options(name: str) -> dict:
     """The conformance suite's cheap steps at the default size, and no pre-training where a model has it."""
     options = {k: v for k, v in OPTIONS.get(name, {}).items() if k not in SIZE_OPTIONS}
     if "pretrain" in getattr(model_class(name), "TRAINING_FIELDS", ()):
-        options["pretrain_steps"] = 0
+        options["training"] = {**options.get("training", {}), "pretrain": {"steps": 0}}
     return options
 
 

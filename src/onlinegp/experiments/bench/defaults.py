@@ -32,9 +32,10 @@ import numpy as np
 
 from ...data import UCI
 from ...io import atomic_write, write_csv
+from ..flags import option
 from ..protocols import defaults_stream
 from .parse import comma_items
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import RunSpec, SweepResult
 
 #: every streaming regression method the table checks

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...io import write_csv
+from ..flags import option
 from ..protocols import PAPER_SETTINGS, paper_model_options, sign_test
 from ..simulator.fields import PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import COORDINATIONS, FLEETS, SCHEDULES, MissionConfig
@@ -44,7 +45,7 @@ from .poam import (
     parse_seeds,
     read_metrics_csv,
 )
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import RunSpec, SweepResult, is_finished
 
 TITLE = "fleet"

@@ -32,12 +32,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...io import atomic_write, write_csv
+from ..flags import option
 from ..protocols import PAPER_SETTINGS, paper_model_options, sign_test
 from ..simulator.fields import DEFAULT_ENV, ENVIRONMENTS, PAPER_ENVS, SAMPLE_ENVS, load_field
 from ..simulator.mission import MissionConfig, lengthscale_grid
 from ..simulator.run import open_mission, run_mission
 from .parse import parse_names, parse_seeds
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import MARKER, RunSpec, SweepResult, is_finished
 
 TABLE1_METHODS = ("ssgp++", "ovc", "ovc++", "poam", "full")

@@ -2,8 +2,9 @@
 
 A bench module (``poam``, ``vips``, ``wiski``, ``wgpr``, ``fleet``, ``defaults``) holds a ``BENCHES`` dict, name to
 :class:`Bench`, and :data:`~onlinegp.experiments.bench.CATALOGUE` lists every bench by name. A bench's own options are
-one frozen dataclass (its defaults and docstring), each of them declared once: a field made by :func:`option` is
-also an option of the bench's command, its help, flag and parsing in the field's metadata; a sweep bench turns them into
+one frozen dataclass (its defaults and docstring), each of them declared once: a field made by
+:func:`~onlinegp.experiments.flags.option` is also an option of the bench's command, its help, flag and parsing in
+the field's metadata; a sweep bench turns them into
 :class:`~onlinegp.experiments.bench.runner.RunSpec` items (``specs``), runs each with its ``job`` and summarises the
 finished and kept runs into the files of ``--out`` (``summarise``: tables, figures). :meth:`Bench.start` is the Python
 API: it runs the sweep between them through :func:`~onlinegp.experiments.bench.runner.run_sweep` (title: the bench's
@@ -18,7 +19,7 @@ result and the exit code.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,24 +31,6 @@ Echo = Callable[..., Any]
 def quiet_show(value: Any, quiet: bool, echo: Echo) -> int:
     """:attr:`Bench.show` of a bench whose summary logs itself: nothing more to show, exit 0."""
     return 0
-
-
-def option(
-    default: Any,
-    help: str | None,
-    flag: str = "",
-    cli_type: type | None = None,
-    parse: Callable[[str], Any] | None = None,
-) -> Any:
-    """A field of a bench's options dataclass that is also an option of its command, its default *default*.
-
-    The field's metadata holds the option: ``help``, ``flag`` (default ``--NAME``, underscores as dashes; a bool's may
-    be ``--on/--off``), ``cli_type`` (what the command reads; default the default's type, and ``str`` for a tuple,
-    shown and read as comma-joined text) and ``parse`` (text to the field's value, raising ValueError on bad text;
-    default: the text itself). A field without this metadata is an option of the Python API alone.
-    """
-    metadata = {"help": help, "flag": flag, "cli_type": cli_type, "parse": parse}
-    return field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)

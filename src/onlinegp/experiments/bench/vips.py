@@ -36,10 +36,11 @@ from ...data import ORDERS, Dataset, batch_indices, load_dataset, synthetic_func
 from ...io import write_csv
 from ...metrics import nlpd, rmse
 from ...models.registry import make_model
+from ..flags import option
 from ..protocols import lbfgs_exact_gp
 from ..stream import StreamConfig, run_stream
 from .parse import comma_ints, comma_items, parse_seeds
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import RunSpec, SweepResult
 
 #: label in tables -> registered model

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ...io import write_csv
+from ..flags import option
 from ..protocols import (
     WGPR_BATCH_SIZE,
     WGPR_MODEL_FILE,
@@ -51,7 +52,7 @@ from ..protocols import (
     wgpr_run,
 )
 from .parse import parse_names, parse_seeds
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import RunSpec, SweepResult
 
 DATASETS = ("toy", "kin40k", "pumadyn32nm", "bathymetry")

@@ -52,9 +52,10 @@ from ...io import atomic_write, write_csv
 from ...linalg import CholeskyError
 from ...metrics import nlpd, rmse
 from ...models.osvgp import OSVGP
-from ...models.registry import MODELS, make_model
+from ...models.registry import MODELS, make_model, make_recorded_model
 from ...models.wiski import WISKIClassifier
 from ...training import Pretraining, Training
+from ..flags import option
 from ..protocols import (
     BO_FUNCTIONS,
     BO_KERNELS,
@@ -64,7 +65,7 @@ from ..protocols import (
     set_steps,
 )
 from .parse import comma_ints, comma_items, parse_seeds
-from .protocol import Bench, Echo, option
+from .protocol import Bench, Echo
 from .runner import RunSpec, SweepResult
 
 UCI_SETS = ("skillcraft", "elevators", "protein", "kin40k")
@@ -136,7 +137,7 @@ def shared_projection(
     """The frozen map x ↦ h(x) ∈ [-1, 1]² that a WISKI seeded with ``seed`` learns in ``pretrain_steps`` pre-training
     steps on (X0, y0) (Stanton et al. 2021, §5.1)."""
     options = _wiski_options(dataset, pretrain_steps)
-    projector = make_model("wiski", X0.shape[1], x_bounds=bounds, y_stats=y_stats, seed=seed, **options)
+    projector = make_recorded_model("wiski", X0.shape[1], x_bounds=bounds, y_stats=y_stats, seed=seed, **options)
     projector.update(X0, y0)
 
     @torch.no_grad()
@@ -333,7 +334,9 @@ def uci_job(config: dict, run_dir: str) -> dict:
         rows, gp = hindsight_exact(X, y, Xt, yt, checkpoints, y_stats, c["seed"], max_iter=c["options"]["max_iter"])
         times = [r["update_time"] for r in rows]
     else:
-        gp = make_model(c["model"], X.shape[1], x_bounds=bounds, y_stats=y_stats, seed=c["seed"], **c["options"])
+        gp = make_recorded_model(
+            c["model"], X.shape[1], x_bounds=bounds, y_stats=y_stats, seed=c["seed"], **c["options"]
+        )
         rows, times = stream_one_at_a_time(gp, X, y, Xt, yt, n0, n_stream, every, c["pretrain_steps"], True, "")
     atomic_write(Path(run_dir) / "metrics.json", json.dumps(rows, indent=1))
     atomic_write(Path(run_dir) / "model.json", json.dumps(model_record(gp), indent=1))
@@ -626,7 +629,7 @@ def bo_job(config: dict, run_dir: Path, checkpoint_every: float = BO_CHECKPOINT_
     c = config
     f, bounds, X0, Y0 = bo_problem(c)
     opts = bo_model_options(c["model"], c["kernel"], c["fit"], c["grid_size"], c["init_steps"])
-    gp = make_model(c["model"], 3, x_bounds=bounds, seed=c["seed"], **opts)
+    gp = make_recorded_model(c["model"], 3, x_bounds=bounds, seed=c["seed"], **opts)
     ucb = BatchUCB(c["q"], c["beta"], c["beta_decay"], c["num_restarts"], c["raw_samples"], c["mc_samples"])
     X_all, rows = X0.clone(), []
     path = run_dir / BO_CHECKPOINT
@@ -815,7 +818,7 @@ def rank_job(config: dict, run_dir: str) -> dict:
         "wtw_update": config["wtw_update"],
     }
     y_stats = (float(y.mean()), float(y.std()))
-    gp = make_model("wiski", X.shape[1], x_bounds=bounds, y_stats=y_stats, seed=config["seed"], **options)
+    gp = make_recorded_model("wiski", X.shape[1], x_bounds=bounds, y_stats=y_stats, seed=config["seed"], **options)
     rows, times = stream_one_at_a_time(
         gp, X, y, Xt, yt, n0, n_stream, config["eval_every"], config["pretrain_steps"], True, "wiski"
     )

@@ -8,13 +8,15 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from ... import __version__, portable
 from ...io import claim_run_directory
 from ...models.registry import MODELS
-from ...options import parse_options
+from ...options import model_options, parse_options
+from ..flags import cli_type, declared
 from ..service.cli import serve_app
 
 app = typer.Typer(
@@ -98,11 +100,41 @@ def _taking(options: Options) -> Callable[[Callable[..., None]], Callable[..., N
     return declare
 
 
+def declared_options(options: type) -> Options:
+    """The options of a command that the dataclass *options* declares (name: (type, ``typer.Option``)), in its fields'
+    order, a :func:`~onlinegp.experiments.flags.gathered` field's in its place: each field's metadata
+    (:func:`~onlinegp.experiments.flags.option`) gives its flag, help, type
+    (:func:`~onlinegp.experiments.flags.cli_type`) and parsing, a tuple default shown as comma-joined text."""
+    found: Options = {}
+    for owner, field in declared(options):
+        meta, default = field.metadata, field.default
+        text = ",".join(map(str, default)) if isinstance(default, tuple) else default
+        flag = meta["flag"] or "--" + field.name.replace("_", "-")
+        callback = None if meta["parse"] is None else _usage_errors(meta["parse"])
+        shown = {} if meta["show_default"] else {"show_default": False}
+        typed = cli_type(owner, field)
+        found[field.name] = (typed, typer.Option(text, flag, help=meta["help"], callback=callback, **shown))
+    return found
+
+
+def _usage_errors(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An option's callback that reads its text with *parse*, a ValueError a usage error."""
+
+    def callback(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise typer.BadParameter(str(err)) from err
+
+    return callback
+
+
 def parse_model_options(items: list[str] | None) -> dict:
     """Every command's ``--option KEY=VALUE`` items as model keyword arguments (:func:`onlinegp.options.parse_value`
-    reads the values: ``sketch=None``, ``lr=0.005``, ``inducing=vips``); a malformed item is a usage error."""
+    reads the values: ``sketch=None``, ``lr=0.005``, ``inducing=vips``); a malformed item is a usage error, a
+    deprecated flat training keyword a FutureWarning (:func:`onlinegp.options.model_options`)."""
     try:
-        return parse_options(items)
+        return model_options(items)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
 

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from ..bench import CATALOGUE
-from . import Options, _claim, _signature_with, bench_app, invoke
+from . import Options, _claim, _signature_with, bench_app, declared_options, invoke
 
 
 def bench_command(name: str, quiet: str = "no progress bar or table", workers: bool = False, ray: bool = False) -> None:
     """Register ``onlinegp bench NAME``, the one way every bench is registered, from its
     :class:`~onlinegp.experiments.bench.protocol.Bench` ``CATALOGUE[NAME]`` alone (run by :func:`_run_bench`): its help
     is the bench's ``description``, its own options the fields of its options dataclass made by
-    :func:`~onlinegp.experiments.bench.protocol.option` (:func:`_own_options`), then the options every bench shares
-    (:func:`_common_options`: ``--quiet`` with help *quiet*, ``--workers`` where *workers*, ``--backend`` and
-    ``--address`` where *ray*, the results tree's options)."""
+    :func:`~onlinegp.experiments.flags.option` (:func:`~onlinegp.experiments.cli.declared_options`), then the options
+    every bench shares (:func:`_common_options`: ``--quiet`` with help *quiet*, ``--workers`` where *workers*,
+    ``--backend`` and ``--address`` where *ray*, the results tree's options)."""
     bench = CATALOGUE[name]
 
     def command(**arguments: Any) -> None:
@@ -27,38 +25,9 @@ def bench_command(name: str, quiet: str = "no progress bar or table", workers: b
 
     command.__doc__ = bench.description
     command.__signature__ = _signature_with(
-        command, {**_own_options(bench.options), **_common_options(name, quiet, workers, ray)}
+        command, {**declared_options(bench.options), **_common_options(name, quiet, workers, ray)}
     )
     bench_app.command(name)(command)
-
-
-def _own_options(options: type) -> Options:
-    """The options of a bench's command that its options dataclass declares (name: (type, ``typer.Option``)), in its
-    fields' order: each field's metadata (:func:`~onlinegp.experiments.bench.protocol.option`) gives its flag, help,
-    type and parsing, a tuple default shown as comma-joined text."""
-    found: Options = {}
-    for field in dataclasses.fields(options):
-        if "help" not in field.metadata:
-            continue
-        meta, default = field.metadata, field.default
-        text = ",".join(map(str, default)) if isinstance(default, tuple) else default
-        flag = meta["flag"] or "--" + field.name.replace("_", "-")
-        callback = None if meta["parse"] is None else _usage_errors(meta["parse"])
-        cli_type = meta["cli_type"] or type(text)
-        found[field.name] = (cli_type, typer.Option(text, flag, help=meta["help"], callback=callback))
-    return found
-
-
-def _usage_errors(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An option's callback that reads its text with *parse*, a ValueError a usage error."""
-
-    def callback(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as err:
-            raise typer.BadParameter(str(err)) from err
-
-    return callback
 
 
 def _common_options(name: str, quiet: str, workers: bool, ray: bool) -> Options:

@@ -236,9 +236,9 @@ def _parse_bounds(text: str) -> list[list[float]] | str | None:
 def check_model_options(name: str, input_dim: int, items: list[str] | None, options: dict) -> None:
     """Build model ``name`` with ``options`` once, before a run: a usage error naming each ``--option`` item it
     refuses (:func:`~onlinegp.experiments.cli.blame_options`)."""
-    from ...models.registry import make_model
+    from ...models.registry import make_recorded_model  # the options warned when parsed
 
-    problem = blame_options(lambda o: make_model(name, input_dim, **o), items or [], options)
+    problem = blame_options(lambda o: make_recorded_model(name, input_dim, **o), items or [], options)
     if problem is not None:
         raise typer.BadParameter(problem)
 

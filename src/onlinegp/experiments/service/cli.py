@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from ...io import claim_run_directory, fresh_directory, run_kind
-from ...options import parse_options
+from ...options import model_options, parse_options
 from ..simulator.fields import bundled
 from .demo import demo_config, start_vehicles
 from .state import CONFIG, ServiceConfig
@@ -96,7 +96,7 @@ def _config(run_dir: Path, resume: bool, given: dict, option: list[str]) -> Serv
     if given["area"] is None:
         raise typer.BadParameter("a new service needs its survey area: --area XMIN,XMAX,YMIN,YMAX")
     try:
-        options = parse_options(option)
+        options = model_options(option)
         return ServiceConfig(**{k: v for k, v in given.items() if v is not None}, options=options)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err

@@ -25,7 +25,7 @@ import torch
 
 from ...base import OnlineGP
 from ...io import atomic_write
-from ...models.registry import make_model
+from ...models.registry import make_recorded_model
 from ..simulator.fleet import joint_goals
 from ..simulator.planners import MaxEntropyPlanner, RandomPlanner
 from .store import Store
@@ -89,7 +89,7 @@ def build_model(config: ServiceConfig) -> OnlineGP:
     built under ``torch`` seeded with ``seed`` (a network's initial weights too), as a mission builds its own."""
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)
-        return make_model(config.model, 2, x_bounds=config.x_bounds, **config.options)
+        return make_recorded_model(config.model, 2, x_bounds=config.x_bounds, **config.options)
 
 
 class MapState:

@@ -32,13 +32,15 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.interpolate import RectBivariateSpline
+
+from ..flags import option
 
 GRID_SIZE = 360
 #: fewest cells along each side of a user's grid: a smaller one is a plane or a single bump, nothing to survey
@@ -52,6 +54,31 @@ FIRST_ROWS = ("south", "north")
 VALUE_MODES = ("scaled", "native")
 #: the axis convention, as the command line and error messages state it
 AXES = "columns = x (west to east), rows = y with row 0 the south edge (--first-row north for north-up arrays)"
+
+
+@dataclass(frozen=True)
+class FieldOptions:
+    """:func:`load_field`'s options for a DEM file or an array, as a mission's command takes them (``--extent`` ...
+    ``--values``, text or numbers; :func:`load_file` reads them further) and gathers them into
+    :attr:`~onlinegp.experiments.simulator.mission.MissionConfig.field_options`, by name in this order."""
+
+    extent: str | None = option(
+        None,
+        "DEM file's frame: normalised (default: the paper's box, longer side over [-31, 31] m, aspect ratio kept, "
+        "values scaled to 0-255), native (the file's own: a GeoTIFF's georeferencing, or --cell-size; values in its "
+        "units) or XMIN,XMAX,YMIN,YMAX in metres",
+    )
+    cell_size: str | None = option(
+        None, "with --extent native: metres per cell (or DX,DY); south-west corner at (0, 0)"
+    )
+    array: str | None = option(None, "which array of an .npz that holds several")
+    first_row: str | None = option(None, "south (default: row 0 is y min) or north (north-up arrays, images)")
+    nodata: float | None = option(
+        None, "cell value meaning no data (NaN always does); filled from the nearest valid cell"
+    )
+    values: str | None = option(
+        None, "scaled (to 0-255) or native (the file's units); default: scaled iff --extent normalised"
+    )
 
 
 class FieldWarning(UserWarning):
@@ -458,10 +485,10 @@ def _bundled(key: str) -> Field:
 def load_field(spec: str | Path | np.ndarray | Field, **options: Any) -> Field:
     """A bundled name, a file path, an array or a :class:`Field` → :class:`Field`.
 
-    ``options`` (files and arrays only) are :func:`load_file`'s: ``array``, ``extent``, ``cell_size``,
-    ``first_row``, ``nodata``, ``values``."""
+    ``options`` (files and arrays only) are :func:`load_file`'s, the fields of :class:`FieldOptions`: ``extent``,
+    ``cell_size``, ``array``, ``first_row``, ``nodata``, ``values``."""
     options = {k: v for k, v in options.items() if v is not None}
-    known = ("array", "extent", "cell_size", "first_row", "nodata", "values")
+    known = [f.name for f in fields(FieldOptions)]
     if unknown := sorted(set(options) - set(known)):
         raise ValueError(f"unknown field option(s) {', '.join(unknown)}; known: {', '.join(known)}")
     text = str(spec) if isinstance(spec, (str, Path)) else ""

@@ -22,7 +22,6 @@ import math
 import time
 import warnings
 from dataclasses import asdict, dataclass, fields, replace
-from dataclasses import field as dc_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +32,9 @@ from ... import metrics
 from ...base import FIRST_BATCH, OnlineGP
 from ...io import atomic_write
 from ...models.poam import POAM
-from ...models.registry import MODELS, make_model, model_class
-from .fields import DEFAULT_ENV, Field, FieldWarning, load_field
+from ...models.registry import MODELS, make_recorded_model, model_class
+from ..flags import gathered, option
+from .fields import DEFAULT_ENV, Field, FieldOptions, FieldWarning, load_field
 from .merge import DEFAULT_MERGE_THETA, MERGE_THETAS, default_comm_radius
 from .planners import PLANNERS, bezier_pilot, make_planner, random_pilot
 from .robot import DiffDrive, PointSensor
@@ -71,9 +71,6 @@ def task_extent(extent: tuple[float, float, float, float]) -> tuple[float, float
     return (xmin + margin, xmax - margin, ymin + margin, ymax - margin)
 
 
-#: simulator profiles: ``paper`` follows the text of Chen et al. 2024 (§V-A: 3 Hz sensing, 1 rad/s turn limit);
-#: ``reference-code`` does what their public implementation does (a sample every 4th 10 Hz control tick, i.e.
-#: 2.5 Hz; no turn limit; the field read at the nearest cell; the model's input scaling fitted on the pilot survey)
 #: POAM's family in a mission: no pre-training on the pilot survey (the paper's Algorithm 1 moves θ only a few
 #: steps per decision epoch, so that the robot explores first, Chen et al. 2024 §IV-D). Pre-training it, the library
 #: default for other streams, raised the mission-averaged SMSE from 0.30 to 0.66 (1 of 10 pairs better, sign test
@@ -81,6 +78,22 @@ def task_extent(extent: tuple[float, float, float, float]) -> tuple[float, float
 #: :func:`~onlinegp.training.training_options` folds into the training spec, so that a later ``training`` option wins).
 MISSION_MODEL_OPTIONS = {"pretrain_steps": 0}
 
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The model's constructor options that a mission's command takes as its own (``--inducing``), gathered into
+    :attr:`MissionConfig.model_options` (after ``--option``'s, so that they win)."""
+
+    inducing: str | None = option(
+        None,
+        "inducing-point selector: vips, conditional-variance, oips (adaptive size, Pescador-Barrios et al. 2024), "
+        "pivoted, random, kmeans (model default if unset)",
+    )
+
+
+#: simulator profiles: ``paper`` follows the text of Chen et al. 2024 (§V-A: 3 Hz sensing, 1 rad/s turn limit);
+#: ``reference-code`` does what their public implementation does (a sample every 4th 10 Hz control tick, i.e.
+#: 2.5 Hz; no turn limit; the field read at the nearest cell; the model's input scaling fitted on the pilot survey)
 PROFILES: dict[str, dict[str, Any]] = {
     "paper": {"sensing_rate": 3.0, "max_turn_rate": 1.0, "interpolation": "linear", "input_scaling": "task"},
     "reference-code": {
@@ -114,40 +127,77 @@ class MissionConfig:
     (decentralised only; None: :func:`onlinegp.experiments.simulator.merge.default_comm_radius` and
     :data:`~onlinegp.experiments.simulator.merge.DEFAULT_MERGE_THETA`, filled in by :meth:`resolved`) run the fleet simulator
     (:mod:`onlinegp.experiments.simulator.fleet`) when any is set; left at None, the single-vehicle mission of before.
+
+    Each setting of ``onlinegp mission`` is declared here once: a field made by
+    :func:`~onlinegp.experiments.flags.option` is also an option of the command (its help, flag and default), and
+    ``model_options`` and ``field_options`` gather the options of :class:`ModelSettings` and
+    :class:`~onlinegp.experiments.simulator.fields.FieldOptions`
+    (:func:`~onlinegp.experiments.simulator.mission_settings.mission_config`); the other fields are the Python API's.
     """
 
-    env: str = DEFAULT_ENV
-    model: str = "poam"
-    budget: int = 5000
-    seed: int = 0
-    planner: str = "max-entropy"
-    init: str = "bezier"
-    num_inducing: int | None = None
-    num_steps: int | None = None
-    kernel: str | None = None
-    model_options: dict = dc_field(default_factory=dict)
+    env: str = option(
+        DEFAULT_ENV,
+        "bundled environment (see --list-envs) or a DEM file (.npy, .npz, .csv, .tif): columns are x (west to east), "
+        f"row 0 is the south edge (see --first-row); default: {DEFAULT_ENV}, the most non-stationary",
+        show_default=False,
+    )
+    model: str = option("poam", "registered model (see --list-models)")
+    budget: int = option(5000, "number of samples to collect")
+    seed: int = option(0, "seed of the planner, noise, start and model")
+    planner: str = option(
+        "max-entropy", "max-entropy, nipv (integrated-variance reduction, 64 candidates: slower), random or lawnmower"
+    )
+    init: str = option("bezier", "pilot survey: bezier, or random (Chen et al. 2024, app. B)")
+    num_inducing: int | None = option(None, "model size M (model default if unset)")
+    num_steps: int | None = option(None, "hyper-parameter steps per update (model default if unset)")
+    kernel: str | None = option(None, "ak, rbf, matern12/32/52 (model default if unset)")
+    model_options: dict = gathered(ModelSettings, default_factory=dict)
     num_candidates: int = 2000
     distance_weight: float = 0.5
     num_pilot_waypoints: int = 50
     num_random_init: int = 600
     eval_grid: int = 50
     task_extent: tuple[float, float, float, float] | None = None
-    animate: bool = False
-    profile: str = "paper"
-    sensing_rate: float | None = None
-    max_turn_rate: float | None = None
-    interpolation: str | None = None
+    animate: bool = option(False, "also write mission.gif of the map being built")
+    profile: str = option(
+        "paper",
+        "simulator settings: paper (the text of Chen et al. 2024: 3 Hz, 1 rad/s turns) or reference-code (their "
+        "public code: 2.5 Hz, unclipped turns, nearest-cell field, input scaling fitted on the pilot survey)",
+    )
+    sensing_rate: float | None = option(None, "samples per second (overrides the profile)")
+    max_turn_rate: float | None = option(None, "rad/s; inf for none (overrides the profile)")
+    interpolation: str | None = option(None, "field between cells: linear or nearest (overrides the profile)")
     input_scaling: str | None = None
-    field_options: dict | None = None
-    noise_std: float | None = None
-    speed: float | None = None
-    robots: int | None = None
-    fleet: str | None = None
-    coordination: str | None = None
-    budget_distance: float | None = None
-    schedule: str | None = None
-    comm_radius: float | None = None
-    merge_theta: str | None = None
+    field_options: dict | None = gathered(FieldOptions)
+    noise_std: float | None = option(None, "sensor noise std in the field's units (default 1)")
+    speed: float | None = option(None, "vehicle speed in m/s (default 1)")
+    robots: int | None = option(
+        None,
+        "vehicles K mapping the field together into one model (default 1: the single-vehicle mission; --robots 1 "
+        "runs the fleet simulator, with the same samples and numbers plus its mission-clock column)",
+    )
+    coordination: str | None = option(
+        None, "a fleet's goals: joint (default: max-entropy conditioned on the goals already chosen) or independent"
+    )
+    budget_distance: float | None = option(
+        None, "metres each vehicle may drive; the mission ends when every vehicle has (or at --budget samples)"
+    )
+    schedule: str | None = option(
+        None,
+        "when a fleet replans: sync (all vehicles once the slowest has arrived) or async (each vehicle on arrival, "
+        "the model updated with every vehicle's new samples at each arrival; the default)",
+    )
+    fleet: str | None = option(
+        None,
+        "shared (default: one model of all samples) or decentralised (each vehicle its own POAM, merged with "
+        "vehicles within --comm-radius; metrics of vehicle 0's model)",
+    )
+    comm_radius: float | None = option(
+        None, "decentralised: metres within which two vehicles merge (default: half the task's shorter side)"
+    )
+    merge_theta: str | None = option(
+        None, "decentralised: a merge's θ, richer (default: the model with more samples) or average"
+    )
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -305,7 +355,7 @@ def build_model(config: MissionConfig) -> OnlineGP:
     with torch.random.fork_rng():
         torch.manual_seed(int(config.seed))
         try:
-            return make_model(config.model, 2, **kwargs)
+            return make_recorded_model(config.model, 2, **kwargs)
         except TypeError as err:
             raise ModelOptionsError(
                 f"model {config.model!r} does not accept these options "

@@ -7,29 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from ...io import run_kind
-from .fields import DEFAULT_ENV
+from ..flags import from_settings
 from .mission import Mission, MissionConfig
 from .run import CHECKPOINT, run_state
 
-#: :func:`~.fields.load_field`'s options for a DEM file, given one by one (``mission --extent`` ... ``--values``)
-FIELD_OPTIONS = ("extent", "cell_size", "array", "first_row", "nodata", "values")
 
-
-def mission_config(
-    env: str | None = None, inducing: str | None = None, model_options: dict | None = None, **settings: Any
-) -> MissionConfig:
-    """The mission of ``settings``, None meaning unset: :class:`~.mission.MissionConfig`'s fields, with ``env``
-    (None: :data:`~.fields.DEFAULT_ENV`), ``inducing`` (the model's inducing-point selector, joined to
-    ``model_options``) and :data:`FIELD_OPTIONS` (gathered into ``field_options``).
+def mission_config(model_options: dict | None = None, **settings: Any) -> MissionConfig:
+    """The mission of the command's ``settings`` by name, None meaning unset (the field's default): the options
+    :class:`~.mission.MissionConfig` declares (:func:`~onlinegp.experiments.flags.from_settings`), those of
+    :class:`~.mission.ModelSettings` (``inducing``) joined to ``model_options`` and those of
+    :class:`~.fields.FieldOptions` gathered into ``field_options``, or any other field of the config.
 
     Raises ValueError (or TypeError) for a setting the mission refuses."""
-    field_options = {key: value for key in FIELD_OPTIONS if (value := settings.pop(key, None)) is not None}
-    return MissionConfig(
-        env=env or DEFAULT_ENV,
-        model_options={**(model_options or {}), **({"inducing": inducing} if inducing else {})},
-        field_options=field_options or None,
-        **settings,
-    )
+    return MissionConfig(**from_settings(MissionConfig, settings, model_options=model_options))
 
 
 def check_run_directory(out: str | Path | None, resume: bool, force: bool) -> str | None:
