@@ -81,8 +81,8 @@ STUDIES: tuple[Study, ...] = (
         "profile_wgpr",
         "the WGPR bench's kin40k job cut to `--points` rows: training time of LGPR, WGPR, SOLAR-GP and OVFE and its "
         "ratio to LGPR's (wall and CPU), WGPR's phases, L-BFGS evaluations per fit, RMSE, each speed lever beside its "
-        "method's plain run",
-        "docs/results/wgpr.md",
+        "method's plain run (`--render` writes docs/results/wgpr-profile.md)",
+        "docs/results/wgpr-profile.md, docs/results/wgpr.md",
         ("profile_wgpr.json",),
     ),
     Study(
