@@ -20,7 +20,7 @@ RESULTS = Path(__file__).resolve().parents[3] / "results"
 #: a digest of every spec's run id and key (at version 0.5.0) for each sweep bench's default options: a changed config
 #: changes its key, and kept runs are found by their key
 DEFAULT_KEYS = {
-    "defaults": "fd52853d9ccf3803",  # since 0.8.0 WGPR's defaults revision 3
+    "defaults": "fb1ea55fb5301fc6",
     "fleet": "bd2b44fe1ba0cbf1",
     "poam-ablation": "83120c57d0695388",
     "poam-robustness": "f34a227b4ea734d3",
