@@ -59,8 +59,8 @@ VARIANTS: dict[str, tuple[str, dict, dict]] = {
     "lgpr": ("lgpr", {}, {}),
     "wgpr": ("wgpr", {}, {}),
     "wgpr tol 1e-4": ("wgpr", {}, {"training": {"tolerance": 1e-4}}),
-    # 0.3.0-0.7.0's members (θ at the union, the old data at the current noise), against 0.8.0's Bui et al. fit
-    "wgpr union members": ("wgpr", {}, {"fit_inducing": "union", "old_noise": "current"}),
+    # Bui et al. 2017's members (θ at the selected pseudo-inputs, the old data at their batches' noise)
+    "wgpr bui members": ("wgpr", {}, {"fit_inducing": "selected", "old_noise": "fixed"}),
     "wgpr tol 1e-3": ("wgpr", {}, {"training": {"tolerance": 1e-3}}),
     "wgpr tol 1e-5": ("wgpr", {}, {"training": {"tolerance": 1e-5}}),
     "wgpr tol 1e-4 fresh nearest": ("wgpr", {"fresh_start": "nearest"}, {"training": {"tolerance": 1e-4}}),

@@ -342,7 +342,7 @@ LEGACY_TRAINING = {
     "lr_hyper": "lr",  # O-SVGP's theta rate (its FLAT_TRAINING, where its flat lr is lr_variational)
 }
 #: the version that no longer reads :data:`LEGACY_TRAINING` from a user (the next minor one; kept records still read)
-LEGACY_REMOVED_IN = "0.9.0"
+LEGACY_REMOVED_IN = "0.8.0"
 
 
 def _spec_part(field: str, value: Any) -> dict[str, Any]:

@@ -40,13 +40,6 @@ from .registry import register
 
 #: rows of queries routed at once (bounds the query × pseudo-input distance matrix)
 QUERY_CHUNK = 2048
-#: the members' OSGPR options under the user's ``member_options``: Bui et al. 2017's fit (θ at the selected
-#: pseudo-inputs, the old data at the noise of their summary), guarded by :data:`RUNAWAY_GROWTH`
-MEMBER_DEFAULTS = {"fit_inducing": "selected", "old_noise": "fixed"}
-#: a member's update whose noise variance or output scale grows more than this factor is redone the stable way
-RUNAWAY_GROWTH = 10.0
-#: the member warnings that also send its update to the stable refit (:mod:`onlinegp.health`)
-RUNAWAY_WARNINGS = ("ran away", "diverging fit")
 
 
 @register(
@@ -67,21 +60,9 @@ class WGPR(LocalEnsemble):
         early_accept: score the candidates nearest first and accept the first whose w_j < ε without updating the
             rest (ours, off by default): an approximation of Eq. 7, which takes the minimum over all J′ candidates, so
             it may keep another member than the minimum would; it saves the updates of the candidates not scored.
-        stable_refit: redo a member's update that runs away the stable way (ours, on by default; see below).
         **kwargs: member, num_inducing, member_options, fresh_start, x_bounds, y_stats, seed, dtype, see
             :class:`LocalEnsemble`. The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS
-            on θ, fitted as Bui et al. 2017 fit them (:data:`MEMBER_DEFAULTS`: ``fit_inducing='selected'``,
-            ``old_noise='fixed'``; ``member_options`` overrides them); the paper also moves Z by gradient
-            (``member_options={"optimize_inducing": True}``).
-
-    Stable members (``stable_refit``, ours). Bui et al.'s fit maps best where it is stable (the UCI defaults cells of
-    0.1.0), but once a member's M is at its cap its θ can run away to explain the dropped pseudo-inputs (the lake
-    stand-in's lanes: σ² 0.12 → 55 in one update; see :class:`~onlinegp.models.osgpr.OSGPR`). A candidate update
-    (of a copy) whose member's noise variance or output scale grew more than :data:`RUNAWAY_GROWTH` times, or that
-    warns of runaway hyper-parameters or a diverging fit, is redone from the member as it was with
-    ``fit_inducing='union'`` (θ fitted at the selected and the dropped pseudo-inputs), the member's own options
-    otherwise; the report's ``extra['refitted']`` counts them. A member built with ``fit_inducing='union'`` is never
-    refitted.
+            on θ; the paper also moves Z by gradient (``member_options={"optimize_inducing": True}``).
 
     The report's ``extra`` holds ``scores`` (w_j of each candidate scored, +∞ for a failed update), ``candidates``
     (those scored, nearest first), ``chosen``, ``split``, ``failed`` and ``num_models``. A batch on which even the
@@ -96,11 +77,8 @@ class WGPR(LocalEnsemble):
         epsilon: float = 10.0,
         num_nearest: int = 5,
         early_accept: bool = False,
-        stable_refit: bool = True,
         **kwargs: Any,
     ):
-        if kwargs.get("member", "osgpr") == "osgpr":
-            kwargs["member_options"] = {**MEMBER_DEFAULTS, **(kwargs.get("member_options") or {})}
         super().__init__(input_dim, **kwargs)
         if not (isinstance(epsilon, (int, float)) and epsilon >= 0 and not math.isnan(epsilon)):
             raise ValueError(f"epsilon must be a number >= 0 (math.inf never splits), got {epsilon!r}")
@@ -108,10 +86,7 @@ class WGPR(LocalEnsemble):
             raise ValueError(f"num_nearest (J') must be a positive integer, got {num_nearest!r}")
         if not isinstance(early_accept, bool):
             raise ValueError(f"early_accept must be True or False, got {early_accept!r}")
-        if not isinstance(stable_refit, bool):
-            raise ValueError(f"stable_refit must be True or False, got {stable_refit!r}")
         self.epsilon, self.num_nearest, self.early_accept = float(epsilon), num_nearest, early_accept
-        self.stable_refit = stable_refit
 
     def options(self) -> dict[str, Any]:
         return {
@@ -119,22 +94,17 @@ class WGPR(LocalEnsemble):
             "epsilon": self.epsilon,
             "num_nearest": self.num_nearest,
             "early_accept": self.early_accept,
-            "stable_refit": self.stable_refit,
         }
 
     def _candidate(
         self, j: int, xs: Tensor, ys: Tensor, fresh_mean: Tensor, fresh_cov: Tensor, timer: PhaseTimer
-    ) -> tuple[float, OnlineGP | None, bool]:
-        """Update a copy of member j (the stable way if it ran away: :func:`ran_away`) and score it by Eq. 6; a
-        numerically failed update scores +∞. Whether it was refitted the stable way."""
+    ) -> tuple[float, OnlineGP | None]:
+        """Update a copy of member j and score it by Eq. 6; a numerically failed update scores +∞."""
         old = self.members[j]
         try:
             with timer("candidates"):
                 cand = copy.deepcopy(old)
-                report = cand.update(xs, ys)
-                refitted = self.stable_refit and ran_away(old, cand, report.warnings)
-                if refitted:
-                    cand = stable_update(old, xs, ys)
+                cand.update(xs, ys)
             with timer("wasserstein"):
                 Z = self.inducing_of(old)
                 before, after = old.predict(Z, full_cov=True), cand.predict(Z, full_cov=True)
@@ -143,12 +113,12 @@ class WGPR(LocalEnsemble):
                     at_new.mean, at_new.cov_f, fresh_mean, fresh_cov
                 )
         except NUMERICAL_FAILURES:
-            return math.inf, None, False
+            return math.inf, None
         w = float(w)
         if not math.isfinite(w):
-            return math.inf, None, False
+            return math.inf, None
         self.jitter.merge(cand.jitter)
-        return w, cand, refitted
+        return w, cand
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
         centre = xs.mean(0)
@@ -165,9 +135,9 @@ class WGPR(LocalEnsemble):
             scored.append((self._candidate(j, xs, ys, ref.mean, ref.cov_f, timer), j))
             if self.early_accept and scored[-1][0][0] < self.epsilon:
                 break
-        (best, cand, _), j_best = min(scored, key=lambda s: s[0][0])
-        failed = sum(1 for (w, _, _), _ in scored if w == math.inf)
-        scores = [w for (w, _, _), _ in scored]
+        (best, cand), j_best = min(scored, key=lambda s: s[0][0])
+        failed = sum(1 for (w, _), _ in scored if w == math.inf)
+        scores = [w for (w, _), _ in scored]
         if best < self.epsilon:
             self.members[j_best] = cand
             self.centroids[j_best] = self.inducing_of(cand).mean(0)
@@ -182,7 +152,6 @@ class WGPR(LocalEnsemble):
             "candidates": [j for _, j in scored],
             "chosen": chosen,
             "failed": failed,
-            "refitted": sum(refitted for (_, _, refitted), _ in scored),  # candidates refitted the stable way
         }
 
     # ------------------------------------------------------------------ prediction (§III-B)
@@ -211,28 +180,3 @@ class WGPR(LocalEnsemble):
             if full_cov:  # different members are independent: the covariance is block-diagonal
                 cov[rows.unsqueeze(1), rows.unsqueeze(0)] = p.cov_f
         return Prediction(mean=mean, var_f=var_f, var_y=var_y, cov_f=cov)
-
-
-def _scales(member: OnlineGP) -> tuple[float, float]:
-    """A member's noise variance and output scale (scaled units)."""
-    outputscale = getattr(member.kernel, "outputscale", None)
-    return float(member.noise.detach().max()), 1.0 if outputscale is None else float(outputscale.detach().max())
-
-
-def ran_away(before: OnlineGP, after: OnlineGP, warnings: list[str]) -> bool:
-    """Whether an update of a Bui et al.-fitted member (``fit_inducing='selected'``) ran away: its noise variance or
-    output scale grew more than :data:`RUNAWAY_GROWTH` times, or it warned of :data:`RUNAWAY_WARNINGS`."""
-    if getattr(before, "fit_inducing", None) != "selected" or before.num_updates == 0:
-        return False
-    grew = any(b > 0 and a > RUNAWAY_GROWTH * b for b, a in zip(_scales(before), _scales(after), strict=True))
-    return grew or any(symptom in w for w in warnings for symptom in RUNAWAY_WARNINGS)
-
-
-def stable_update(member: OnlineGP, xs: Tensor, ys: Tensor) -> OnlineGP:
-    """A copy of ``member`` updated with θ fitted at its selected and dropped pseudo-inputs (``fit_inducing='union'``,
-    see :class:`~onlinegp.models.osgpr.OSGPR`), then set back to its own fit for later updates."""
-    stable = copy.deepcopy(member)
-    stable.fit_inducing = "union"
-    stable.update(xs, ys)
-    stable.fit_inducing = member.fit_inducing
-    return stable

@@ -62,7 +62,7 @@ EXACT_STARTS = ("default", "sgpr")
 #: each method's defaults revision, part of its runs' config, so of their key: raised for a method whenever one of its
 #: defaults changes, so that the results tree never serves a run of older defaults as done. 2: the log-normal
 #: length-scale prior above 3 inputs (every method); 3: five times the Adam steps per batch above 3 inputs. A change of
-#: defaults that comes with a new version needs none (the version is part of the key too): WGPR's members in 0.8.0
+#: defaults that comes with a new version needs none (the version is part of the key too)
 DEFAULTS_REVISIONS = {**dict.fromkeys(REFERENCES + METHODS, 2), "ssgp++": 3, "poam": 3, "ovc++": 3}
 
 
