@@ -92,6 +92,13 @@ STUDIES: tuple[Study, ...] = (
         ("study_wgpr_toy_inducing.md",),
     ),
     Study(
+        "study_wgpr_members",
+        "which OSGPR member fit (θ at the selected or the union pseudo-inputs, old data at their own or the current "
+        "noise) keeps WGPR stable on the lake stand-in and level with 0.1.0 on the UCI defaults cells (resumable)",
+        "issue notes (no page yet)",
+        (),
+    ),
+    Study(
         "study_lgpr_kin40k",
         "why LGPR's kin40k cell sits above the paper's: the bench's kin40k job with LGPR's settings varied one at a "
         "time",

@@ -1,0 +1,116 @@
+"""Which OSGPR member fit keeps WGPR both stable and accurate: the WGPR bench's own jobs with member variants.
+
+WGPR's members are OSGPRs. 0.3.0-0.7.0 fit θ at the union of the selected and the dropped pseudo-inputs and charge the
+old data at the noise being fitted (``fit_inducing='union'``, ``old_noise='current'``: the default), which keeps the
+lake stand-in stable but costs the UCI defaults cells against 0.1.0, whose members were Bui et al. 2017's
+(``'selected'``, ``'fixed'``). Each variant of :data:`VARIANTS` sets the members' two options and runs:
+
+* ``bathymetry`` (the lake stand-in) and ``toy``: the WGPR bench's job (:func:`onlinegp.experiments.protocols.wgpr_run`,
+  the paper's setting: moved pseudo-inputs, ε of the bench) for each ``--seeds`` trial, with its RMSE curve;
+* a UCI set (``concrete``, ``skillcraft``, ``elevators``, ``bike``, ...): the defaults check's split 0 stream
+  (:func:`onlinegp.experiments.protocols.defaults_stream`, ``make_model('wgpr')`` with the variant's member options).
+
+    OMP_NUM_THREADS=1 python benchmarks/studies/study_wgpr_members.py --datasets bathymetry --seeds 0,1 \
+        --variants "union fixed"
+
+Entries go to ``benchmarks/studies/results/study_wgpr_members.json`` one by one as they finish (an interrupted study
+resumes: an entry of the same dataset, seed, variant and code version is not run again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))
+from common import STUDY_RESULTS, machine  # noqa: E402
+
+from onlinegp.experiments.bench.runner import code_version  # noqa: E402
+from onlinegp.experiments.protocols import WGPR_SETTINGS, defaults_stream, wgpr_run  # noqa: E402
+
+OUT = STUDY_RESULTS / "study_wgpr_members.json"
+#: member variants: the members' ``fit_inducing`` and ``old_noise``
+VARIANTS = {
+    "default": {},
+    "bui": {"fit_inducing": "selected", "old_noise": "fixed"},
+    "union fixed": {"fit_inducing": "union", "old_noise": "fixed"},
+    "selected current": {"fit_inducing": "selected", "old_noise": "current"},
+}
+WGPR_STREAMS = ("bathymetry", "toy")
+
+
+def run_entry(dataset: str, seed: int, variant: str) -> dict:
+    """One stream through WGPR with the variant's members: final RMSE (and NLPD on a UCI set), members, times."""
+    members = VARIANTS[variant]
+    start, cpu = time.perf_counter(), time.process_time()
+    with tempfile.TemporaryDirectory() as scratch:
+        if dataset in WGPR_STREAMS:
+            config = {
+                "max_points": None,
+                "max_test": 2000,
+                "batch_size": 100,
+                "member_steps": None,
+                "optimize_inducing": True,
+                "seed": seed,
+                "dataset": dataset,
+                "method": "wgpr",
+                "params": dict(WGPR_SETTINGS[dataset]["wgpr"]),
+                **({"member_options": members} if members else {}),
+            }
+            out = wgpr_run(config, Path(scratch))
+            result = {k: out[k] for k in ("rmse", "num_models", "train_time", "cpu_time", "failed_updates")}
+            result["curve"] = [[c["num_data"], c["rmse"]] for c in out["curve"]]
+        else:
+            config = {
+                "dataset": dataset,
+                "method": "wgpr",
+                "split": seed,
+                "train_size": 2000,
+                "test_size": 1000,
+                "batch_size": 100,
+            }
+            out = defaults_stream(config, Path(scratch), {"member_options": members} if members else None)
+            result = {"rmse": out["rmse"], "nlpd": out["nlpd"], "num_models": None}
+    return {
+        "dataset": dataset,
+        "seed": seed,
+        "variant": variant,
+        "members": members,
+        **result,
+        "wall_s": time.perf_counter() - start,
+        "cpu_s": time.process_time() - cpu,
+        "code": code_version(),
+        "load_average": machine()["load_average"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", default="bathymetry", help="comma-separated: bathymetry, toy or a UCI set")
+    parser.add_argument("--seeds", default="0", help="comma-separated trials (a UCI set: its split)")
+    parser.add_argument("--variants", default="union fixed", help=f"semicolon-separated, of {'; '.join(VARIANTS)}")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    data = json.loads(OUT.read_text()) if OUT.is_file() else {"benchmark": OUT.stem, "entries": []}
+    for dataset in args.datasets.split(","):
+        for seed in (int(s) for s in args.seeds.split(",")):
+            for variant in args.variants.split(";"):
+                key = (dataset, seed, variant, code_version())
+                if any((e["dataset"], e["seed"], e["variant"], e["code"]) == key for e in data["entries"]):
+                    continue
+                entry = run_entry(dataset, seed, variant)
+                print(json.dumps({k: entry[k] for k in ("dataset", "seed", "variant", "rmse", "num_models")}))
+                data["entries"].append(entry)
+                data["machine"] = machine()
+                OUT.parent.mkdir(parents=True, exist_ok=True)
+                OUT.write_text(json.dumps(data, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()
