@@ -96,7 +96,7 @@ STUDIES: tuple[Study, ...] = (
         "which OSGPR member fit (θ at the selected or the union pseudo-inputs, old data at their own or the current "
         "noise) keeps WGPR stable on the lake stand-in and level with 0.1.0 on the UCI defaults cells (resumable)",
         "issue notes (no page yet)",
-        (),
+        ("study_wgpr_members.json",),
     ),
     Study(
         "study_lgpr_kin40k",
