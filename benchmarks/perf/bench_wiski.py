@@ -16,7 +16,7 @@ rank of WᵀW (a rank-r root of it, Stanton et al. 2021 §4.2, saves work only w
 ``--compare SRC`` also times the Kronecker algebra of another source tree (e.g. a copy of ``src`` from before a change,
 ``PYTHONPATH=SRC``) in a worker process driven update by update over JSON lines, interleaved with this tree's updates and
 the Choleskies: rows with ``"tree": "compare"``, and the ratios compare / this. ``--grids 5:16`` times the learnt
-projection (D = 5 inputs onto a 16² grid). Writes ``benchmarks/perf/results/wiski.json``.
+projection (D = 5 inputs onto a 16² grid). Writes ``benchmarks/perf/results/wiski.json`` (``--out NAME``: NAME.json).
 
 ``--batch`` instead compares the Adam steps a batch of B points gets (:data:`RULES`: up to B, stopping once the
 objective has settled, WISKI's default since 0.6.0; B, one per point as Algorithm 1 streams them, the default of 0.1.0 and
@@ -381,6 +381,7 @@ def main() -> dict:
         "--wtw-ranks", default="", help="comma-separated r: also the Kronecker algebra with a rank-r root of WᵀW"
     )
     ap.add_argument("--wtw-updates", default="gill,truncate", help="the root updates timed with --wtw-ranks")
+    ap.add_argument("--out", default="wiski", help="the result's name: benchmarks/perf/results/OUT.json")
     ap.add_argument("--batch", action="store_true", help="compare the step rules of a batch (module docstring)")
     ap.add_argument("--repeats", type=int, default=3, help="--batch: timed batches of 1000 per rule")
     ap.add_argument("--splits", type=int, default=3, help="--batch: splits of the accuracy streams")
@@ -466,7 +467,7 @@ def main() -> dict:
         "ratios": ratios,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "wiski.json").write_text(json.dumps(result, indent=2))
+    (RESULTS / f"{args.out}.json").write_text(json.dumps({**result, "benchmark": args.out}, indent=2))
     return result
 
 

@@ -103,6 +103,13 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_ssgp_epoch.json",),
     ),
     Benchmark(
+        "bench_member_fit",
+        "one L-BFGS fit of a WGPR member (the WGPR bench's kin40k OSGPR: M = 50, moved pseudo-inputs, batches of 100) "
+        "with `StatisticsFit`'s closed-form gradient against autograd through `statistics_bound`, from the same state, "
+        "order alternated: milliseconds per bound evaluation",
+        ("bench_member_fit.json",),
+    ),
+    Benchmark(
         "bench_streaming",
         "update time per batch of POAM and SSGP++ (AK, batches of 256, 10 Adam steps) as the stream grows to N = 50 000 "
         "(M = 200) and 20 000 (M = 500); owned by the OSGPR work, see its docstring",

@@ -440,6 +440,120 @@ def statistics_bound(
     return StatisticsBound(value=value, data=data, posterior=InducingPosterior(Z=Z, Lu=Lv, LW=LD, beta=beta))
 
 
+class StatisticsFit:
+    """The value of :func:`statistics_bound` for an optimiser's repeated evaluations under changing θ, σ² and
+    inducing inputs (OSGPR's fits with ``old_noise='current'``), with a closed-form gradient.
+
+    Once per batch: the old statistics' θ-independent pieces (Λ = L_u⁻ᵀ P L_u⁻¹). Per call: one kernel matrix
+    k([Z; Z_old], [Z; X; Z_old]) (instead of K_vv, K_vf, K_uv and K_uu separately; autograd carries its gradient to
+    θ and Z) and the bound with the hand-derived gradient of :class:`_StatisticsBoundFunction`, whose graph is one
+    node instead of the stable form's hundreds of small operations. Values and gradients equal
+    :func:`statistics_bound`'s to round-off (tests/library/test_fast_paths.py), which stays the plain computation and
+    the posterior's.
+    """
+
+    def __init__(
+        self,
+        kernel: gpytorch.kernels.Kernel,
+        X: Tensor,
+        y: Tensor,
+        old: DataStatistics | None = None,
+        jitter_log: JitterLog | None = None,
+    ):
+        self.kernel, self.X, self.y, self.old, self.jitter_log = kernel, X, y, old, jitter_log
+        self.Lam = None
+        if old is not None:
+            Lam = trisolve(old.Lu, trisolve(old.Lu, old.P, transpose=True).mT, transpose=True)
+            self.Lam = 0.5 * (Lam + Lam.mT)
+
+    def __call__(self, noise: Tensor, Z: Tensor) -> Tensor:
+        """The bound on all data seen (total) at inducing inputs Z under the kernel's current parameters and σ²."""
+        old, M, N = self.old, Z.shape[0], self.X.shape[0]
+        rows = Z if old is None else torch.cat([Z, old.Z])
+        K = dense(self.kernel, rows, torch.cat([Z, self.X] if old is None else [Z, self.X, old.Z]))
+        Kvv = with_jitter(K[:M, :M])
+        kff = diagonal(self.kernel, self.X)
+        if old is None:
+            return _StatisticsBoundFunction.apply(Kvv, K[:M, M:], kff, noise, None, None, self.y, None, self)
+        same = (old.Z.unsqueeze(1) == Z.unsqueeze(0)).all(-1)
+        Kuv = K[M:, :M]
+        if bool(same.any()):  # as kuv: an input in both sets carries K_vv's ε
+            Kuv = Kuv + KUU_JITTER.get(K.dtype, 1e-6) * K[:M, :M].diagonal().mean().detach() * same.to(K.dtype)
+        Kuu = with_jitter(K[M:, M + N :])
+        return _StatisticsBoundFunction.apply(Kvv, K[:M, M : M + N], kff, noise, Kuv, Kuu, self.y, old, self)
+
+
+class _StatisticsBoundFunction(torch.autograd.Function):
+    """Value and hand-derived gradient of :func:`statistics_bound` in the kernel matrices and σ² = s.
+
+    Forward, as :func:`statistics_bound`: A = L_v⁻¹K_vf, W = L_u⁻¹K_uvL_v⁻ᵀ, P' = AAᵀ + WᵀPW, r' = Ay + Wᵀr,
+    t' = Σk_ff − ‖A‖² + t + ⟨Λ, K_uu⟩ − ⟨PW, W⟩ (Λ = L_u⁻ᵀPL_u⁻¹), D = I + P'/s and
+    F = −n'/2 log 2πs − (yy' + t')/2s + ½ r'ᵀD⁻¹r'/s² − ½ log|D|. With γ = D⁻¹r'/s and H = I − D⁻¹ − γγᵀ:
+
+        ∂F/∂A = (HA + γyᵀ)/s,   ∂F/∂W = (PWH + rγᵀ)/s,
+        ∂F/∂K_vf = L_v⁻ᵀ ∂F/∂A,   ∂F/∂K_uv = L_u⁻ᵀ (∂F/∂W) L_v⁻¹,   ∂F/∂K_uu = −Λ/2s,   ∂F/∂k_ff = −1/2s,
+        ∂F/∂K_vv = −½ L_v⁻ᵀ (∂F/∂A Aᵀ + (∂F/∂W)ᵀW) L_v⁻¹ (F depends on L_v only through K_vv = L_vL_vᵀ),
+        ∂F/∂s = −n'/2s + (yy' + t')/2s² − ½‖γ‖²/s − ½ r'ᵀγ/s² + ½ (M − tr D⁻¹)/s.
+    """
+
+    @staticmethod
+    def forward(ctx, Kvv, Kvf, kff, noise, Kuv, Kuu, y, old, fit):
+        M = Kvf.shape[0]
+        eye = torch.eye(M, dtype=Kvf.dtype, device=Kvf.device)
+        Lv = cholesky(Kvv, fit.jitter_log)
+        A = trisolve(Lv, Kvf)
+        P, r, yy, n = A @ A.mT, A @ y, y @ y, Kvf.shape[1]
+        trace = kff.sum() - A.pow(2).sum()
+        W = PW = None
+        if old is not None:
+            W = trisolve(Lv, trisolve(old.Lu, Kuv).mT).mT
+            PW = old.P @ W
+            P, r = P + W.mT @ PW, r + W.mT @ old.r
+            yy, n = yy + old.yy, n + old.n
+            trace = trace + old.trace + (fit.Lam * Kuu).sum() - (PW * W).sum()
+        P = 0.5 * (P + P.mT)
+        LD = cholesky(eye + P / noise, fit.jitter_log)
+        beta = trisolve(LD, r) / noise
+        ctx.save_for_backward(Lv, A, W, PW, LD, beta, r, noise, y)
+        ctx.old, ctx.fit, ctx.n, ctx.rest = old, fit, n, yy + trace
+        return (
+            -0.5 * n * (LOG2PI + noise.log())
+            - 0.5 * (yy + trace) / noise
+            + 0.5 * (beta @ beta)
+            - (LD.diagonal().log().sum())
+        )
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        Lv, A, W, PW, LD, beta, r, noise, y = ctx.saved_tensors
+        old, M = ctx.old, A.shape[0]
+        eye = torch.eye(M, dtype=A.dtype, device=A.device)
+        gamma = trisolve(LD, beta, transpose=True)
+        Dinv = torch.cholesky_inverse(LD)
+        H = eye - Dinv - torch.outer(gamma, gamma)
+        g_A = (H @ A + torch.outer(gamma, y)) / noise
+        inner = g_A @ A.mT
+        g_uv = None
+        if old is not None:
+            g_W = (PW @ H + torch.outer(old.r, gamma)) / noise
+            inner = inner + g_W.mT @ W
+            g_uv = grad * trisolve(Lv, trisolve(old.Lu, g_W, transpose=True).mT, transpose=True).mT
+        outer = trisolve(Lv, trisolve(Lv, inner, transpose=True).mT, transpose=True)  # (L_v⁻ᵀ inner L_v⁻¹)ᵀ
+        g_vv = -0.25 * grad * (outer + outer.mT)
+        g_vf = grad * trisolve(Lv, g_A, transpose=True)
+        g_ff = (-0.5 * grad / noise) * torch.ones(A.shape[1], dtype=A.dtype, device=A.device)
+        g_noise = grad * (
+            -0.5 * ctx.n / noise
+            + 0.5 * ctx.rest / noise**2
+            - 0.5 * (gamma @ gamma) / noise
+            - 0.5 * (r @ gamma) / noise**2
+            + 0.5 * (M - Dinv.diagonal().sum()) / noise
+        )
+        g_uu = None if old is None else (-0.5 * grad / noise) * ctx.fit.Lam
+        return g_vv, g_vf, g_ff, g_noise.reshape(noise.shape), g_uv, g_uu, None, None, None
+
+
 @dataclass
 class _OldSummary:
     """What the online bound needs of the old summary, θ-independent: L_u, Γ = L_Dₒ L_Dₒᵀ − I,

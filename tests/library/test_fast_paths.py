@@ -4,7 +4,8 @@ Fused Attentive Kernel mixture vs the per-length-scale loop; CrossCovariance vs 
 gradient of the fixed-q ELBO vs autograd through the Cholesky factor and vs gpytorch's own VariationalELBO; the exact
 GP's closed-form log-density gradient vs autograd through the Cholesky factor; the projection of stored terms without
 forming PᵀBP vs with it; float32 POAM vs float64; SSGP++'s fixed-Z online bound (OnlineBound: union kernel matrix,
-closed-form gradient) vs autograd through online_bound.
+closed-form gradient) vs autograd through online_bound; OSGPR's statistics bound (StatisticsFit: one kernel matrix,
+closed-form gradient) vs autograd through statistics_bound.
 """
 
 import gpytorch
@@ -20,9 +21,11 @@ from onlinegp.models.registry import make_model
 from onlinegp.objectives import (
     GaussianLogDensity,
     OnlineBound,
+    StatisticsFit,
     exact_mll,
     online_bound,
     online_terms,
+    statistics_bound,
     svgp_elbo_cov,
     svgp_elbo_terms,
 )
@@ -436,3 +439,75 @@ def test_ssgppp_update_takes_the_fixed_z_bound_and_matches_the_plain_one(monkeyp
         assert torch.allclose(a, b, rtol=1e-8, atol=1e-10)
     assert torch.allclose(models[0].noise, models[1].noise, rtol=1e-8)
     assert torch.allclose(models[0].summary.beta, models[1].summary.beta, rtol=1e-7, atol=1e-9)
+
+
+def _statistics_problem(name: str):
+    """A kernel, old statistics from a first batch, a second batch and inducing inputs that keep some old ones."""
+    torch.manual_seed(3)
+    k = make_kernel(name, 3).to(D)
+    X1 = torch.rand(60, 3, dtype=D) * 2 - 1
+    first = statistics_bound(k, torch.tensor(0.05, dtype=D), X1[:20], X1, torch.sin(3 * X1[:, 0]))
+    with torch.no_grad():
+        for p in k.parameters():  # θ moved since the old batch
+            p.add_(0.05 * torch.randn_like(p))
+    X = torch.rand(50, 3, dtype=D) * 2 - 1
+    y = torch.cos(2 * X[:, 1]) + 0.1 * torch.randn(50, dtype=D)
+    Z = torch.cat([X1[5:20], X[:10], torch.rand(3, 3, dtype=D) * 2 - 1])  # 15 old inducing inputs, 10 batch inputs
+    return k, first.data, Z, X, y
+
+
+@pytest.mark.parametrize("name", ["rbf", "ak"])
+@pytest.mark.parametrize("with_old", [False, True])
+def test_statistics_fit_equals_statistics_bound_in_value_and_gradient(name, with_old):
+    """StatisticsFit (one kernel matrix, closed-form gradient) against autograd through statistics_bound, in θ, σ² and
+    the inducing inputs (moved, as SSGP and WGPR's members move them)."""
+    k, old, Z, X, y = _statistics_problem(name)
+    old = old if with_old else None
+    Z = Z.requires_grad_()
+    noise = torch.tensor(0.07, dtype=D, requires_grad=True)
+    fast = StatisticsFit(k, X, y, old)
+    out = []
+    for fn in (lambda: statistics_bound(k, noise, Z, X, y, old).value, lambda: fast(noise, Z)):
+        for _ in range(2):  # the second call reuses the first one's per-batch work
+            k.zero_grad()
+            Z.grad = noise.grad = None
+            value = fn()
+            value.backward()
+        out.append((value.detach(), grads(k, Z, noise)))
+    assert torch.allclose(out[0][0], out[1][0], rtol=1e-12)
+    for a, b in zip(out[0][1], out[1][1]):
+        assert torch.allclose(a, b, rtol=1e-9, atol=1e-10)
+
+
+def test_osgpr_lbfgs_fit_takes_the_statistics_fit_and_matches_the_plain_one(monkeypatch):
+    """OSGPR's L-BFGS fits (old_noise='current', moving Z) on StatisticsFit end where the same fits on
+    statistics_bound end (θ, σ² and Z to round-off over a short budget, before L-BFGS's paths can part)."""
+    import onlinegp.models.osgpr as osgpr
+
+    class Plain:
+        calls = 0
+
+        def __init__(self, kernel, X, y, old, jitter_log):
+            self.args = kernel, X, y, old, jitter_log
+
+        def __call__(self, noise, Z):
+            Plain.calls += 1
+            kernel, X, y, old, jitter_log = self.args
+            return statistics_bound(kernel, noise, Z, X, y, old, jitter_log).value
+
+    X, y = toy(240)
+    models = []
+    for plain in (False, True):
+        if plain:
+            monkeypatch.setattr(osgpr, "StatisticsFit", Plain)
+        model = make_model(
+            "osgpr", 2, num_inducing=20, optimize_inducing=True, training={"steps": 8}, x_bounds=[[-2, -2], [2, 2]]
+        )
+        for lo in range(0, 240, 60):
+            model.update(X[lo : lo + 60], y[lo : lo + 60])
+        models.append(model)
+    assert Plain.calls >= 4 * 8
+    for a, b in zip(models[0].kernel.parameters(), models[1].kernel.parameters()):
+        assert torch.allclose(a, b, rtol=1e-7, atol=1e-9)
+    assert torch.allclose(models[0].noise, models[1].noise, rtol=1e-7)
+    assert torch.allclose(models[0].Z, models[1].Z, rtol=1e-7, atol=1e-9)

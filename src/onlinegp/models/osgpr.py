@@ -32,7 +32,15 @@ from .. import health
 from ..base import KernelGP, PhaseTimer
 from ..inducing import SelectionContext, Selector, make_selector
 from ..linalg import CholeskyError
-from ..objectives import DataStatistics, OnlineBound, log_prior, online_bound, online_terms, statistics_bound
+from ..objectives import (
+    DataStatistics,
+    OnlineBound,
+    StatisticsFit,
+    log_prior,
+    online_bound,
+    online_terms,
+    statistics_bound,
+)
 from ..posterior import InducingPosterior, Predictor
 from ..training import (
     OPTIMIZERS,
@@ -224,12 +232,14 @@ class OSGPR(Trained, KernelGP):
         # SSGP++ (Adam, Z fixed): kernel work shared across the steps and a closed-form gradient (same values)
         adam_fixed_z = self.training.optimizer == "adam" and not self.optimize_inducing and self.old_noise == "fixed"
         fixed_z = OnlineBound(self.kernel, fit_inputs(), xs, ys, old, self.jitter) if adam_fixed_z else None
+        # old_noise='current': one kernel matrix and a closed-form gradient per evaluation (same values)
+        statistics = StatisticsFit(self.kernel, xs, ys, data, self.jitter) if self.old_noise == "current" else None
 
         def bound() -> Tensor:
             if fixed_z is not None:
                 return fixed_z(self.noise) + log_prior(self.kernel)
-            if self.old_noise == "current":  # the bound on all data; the old data's part is constant in Z'
-                value = statistics_bound(self.kernel, self.noise, fit_inputs(), xs, ys, data, self.jitter).value
+            if statistics is not None:  # the bound on all data; the old data's part is constant in Z'
+                value = statistics(self.noise, fit_inputs())
                 return value - (0.0 if data is None else data.value) + log_prior(self.kernel)
             return online_bound(self.kernel, self.noise, fit_inputs(), xs, ys, old, self.jitter) + log_prior(
                 self.kernel
