@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -313,6 +314,7 @@ def wgpr_run(config: dict, run_dir: Path) -> dict:
     batches = np.array_split(np.arange(len(train)), n_batches)
     checkpoints = set(np.unique(np.linspace(0, n_batches - 1, min(10, n_batches)).round().astype(int)).tolist())
     train_time, cpu_time, curve, failed = 0.0, 0.0, [], 0
+    load_before = os.getloadavg()[0]
     if config["method"] == "lgpr":
         sub = np.random.default_rng(config["seed"]).permutation(len(train))[: model.max_fit_points]
         t0, c0 = time.perf_counter(), time.process_time()
@@ -344,6 +346,7 @@ def wgpr_run(config: dict, run_dir: Path) -> dict:
         "num_batches": n_batches,
         "failed_updates": failed,
         "curve": curve,
+        "load_average": [load_before, os.getloadavg()[0]],  # the machine's 1-minute load before and after the stream
     }
     if "f" in test.meta:
         out["rmse_f"] = rmse(test.meta["f"], pred.mean)

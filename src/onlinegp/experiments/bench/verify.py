@@ -4,7 +4,8 @@ A kept run (``results/<bench>/<key>/``, see :mod:`onlinegp.experiments.bench.run
 patterns in ``spec.json``. Verifying it runs that job on its config into a scratch directory, in this process, and
 compares the job's value (``DONE.json``) and every kept summary file with the committed ones: CSV cells and JSON
 values exactly, ``.npz`` arrays bit for bit, other files byte for byte. Wall-clock figures (columns and keys named
-``*time``, ``*_s``, ``*seconds``, ``rate``) are left out of the comparison: they are the machine's, not the code's.
+``*time``, ``*_s``, ``*seconds``, ``rate``) and load averages are left out of the comparison: they are the machine's,
+not the code's.
 
 Only runs of this package version are expected to reproduce (the version is part of their key); runs of older
 versions are history and are reported as such unless named explicitly.
@@ -34,7 +35,7 @@ import numpy as np
 from ...kernels import native
 from .runner import MARKER, SPEC_FILE, JobFn, _execute, code_version, machine_kind
 
-TIMING = re.compile(r"(time|_s|seconds|rate)$")  # wall-clock figures: not compared
+TIMING = re.compile(r"(time|_s|seconds|rate|load_average)$")  # the machine's figures: not compared
 #: config keys that tell a run's repeats apart: the runs that differ only in these are one table cell's spread
 REPEAT_KEYS = ("seed", "split", "trial")
 

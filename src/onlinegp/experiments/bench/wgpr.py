@@ -174,19 +174,24 @@ def _ratio(runs: Sequence[dict], base: Sequence[dict], key: str) -> str:
 def ratio_table(groups: dict, datasets: Sequence[str], methods: Sequence[str]) -> str:
     """Each method's mean training time over LGPR's in the same sweep (wall, and CPU where every run recorded it),
     beside the ratio in Kepler et al. 2021, Table II (:data:`PAPER_TRAIN_TIME`)."""
-    lines = ["| dataset | method | time / LGPR's | CPU time / LGPR's | paper's ratio |", "|---|---|---|---|---|"]
+    lines = [
+        "| dataset | method | time / LGPR's | CPU time / LGPR's | paper's ratio | 1-min load around the runs |",
+        "|---|---|---|---|---|---|",
+    ]
     for d in datasets:
         base, paper = groups.get((d, "lgpr"), []), PAPER_TRAIN_TIME.get(d, {})
         for m in (m for m in methods if m != "lgpr" and groups.get((d, m))):
             runs = groups[(d, m)]
             theirs = f"{paper[m] / paper['lgpr']:.1f}" if m in paper and "lgpr" in paper else "-"
+            loads = [x for r in [*runs, *base] for x in r.get("load_average", [])]
+            load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
             lines.append(
                 f"| {d} | {LABELS[m]} | {_ratio(runs, base, 'train_time')} | {_ratio(runs, base, 'cpu_time')} "
-                f"| {theirs} |"
+                f"| {theirs} | {load} |"
             )
     return (
-        "\n".join(lines)
-        + "\n\n(means over the trials; '-' where a run did not record the figure: runs kept before CPU time was recorded)\n"
+        "\n".join(lines) + "\n\n(means over the trials; '-' where a run did not record the figure: runs kept before CPU"
+        " time or the load were recorded; the load column spans the method's and LGPR's runs)\n"
     )
 
 
