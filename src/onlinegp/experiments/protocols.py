@@ -314,6 +314,7 @@ def wgpr_run(config: dict, run_dir: Path) -> dict:
     batches = np.array_split(np.arange(len(train)), n_batches)
     checkpoints = set(np.unique(np.linspace(0, n_batches - 1, min(10, n_batches)).round().astype(int)).tolist())
     train_time, cpu_time, curve, failed = 0.0, 0.0, [], 0
+    phase_time: dict[str, float] = {}  # the updates' own phases (UpdateReport.timings), summed
     load_before = os.getloadavg()[0]
     if config["method"] == "lgpr":
         sub = np.random.default_rng(config["seed"]).permutation(len(train))[: model.max_fit_points]
@@ -325,6 +326,8 @@ def wgpr_run(config: dict, run_dir: Path) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         report = model.update(train.X[idx], train.y[idx])
         train_time, cpu_time = train_time + time.perf_counter() - t0, cpu_time + time.process_time() - c0
+        for name, seconds in report.timings.items():
+            phase_time[name] = phase_time.get(name, 0.0) + seconds
         failed += int(report.extra.get("failed", 0))
         if b in checkpoints:
             curve.append({"num_data": int(idx[-1] + 1), "rmse": rmse(test.y, model.predict(test.X).mean)})
@@ -339,6 +342,7 @@ def wgpr_run(config: dict, run_dir: Path) -> dict:
         "rmse": rmse(test.y, pred.mean),
         "train_time": train_time,
         "cpu_time": cpu_time,
+        "phase_time": phase_time,
         "pretrain_time": pretrain,
         "rate": len(train) / train_time,
         "num_train": len(train),

@@ -25,18 +25,20 @@ def test_the_ratio_table_divides_by_lgprs_time_in_the_same_sweep_beside_the_pape
         return (
             {"train_time": seconds}
             | ({} if cpu is None else {"cpu_time": cpu})
-            | ({} if load is None else {"load_average": load})
+            | ({} if load is None else {"load_average": load, "phase_time": {"health": seconds / 4}})
         )
 
     groups = {
         ("kin40k", "lgpr"): [run(10.0, 9.0, [0.2, 1.0]), run(30.0, 11.0, [1.0, 1.1])],
         ("kin40k", "wgpr"): [run(100.0, 150.0, [1.1, 1.3]), run(140.0, 50.0, [0.9, 1.0])],
         ("kin40k", "ovfe"): [run(40.0), run(40.0, 10.0)],  # kept runs without CPU time or load
+        ("kin40k", "solar-gp"): [run(40.0), run(20.0, 10.0, [0.5, 0.5])],  # phases over the run that has them
     }
-    rows = ratio_table(groups, ["kin40k"], ["lgpr", "wgpr", "solar-gp", "ovfe"]).splitlines()[2:4]
+    rows = ratio_table(groups, ["kin40k"], ["lgpr", "wgpr", "solar-gp", "ovfe"]).splitlines()[2:5]
     paper = PAPER_TRAIN_TIME["kin40k"]
-    assert rows[0] == f"| kin40k | WGPR | 6.0 | 10.0 | {paper['wgpr'] / paper['lgpr']:.1f} | 0.2-1.3 |"
-    assert rows[1] == f"| kin40k | OVFE | 2.0 | - | {paper['ovfe'] / paper['lgpr']:.1f} | 0.2-1.1 |"
+    assert rows[0] == f"| kin40k | WGPR | 6.0 | 10.0 | {paper['wgpr'] / paper['lgpr']:.1f} | 0.2-1.3 | 25%, 25% |"
+    assert rows[1] == f"| kin40k | SOLAR | 1.5 | - | {paper['solar-gp'] / paper['lgpr']:.1f} | 0.2-1.1 | 25%, 25% |"
+    assert rows[2] == f"| kin40k | OVFE | 2.0 | - | {paper['ovfe'] / paper['lgpr']:.1f} | 0.2-1.1 | -, 25% |"
     assert paper["wgpr"] / paper["lgpr"] == pytest.approx(6.48, abs=0.01)  # Kepler et al. 2021, Table II
 
 

@@ -171,12 +171,22 @@ def _ratio(runs: Sequence[dict], base: Sequence[dict], key: str) -> str:
     return f"{np.mean([r[key] for r in runs]) / np.mean([r[key] for r in base]):.1f}"
 
 
+def _health_share(runs: Sequence[dict]) -> str:
+    """The share of the training time spent in the updates' health checks, over the runs that recorded their phases;
+    '-' where none did."""
+    runs = [r for r in runs if "health" in r.get("phase_time", {})]
+    if not runs:
+        return "-"
+    return f"{sum(r['phase_time']['health'] for r in runs) / sum(r['train_time'] for r in runs):.0%}"
+
+
 def ratio_table(groups: dict, datasets: Sequence[str], methods: Sequence[str]) -> str:
     """Each method's mean training time over LGPR's in the same sweep (wall, and CPU where every run recorded it),
     beside the ratio in Kepler et al. 2021, Table II (:data:`PAPER_TRAIN_TIME`)."""
     lines = [
-        "| dataset | method | time / LGPR's | CPU time / LGPR's | paper's ratio | 1-min load around the runs |",
-        "|---|---|---|---|---|---|",
+        "| dataset | method | time / LGPR's | CPU time / LGPR's | paper's ratio | 1-min load around the runs "
+        "| health checks' share of the time: the method's, LGPR's |",
+        "|---|---|---|---|---|---|---|",
     ]
     for d in datasets:
         base, paper = groups.get((d, "lgpr"), []), PAPER_TRAIN_TIME.get(d, {})
@@ -187,11 +197,13 @@ def ratio_table(groups: dict, datasets: Sequence[str], methods: Sequence[str]) -
             load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
             lines.append(
                 f"| {d} | {LABELS[m]} | {_ratio(runs, base, 'train_time')} | {_ratio(runs, base, 'cpu_time')} "
-                f"| {theirs} | {load} |"
+                f"| {theirs} | {load} | {_health_share(runs)}, {_health_share(base)} |"
             )
     return (
         "\n".join(lines) + "\n\n(means over the trials; '-' where a run did not record the figure: runs kept before CPU"
-        " time or the load were recorded; the load column spans the method's and LGPR's runs)\n"
+        " time, the load or the phases were recorded; the load column spans the method's and LGPR's runs; the health"
+        " checks predict each batch before and after it is absorbed (onlinegp.health), their share is over the runs"
+        " that recorded their phases)\n"
     )
 
 
