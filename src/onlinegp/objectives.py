@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from .kernels import dense, diagonal
+from .kernels.rbf import rbf_parameters, scaled_rbf
 from .linalg import JitterLog, cholesky, trisolve
 from .posterior import KUU_JITTER, InducingPosterior, VariationalQ, kuu, kuv, with_jitter
 
@@ -446,8 +447,9 @@ class StatisticsFit:
 
     Once per batch: the old statistics' θ-independent pieces (Λ = L_u⁻ᵀ P L_u⁻¹). Per call: one kernel matrix
     k([Z; Z_old], [Z; X; Z_old]) (instead of K_vv, K_vf, K_uv and K_uu separately; autograd carries its gradient to
-    θ and Z) and the bound with the hand-derived gradient of :class:`_StatisticsBoundFunction`, whose graph is one
-    node instead of the stable form's hundreds of small operations. Values and gradients equal
+    θ and Z; an ARD RBF kernel as one node, :func:`~onlinegp.kernels.rbf.scaled_rbf`) and the bound with the
+    hand-derived gradient of :class:`_StatisticsBoundFunction`, whose graph is one node instead of the stable form's
+    hundreds of small operations. Values and gradients equal
     :func:`statistics_bound`'s to round-off (tests/library/test_fast_paths.py), which stays the plain computation and
     the posterior's.
     """
@@ -468,23 +470,26 @@ class StatisticsFit:
 
     def __call__(self, noise: Tensor, Z: Tensor) -> Tensor:
         """The bound on all data seen (total) at inducing inputs Z under the kernel's current parameters and σ²."""
-        old, M, N = self.old, Z.shape[0], self.X.shape[0]
+        old, N = self.old, self.X.shape[0]
         rows = Z if old is None else torch.cat([Z, old.Z])
-        K = dense(self.kernel, rows, torch.cat([Z, self.X] if old is None else [Z, self.X, old.Z]))
-        Kvv = with_jitter(K[:M, :M])
-        kff = diagonal(self.kernel, self.X)
+        cols = torch.cat([Z, self.X] if old is None else [Z, self.X, old.Z])
+        rbf = rbf_parameters(self.kernel)
+        if rbf is None:
+            K, kff = dense(self.kernel, rows, cols), diagonal(self.kernel, self.X)
+        else:  # ARD RBF: one autograd node for the kernel too
+            K, kff = scaled_rbf(rows, cols, *rbf), rbf[1].expand(N)
         if old is None:
-            return _StatisticsBoundFunction.apply(Kvv, K[:M, M:], kff, noise, None, None, self.y, None, self)
+            return _StatisticsBoundFunction.apply(K, kff, noise, None, self.y, None, self)
         same = (old.Z.unsqueeze(1) == Z.unsqueeze(0)).all(-1)
-        Kuv = K[M:, :M]
-        if bool(same.any()):  # as kuv: an input in both sets carries K_vv's ε
-            Kuv = Kuv + KUU_JITTER.get(K.dtype, 1e-6) * K[:M, :M].diagonal().mean().detach() * same.to(K.dtype)
-        Kuu = with_jitter(K[M:, M + N :])
-        return _StatisticsBoundFunction.apply(Kvv, K[:M, M : M + N], kff, noise, Kuv, Kuu, self.y, old, self)
+        same = same.to(K.dtype) if bool(same.any()) else None
+        return _StatisticsBoundFunction.apply(K, kff, noise, same, self.y, old, self)
 
 
 class _StatisticsBoundFunction(torch.autograd.Function):
-    """Value and hand-derived gradient of :func:`statistics_bound` in the kernel matrices and σ² = s.
+    """Value and hand-derived gradient of :func:`statistics_bound` in the kernel matrix K = k([Z; Z_old], [Z; X; Z_old])
+    and σ² = s. K_vv, K_vf, K_uv and K_uu are its blocks (K_vv and K_uu with :func:`with_jitter`'s ε, K_uv with K_vv's
+    ε where Z and Z_old share an input, as :func:`~onlinegp.posterior.kuv`; ``same`` marks those), so the gradient
+    reaches K as one matrix.
 
     Forward, as :func:`statistics_bound`: A = L_v⁻¹K_vf, W = L_u⁻¹K_uvL_v⁻ᵀ, P' = AAᵀ + WᵀPW, r' = Ay + Wᵀr,
     t' = Σk_ff − ‖A‖² + t + ⟨Λ, K_uu⟩ − ⟨PW, W⟩ (Λ = L_u⁻ᵀPL_u⁻¹), D = I + P'/s and
@@ -497,15 +502,20 @@ class _StatisticsBoundFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, Kvv, Kvf, kff, noise, Kuv, Kuu, y, old, fit):
-        M = Kvf.shape[0]
-        eye = torch.eye(M, dtype=Kvf.dtype, device=Kvf.device)
+    def forward(ctx, K, kff, noise, same, y, old, fit):
+        N = y.shape[0]
+        M = K.shape[0] - (0 if old is None else old.Z.shape[0])
+        Kvv, Kvf = with_jitter(K[:M, :M]), K[:M, M : M + N]
+        eye = torch.eye(M, dtype=K.dtype, device=K.device)
         Lv = cholesky(Kvv, fit.jitter_log)
         A = trisolve(Lv, Kvf)
         P, r, yy, n = A @ A.mT, A @ y, y @ y, Kvf.shape[1]
         trace = kff.sum() - A.pow(2).sum()
         W = PW = None
         if old is not None:
+            Kuv, Kuu = K[M:, :M], with_jitter(K[M:, M + N :])
+            if same is not None:
+                Kuv = Kuv + KUU_JITTER.get(K.dtype, 1e-6) * K[:M, :M].diagonal().mean() * same
             W = trisolve(Lv, trisolve(old.Lu, Kuv).mT).mT
             PW = old.P @ W
             P, r = P + W.mT @ PW, r + W.mT @ old.r
@@ -515,7 +525,7 @@ class _StatisticsBoundFunction(torch.autograd.Function):
         LD = cholesky(eye + P / noise, fit.jitter_log)
         beta = trisolve(LD, r) / noise
         ctx.save_for_backward(Lv, A, W, PW, LD, beta, r, noise, y)
-        ctx.old, ctx.fit, ctx.n, ctx.rest = old, fit, n, yy + trace
+        ctx.old, ctx.fit, ctx.n, ctx.rest, ctx.shape = old, fit, n, yy + trace, K.shape
         return (
             -0.5 * n * (LOG2PI + noise.log())
             - 0.5 * (yy + trace) / noise
@@ -550,8 +560,12 @@ class _StatisticsBoundFunction(torch.autograd.Function):
             - 0.5 * (r @ gamma) / noise**2
             + 0.5 * (M - Dinv.diagonal().sum()) / noise
         )
-        g_uu = None if old is None else (-0.5 * grad / noise) * ctx.fit.Lam
-        return g_vv, g_vf, g_ff, g_noise.reshape(noise.shape), g_uv, g_uu, None, None, None
+        g_K = torch.zeros(ctx.shape, dtype=A.dtype, device=A.device)
+        N = A.shape[1]
+        g_K[:M, :M], g_K[:M, M : M + N] = g_vv, g_vf
+        if old is not None:
+            g_K[M:, :M], g_K[M:, M + N :] = g_uv, (-0.5 * grad / noise) * ctx.fit.Lam
+        return g_K, g_ff, g_noise.reshape(noise.shape), None, None, None, None
 
 
 @dataclass
