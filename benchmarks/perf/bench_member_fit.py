@@ -2,11 +2,13 @@
 pseudo-inputs moved with θ, θ at Z' and the dropped inputs, the old data at the current noise, batches of 100): the
 bound with its closed-form gradient (:class:`onlinegp.objectives.StatisticsFit`: one kernel matrix, one autograd node)
 against the plain one (autograd through :func:`onlinegp.objectives.statistics_bound`, what every evaluation did
-before), in one run. Every WGPR candidate and fresh member, every SOLAR-GP member and OVFE fit so.
+before), in one run; and, since 0.7.2 evaluates the RBF kernel as one autograd node
+(:func:`onlinegp.kernels.rbf.scaled_rbf`), StatisticsFit with the kernel matrix from gpytorch (``kernel``: 0.7.1's
+kernel call). Every WGPR candidate and fresh member, every SOLAR-GP member and OVFE fit so.
 
-For each timed batch both paths start from the same member state and absorb the same batch (order alternated, so
-load drifts hit both). The time per bound evaluation is the measure: over a whole budget of about 200 evaluations
-round-off parts the two L-BFGS paths, so the evaluations per fit and the bounds reached are reported, not compared
+For each timed batch all paths start from the same member state and absorb the same batch (order rotated, so
+load drifts hit each). The time per bound evaluation is the measure: over a whole budget of about 200 evaluations
+round-off parts the L-BFGS paths, so the evaluations per fit and the bounds reached are reported, not compared
 to round-off (tests/library/test_fast_paths.py checks values and gradients, and a short fit's θ, to round-off).
 
     OMP_NUM_THREADS=1 python benchmarks/perf/bench_member_fit.py [--batches 8] [--points 2000]
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import median, timed_cpu, write  # noqa: E402
 
 import onlinegp.models.osgpr as osgpr  # noqa: E402
+import onlinegp.objectives as objectives  # noqa: E402
 from onlinegp.experiments.protocols import load_stream, wgpr_model  # noqa: E402
 from onlinegp.objectives import statistics_bound  # noqa: E402
 
@@ -53,6 +56,21 @@ def plain_bound():
         osgpr.StatisticsFit = fast
 
 
+@contextlib.contextmanager
+def gpytorch_kernel():
+    """StatisticsFit with the kernel matrix evaluated by gpytorch (0.7.1's kernel call) instead of ``scaled_rbf``."""
+    fused = objectives.rbf_parameters
+    objectives.rbf_parameters = lambda kernel: None
+    try:
+        yield
+    finally:
+        objectives.rbf_parameters = fused
+
+
+#: the paths timed: autograd through statistics_bound, StatisticsFit with gpytorch's kernel, StatisticsFit
+PATHS = {"plain": plain_bound, "kernel": gpytorch_kernel, "fast": contextlib.nullcontext}
+
+
 def run(batches: int = 8, points: int = 2000, warm: int = 3, seed: int = 0) -> dict:
     """``warm`` batches absorbed first (the member's M reaches its cap of 50), then ``batches`` timed ones."""
     load_before = os.getloadavg()[0]
@@ -75,9 +93,10 @@ def run(batches: int = 8, points: int = 2000, warm: int = 3, seed: int = 0) -> d
     for e in range(batches):
         lo = (warm + e) * 100
         start, results = member, {}
-        for name in ("plain", "fast") if e % 2 == 0 else ("fast", "plain"):
+        names = list(PATHS)
+        for name in names[e % 3 :] + names[: e % 3]:  # the order rotated, so load drifts hit every path
             model = copy.deepcopy(start)
-            with plain_bound() if name == "plain" else contextlib.nullcontext():
+            with PATHS[name]():
                 results[name] = (*timed_cpu(lambda: model.update(X[lo : lo + 100], y[lo : lo + 100])), model)
         row = {"batch": warm + e}
         for name, (t, c, report, _) in results.items():
@@ -93,22 +112,17 @@ def run(batches: int = 8, points: int = 2000, warm: int = 3, seed: int = 0) -> d
         member = results["fast"][3]
         print(
             f"batch {row['batch']}: plain {row['plain_ms_per_evaluation']:.2f} ms/evaluation"
-            f" ({row['plain_evaluations']}), fast {row['fast_ms_per_evaluation']:.2f} ms ({row['fast_evaluations']})"
+            f" ({row['plain_evaluations']}), gpytorch kernel {row['kernel_ms_per_evaluation']:.2f} ms"
+            f" ({row['kernel_evaluations']}), fast {row['fast_ms_per_evaluation']:.2f} ms ({row['fast_evaluations']})"
             f", bound {row['plain_objective']:.3f} vs {row['fast_objective']:.3f}",
             flush=True,
         )
     summary = {
         key: median([r[key] for r in rows])
-        for key in (
-            "plain_ms_per_evaluation",
-            "fast_ms_per_evaluation",
-            "plain_cpu_s",
-            "fast_cpu_s",
-            "plain_evaluations",
-            "fast_evaluations",
-        )
+        for key in (f"{name}_{what}" for what in ("ms_per_evaluation", "cpu_s", "evaluations") for name in PATHS)
     }
     summary["ratio_per_evaluation"] = summary["plain_ms_per_evaluation"] / summary["fast_ms_per_evaluation"]
+    summary["kernel_ratio_per_evaluation"] = summary["kernel_ms_per_evaluation"] / summary["fast_ms_per_evaluation"]
     summary["ratio_per_evaluation_each_batch"] = [
         r["plain_ms_per_evaluation"] / r["fast_ms_per_evaluation"] for r in rows
     ]

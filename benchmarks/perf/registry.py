@@ -105,8 +105,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "bench_member_fit",
         "one L-BFGS fit of a WGPR member (the WGPR bench's kin40k OSGPR: M = 50, moved pseudo-inputs, batches of 100) "
-        "with `StatisticsFit`'s closed-form gradient against autograd through `statistics_bound`, from the same state, "
-        "order alternated: milliseconds per bound evaluation",
+        "with `StatisticsFit`'s closed-form gradient against autograd through `statistics_bound` and against "
+        "`StatisticsFit` with gpytorch's kernel call, from the same state, order rotated: milliseconds per bound "
+        "evaluation",
         ("bench_member_fit.json",),
     ),
     Benchmark(

@@ -436,16 +436,24 @@ def where_time_goes(runs: list[dict]) -> list[str]:
 
 
 def fast_bound() -> list[str]:
-    """What the closed-form gradient of the members' bound (0.7.1) did to an evaluation, from its benchmark's file."""
+    """What the closed-form gradient of the members' bound (0.7.1) and the fused RBF kernel (0.7.2) did to an
+    evaluation, from its benchmark's file."""
     fit = json.loads((PERF_RESULTS / "bench_member_fit.json").read_text())
     s, c = fit["summary"], fit["config"]
     each = fit["summary"]["ratio_per_evaluation_each_batch"]
+    kernel = (
+        f" {s['kernel_ms_per_evaluation']:.1f} ms with gpytorch's kernel call (0.7.1's; the fused kernel is"
+        f" {s['kernel_ratio_per_evaluation']:.2f}x faster) and"
+        if "kernel_ms_per_evaluation" in s
+        else ""
+    )
     return [
         "Since 0.7.1 (after every run on this page) a member's fit evaluates the bound through `StatisticsFit`: one"
         " kernel matrix and the bound's closed-form gradient in one autograd node, the same values and gradients to"
-        " round-off. `benchmarks/perf/bench_member_fit.py` (one WGPR member on this stream, the same state and batch"
-        f" for both, {c['batches']} batches, 1-minute load {c['loadavg_before']:.1f} before and"
-        f" {c['loadavg_after']:.1f} after): **{s['fast_ms_per_evaluation']:.1f} ms per evaluation against"
+        " round-off; since 0.7.2 an ARD RBF kernel matrix is one autograd node too (`onlinegp.kernels.rbf`)."
+        " `benchmarks/perf/bench_member_fit.py` (one WGPR member on this stream, the same state and batch"
+        f" for every path, {c['batches']} batches, 1-minute load {c['loadavg_before']:.1f} before and"
+        f" {c['loadavg_after']:.1f} after): **{s['fast_ms_per_evaluation']:.1f} ms per evaluation against{kernel}"
         f" {s['plain_ms_per_evaluation']:.1f} ms** through autograd, {s['ratio_per_evaluation']:.2f}x (per batch"
         f" {min(each):.2f}-{max(each):.2f}x). What remains is small dense algebra at M ≤ {2 * c['num_inducing']}"
         " and its per-call overhead; the evaluations per fit, not their cost, are what separates WGPR from the"
