@@ -41,6 +41,7 @@ VARIANTS = {
     "bui": {"fit_inducing": "selected", "old_noise": "fixed"},
     "union fixed": {"fit_inducing": "union", "old_noise": "fixed"},
     "selected current": {"fit_inducing": "selected", "old_noise": "current"},
+    "checked": {"fit_inducing": "checked", "old_noise": "current"},
 }
 WGPR_STREAMS = ("bathymetry", "toy")
 
