@@ -29,7 +29,8 @@ class LocalEnsemble(OnlineGP):
         input_dim: D.
         member: registry name of the members' model (default 'osgpr') or a callable ``f(input_dim, **options)``.
         num_inducing: M per member (default 50).
-        member_options: further keyword arguments for every member (kernel, optimiser settings, ...).
+        member_options: further keyword arguments for every member (kernel, optimiser settings, ...), over the
+            class's ``MEMBER_DEFAULTS`` where the members are OSGPRs.
         fresh_start: where a fresh member's hyper-parameters θ (its kernel's and likelihood's) start before it is fitted
             to its batch: 'prior' (default: the members' initial θ) or 'nearest' (a warm start, ours: the θ of the
             member whose centroid is nearest the batch's mean; the first member starts at the prior).
@@ -38,6 +39,8 @@ class LocalEnsemble(OnlineGP):
     """
 
     _dynamic = ("centroids",)
+    #: options of OSGPR members that ``member_options`` overrides (a subclass's own defaults)
+    MEMBER_DEFAULTS: dict[str, Any] = {}
 
     def __init__(
         self,
@@ -56,7 +59,7 @@ class LocalEnsemble(OnlineGP):
             raise ValueError(f"fresh_start must be one of {FRESH_STARTS}, got {fresh_start!r}")
         self.fresh_start = fresh_start
         self.member, self.num_inducing_per_member = member, num_inducing
-        self.member_options = dict(member_options or {})
+        self.member_options = {**(self.MEMBER_DEFAULTS if member == "osgpr" else {}), **dict(member_options or {})}
         self.members: list[OnlineGP] = []
         self.member_seeds: list[int] = []
 
