@@ -360,7 +360,7 @@ def test_lawnmower_second_lane_does_not_diverge(seed, fit_inducing):
     With θ fitted at the selected Z' (``fit_inducing='selected'``, Bui et al. 2017) both diverged once M reached its
     cap of 50 (issue 35 item 0): trial 3 at the second lane, noise 7e-4 → 55, output scale 1 → 363, RMSE 45 → 579;
     trial 0 RMSE 45 → 742. The default fits θ at Z ∪ Z'; 'checked' fits at Z' and falls back where the fit moved
-    the predictive mean too far (0.8.0: trial 0's 12th batch refitted at the union, trial 3's kept at the old θ)."""
+    the predictive mean too far (0.7.3)."""
     from onlinegp.experiments.protocols import WGPR_INIT_LENGTHSCALE as INIT_LENGTHSCALE
     from onlinegp.experiments.protocols import WGPR_NUM_INDUCING as NUM_INDUCING
     from onlinegp.experiments.protocols import load_stream
