@@ -127,7 +127,7 @@ class OSGPR(Trained, KernelGP):
     scale from 1.9 to 2660 once M reached its cap, 'union' kept it near 1.8 (``benchmarks/studies/study_fit_inducing.py``).
     Not covered by this alone: a first batch whose fit interpolates (see the next paragraph).
 
-    A checked fit (``fit_inducing='checked'``; ours, WGPR's members by default). The union fit is stable but θ is
+    A checked fit (``fit_inducing='checked'``; ours, an option). The union fit is stable but θ is
     then not the one the kept model of M pseudo-inputs is best at: WGPR's members (M = 50) were worse on bike
     (4.69 against 3.72 of the exact GP's RMSE) and skillcraft than with Bui et al.'s fit. So θ is fitted at Z'
     and the fit judged by its *drift*: the mean over reference points r (the old Z and ``REFERENCE_POINTS`` of a

@@ -62,18 +62,15 @@ class WGPR(LocalEnsemble):
             it may keep another member than the minimum would; it saves the updates of the candidates not scored.
         **kwargs: member, num_inducing, member_options, fresh_start, x_bounds, y_stats, seed, dtype, see
             :class:`LocalEnsemble`. The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS
-            on θ at Z' with the drift check (``fit_inducing='checked'``, since 0.7.3; before it 'union', which cost
-            the UCI cells against Bui et al.'s fit: see :class:`~onlinegp.models.osgpr.OSGPR`); the paper also moves
-            Z by gradient (``member_options={"optimize_inducing": True}``).
+            on θ (fitted at the union of the kept and the dropped pseudo-inputs: ``fit_inducing``, see
+            :class:`~onlinegp.models.osgpr.OSGPR`, whose 'checked' fit is an option here); the paper also moves Z by
+            gradient (``member_options={"optimize_inducing": True}``).
 
     The report's ``extra`` holds ``scores`` (w_j of each candidate scored, +∞ for a failed update), ``candidates``
     (those scored, nearest first), ``chosen``, ``split``, ``failed`` and ``num_models``. A batch on which even the
     fresh member cannot be fitted (e.g. a non-positive-definite kernel matrix at every jitter) is rejected like any
     failed update: the ensemble stays as it was and the error is raised.
     """
-
-    #: the members' θ fitted at their selected pseudo-inputs as Bui et al. 2017, checked (see :class:`OSGPR`)
-    MEMBER_DEFAULTS = {"fit_inducing": "checked"}
 
     def __init__(
         self,
