@@ -30,7 +30,8 @@ class LocalEnsemble(OnlineGP):
         member: registry name of the members' model (default 'osgpr') or a callable ``f(input_dim, **options)``.
         num_inducing: M per member (default 50).
         member_options: further keyword arguments for every member (kernel, optimiser settings, ...), over the
-            class's ``MEMBER_DEFAULTS`` where the members are OSGPRs.
+            class's ``MEMBER_DEFAULTS`` where the members are OSGPRs (a dict over a dict, e.g. ``training``, is merged
+            into it key by key).
         fresh_start: where a fresh member's hyper-parameters θ (its kernel's and likelihood's) start before it is fitted
             to its batch: 'prior' (default: the members' initial θ) or 'nearest' (a warm start, ours: the θ of the
             member whose centroid is nearest the batch's mean; the first member starts at the prior).
@@ -59,7 +60,17 @@ class LocalEnsemble(OnlineGP):
             raise ValueError(f"fresh_start must be one of {FRESH_STARTS}, got {fresh_start!r}")
         self.fresh_start = fresh_start
         self.member, self.num_inducing_per_member = member, num_inducing
-        self.member_options = {**(self.MEMBER_DEFAULTS if member == "osgpr" else {}), **dict(member_options or {})}
+        defaults = self.MEMBER_DEFAULTS if member == "osgpr" else {}
+        given = dict(member_options or {})
+        self.member_options = {
+            **defaults,
+            **given,
+            **{
+                k: {**v, **given[k]}
+                for k, v in defaults.items()
+                if isinstance(v, dict) and isinstance(given.get(k), dict)
+            },
+        }
         self.members: list[OnlineGP] = []
         self.member_seeds: list[int] = []
 

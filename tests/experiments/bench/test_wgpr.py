@@ -47,13 +47,22 @@ def test_the_ratio_table_divides_by_lgprs_time_in_the_same_sweep_beside_the_pape
 def test_member_tolerance_reaches_every_member_and_leaves_other_keys_alone():
     assert "member_options" not in WgprOptions().base()  # the keys of kept runs stay as they were
     assert WgprOptions(member_tolerance=1e-5).base()["member_options"] == {"training": {"tolerance": 1e-5}}
-    with pytest.raises(ValueError, match="positive"):
-        WgprOptions(member_tolerance=0.0).base()
+    with pytest.raises(ValueError, match=">= 0"):
+        WgprOptions(member_tolerance=-1e-3).base()
     train, _ = two_regime_toy(n_train=100, n_test=10)
     bounds, stats = np.array([[0.0], [300.0]]), (float(train.y.mean()), float(train.y.std()))
     members = WgprOptions(member_tolerance=1e-5).base()["member_options"]
     model = build("ovfe", 1, {}, bounds, stats, 0, None, False, members)
     assert model.training.tolerance == 1e-5
+    # None: each model's own (WGPR's members settle at 1e-3); 0: the whole budget everywhere
+    default = build(
+        "wgpr", 1, {"epsilon": 5.0}, bounds, stats, 0, None, False, WgprOptions().base().get("member_options")
+    )
+    assert default.member_options["training"]["tolerance"] == 1e-3
+    whole = WgprOptions(member_tolerance=0.0).base()["member_options"]
+    assert build("wgpr", 1, {"epsilon": 5.0}, bounds, stats, 0, None, False, whole).member_options["training"] == {
+        "tolerance": 0.0
+    }
 
 
 @pytest.mark.slow
@@ -119,7 +128,7 @@ def test_member_options_reach_every_osgpr(method):
 
     tuned = osgpr_of({"training": {"tolerance": 1e-3}})
     assert tuned.training.tolerance == 1e-3 and tuned.optimize_inducing
-    assert osgpr_of(None).training.tolerance is None
+    assert osgpr_of(None).training.tolerance == (1e-3 if method == "wgpr" else None)  # WGPR.MEMBER_DEFAULTS
 
 
 def test_fixed_inducing_runs_keep_their_config():
