@@ -93,9 +93,10 @@ STUDIES: tuple[Study, ...] = (
     ),
     Study(
         "study_wgpr_members",
-        "which OSGPR member fit (θ at the selected or the union pseudo-inputs, old data at their own or the current "
-        "noise) keeps WGPR stable on the lake stand-in and level with 0.1.0 on the UCI defaults cells (resumable)",
-        "issue notes (no page yet)",
+        "which OSGPR member fit (θ at the selected or the union pseudo-inputs or checked, old data at their own or the "
+        "current noise, settled or the whole budget) keeps WGPR stable on the lake stand-in and level with 0.1.0 on "
+        "the UCI defaults cells (resumable)",
+        "docs/results/wgpr-members.md",
         ("study_wgpr_members.json",),
     ),
     Study(

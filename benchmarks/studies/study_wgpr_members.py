@@ -140,8 +140,20 @@ def render() -> str:
                 found = [e for e in entries if (e["dataset"], e["seed"], e["variant"]) == (dataset, seed, v)]
                 cells.append("; ".join(cell(e, streams) for e in found) or "–")
             lines.append(f"| {dataset} {seed} | " + " | ".join(cells) + " |")
+            if not streams and (dataset, seed + 1) not in rows and seed > 0:
+                lines.append(
+                    f"| *{dataset}, mean over splits 0-{seed}* | "
+                    + " | ".join(mean_rmse(entries, dataset, range(seed + 1), v) for v in variants)
+                    + " |"
+                )
         lines.append("")
     return "\n".join(lines)
+
+
+def mean_rmse(entries: list[dict], dataset: str, splits: range, variant: str) -> str:
+    """The variant's RMSE averaged over the splits (each split's latest entry), or '–' where a split is missing."""
+    latest = {e["seed"]: e["rmse"] for e in entries if (e["dataset"], e["variant"]) == (dataset, variant)}
+    return f"{sum(latest[s] for s in splits) / len(splits):.4f}" if all(s in latest for s in splits) else "–"
 
 
 def cell(entry: dict, stream: bool) -> str:
