@@ -70,7 +70,7 @@ class WGPR(LocalEnsemble):
 
     The members' settle tolerance (ours). Kepler et al. do not say how long their members' fits run. At 1e-3 the WGPR
     bench's kin40k (5 trials, 0.7.2) ended at RMSE 0.654 ± 0.010 in 7.2x LGPR's training time, against 0.653 ± 0.010
-    with the whole budget of 200 L-BFGS iterations, and the lake stand-in at 27.6 ± 1.2 against 30.5 ± 3.9 in a
+    with the whole budget of 200 L-BFGS iterations, and the lake stand-in at 27.6 ± 1.1 against 30.5 ± 3.9 in a
     seventh of the time (docs/results/wgpr.md); the UCI defaults cells: docs/results/wgpr-members.md.
 
     The report's ``extra`` holds ``scores`` (w_j of each candidate scored, +∞ for a failed update), ``candidates``
