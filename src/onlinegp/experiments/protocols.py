@@ -36,6 +36,7 @@ from ..data import Dataset, load_dataset, order_indices, train_test_split
 from ..io import atomic_write, write_csv
 from ..metrics import nlpd, rmse
 from ..models import OVC, POAM
+from ..models.ensemble import LocalEnsemble, over_defaults
 from ..models.registry import make_model, model_class
 from ..objectives import exact_mll, log_prior
 from ..training import lbfgs_fit
@@ -274,8 +275,10 @@ def wgpr_model(
 ):
     """A model of the benchmark: the sparse ones with M = 50 and OSGPR (L-BFGS on θ, and on Z with
     ``optimize_inducing``) members. Every kernel starts at length-scale 0.3·√D in scaled inputs (0.3, the library
-    default, is too short for 8 or 32 dimensions: the first batch is then explained as noise). ``member_options``
-    adds options of every OSGPR (the ensembles' members and OVFE), e.g. ``{"training": {"tolerance": 1e-4}}``."""
+    default, is too short for 8 or 32 dimensions: the first batch is then explained as noise). OVFE is one OSGPR with
+    the ensembles' member defaults (:attr:`LocalEnsemble.MEMBER_DEFAULTS`, since 0.7.4), so the three sparse methods
+    fit alike. ``member_options`` adds options of every OSGPR (the ensembles' members and OVFE), e.g.
+    ``{"training": {"tolerance": 1e-4}}``."""
     common = {"x_bounds": x_bounds.tolist(), "y_stats": y_stats, "seed": seed}
     params = {k: math.inf if v == "inf" else v for k, v in params.items()}
     kernel = {"kernel_options": {"lengthscale": WGPR_INIT_LENGTHSCALE * math.sqrt(input_dim)}}
@@ -286,6 +289,7 @@ def wgpr_model(
         **(member_options or {}),
     }
     if method == "ovfe":
+        member = over_defaults(LocalEnsemble.MEMBER_DEFAULTS, member)
         return make_model("osgpr", input_dim, num_inducing=WGPR_NUM_INDUCING, **member, **common)
     if method == "lgpr":
         return make_model("lgpr", input_dim, **kernel, **params, **common)

@@ -16,6 +16,17 @@ from ..base import OnlineGP, Prediction
 from ..linalg import CholeskyError
 from .registry import make_model
 
+
+def over_defaults(defaults: dict[str, Any], given: dict[str, Any] | None) -> dict[str, Any]:
+    """``given`` options over ``defaults``: a dict given for a dict default (e.g. ``training``) is merged into it key
+    by key, anything else replaces the default."""
+    given = dict(given or {})
+    merged = {
+        k: {**v, **given[k]} for k, v in defaults.items() if isinstance(v, dict) and isinstance(given.get(k), dict)
+    }
+    return {**defaults, **given, **merged}
+
+
 #: failures of a member's update that make it "dissimilar" (WGPR) or start a new member (SOLAR-GP) rather than crash
 NUMERICAL_FAILURES = (CholeskyError, torch.linalg.LinAlgError)
 #: where a fresh member's hyper-parameters start (``fresh_start``)
@@ -40,8 +51,10 @@ class LocalEnsemble(OnlineGP):
     """
 
     _dynamic = ("centroids",)
-    #: options of OSGPR members that ``member_options`` overrides (a subclass's own defaults)
-    MEMBER_DEFAULTS: dict[str, Any] = {}
+    #: options of OSGPR members that ``member_options`` overrides: their L-BFGS fits end once the bound per point has
+    #: settled to 1e-3 per evaluation (``training.tolerance``, ours: WGPR's since 0.7.3, SOLAR-GP's since 0.7.4;
+    #: ``{"training": {"tolerance": 0}}`` runs the whole budget, as before)
+    MEMBER_DEFAULTS: dict[str, Any] = {"training": {"tolerance": 1e-3}}
 
     def __init__(
         self,
@@ -60,17 +73,7 @@ class LocalEnsemble(OnlineGP):
             raise ValueError(f"fresh_start must be one of {FRESH_STARTS}, got {fresh_start!r}")
         self.fresh_start = fresh_start
         self.member, self.num_inducing_per_member = member, num_inducing
-        defaults = self.MEMBER_DEFAULTS if member == "osgpr" else {}
-        given = dict(member_options or {})
-        self.member_options = {
-            **defaults,
-            **given,
-            **{
-                k: {**v, **given[k]}
-                for k, v in defaults.items()
-                if isinstance(v, dict) and isinstance(given.get(k), dict)
-            },
-        }
+        self.member_options = over_defaults(self.MEMBER_DEFAULTS if member == "osgpr" else {}, member_options)
         self.members: list[OnlineGP] = []
         self.member_seeds: list[int] = []
 

@@ -65,7 +65,7 @@ class WGPR(LocalEnsemble):
             on θ (fitted at the union of the kept and the dropped pseudo-inputs: ``fit_inducing``, see
             :class:`~onlinegp.models.osgpr.OSGPR`, whose 'checked' fit is an option here), each fit ended once the
             bound per point has settled to 1e-3 per evaluation (``training.tolerance``, ours, since 0.7.3:
-            ``MEMBER_DEFAULTS``; ``member_options={"training": {"tolerance": 0}}`` runs the whole L-BFGS budget,
+            ``LocalEnsemble.MEMBER_DEFAULTS``; ``member_options={"training": {"tolerance": 0}}`` runs the whole budget,
             as before it); the paper also moves Z by gradient (``member_options={"optimize_inducing": True}``).
 
     The members' settle tolerance (ours). Kepler et al. do not say how long their members' fits run. At 1e-3 the WGPR
@@ -78,9 +78,6 @@ class WGPR(LocalEnsemble):
     fresh member cannot be fitted (e.g. a non-positive-definite kernel matrix at every jitter) is rejected like any
     failed update: the ensemble stays as it was and the error is raised.
     """
-
-    #: the members' L-BFGS fits end once the bound per point has settled to 1e-3 per evaluation (see below)
-    MEMBER_DEFAULTS = {"training": {"tolerance": 1e-3}}
 
     def __init__(
         self,

@@ -128,7 +128,8 @@ def test_member_options_reach_every_osgpr(method):
 
     tuned = osgpr_of({"training": {"tolerance": 1e-3}})
     assert tuned.training.tolerance == 1e-3 and tuned.optimize_inducing
-    assert osgpr_of(None).training.tolerance == (1e-3 if method == "wgpr" else None)  # WGPR.MEMBER_DEFAULTS
+    assert osgpr_of(None).training.tolerance == 1e-3  # LocalEnsemble.MEMBER_DEFAULTS, OVFE's too
+    assert osgpr_of({"training": {"tolerance": 0.0}}).training.tolerance == 0.0  # the whole budget
 
 
 def test_fixed_inducing_runs_keep_their_config():

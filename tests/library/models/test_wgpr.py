@@ -321,11 +321,12 @@ def test_lgpr_allocation_and_window():
         assert torch.allclose(lgpr.local_L[k] @ lgpr.local_L[k].T, K, atol=1e-10)
 
 
-def test_member_defaults_settle_wgpr_members_only_and_merge_with_member_options():
-    """WGPR's OSGPR members end their fits at a settle tolerance of 1e-3 (0.7.3); SOLAR-GP's keep OSGPR's whole budget;
-    a ``member_options`` dict is merged into the defaults key by key, a Training replaces them, and the options
-    report what the members run."""
-    assert WGPR(2).options()["member_options"] == {"training": {"tolerance": 1e-3}}
+def test_member_defaults_settle_ensemble_members_and_merge_with_member_options():
+    """The ensembles' OSGPR members end their fits at a settle tolerance of 1e-3 (WGPR's since 0.7.3, SOLAR-GP's since
+    0.7.4); a ``member_options`` dict is merged into the defaults key by key, a Training replaces them, members of
+    another kind get none, and the options report what the members run."""
+    for ensemble in (WGPR, SOLARGP):
+        assert ensemble(2).options()["member_options"] == {"training": {"tolerance": 1e-3}}
     merged = WGPR(2, member_options={"training": {"steps": 50}, "fit_inducing": "checked"})
     assert merged.options()["member_options"] == {
         "training": {"steps": 50, "tolerance": 1e-3},
@@ -335,7 +336,6 @@ def test_member_defaults_settle_wgpr_members_only_and_merge_with_member_options(
         "tolerance": 0
     }
     assert WGPR(2, member_options=MEMBER).options()["member_options"] == MEMBER
-    assert SOLARGP(2).options()["member_options"] == {}
     assert WGPR(2, member=lambda d, **o: OSGPR(d, **o)).options()["member_options"] == {}
     model = WGPR(2, x_bounds=BOUNDS, y_stats=(0.0, 1.0))
     X, y = stream(1, 60)[0]

@@ -323,8 +323,8 @@ class WgprOptions:
     WGPR and SOLAR-GP, those of them among ``methods``) and the
     seeds (lists, or text such as ``"toy,kin40k"`` and ``"0-4"``); ``max_points`` cuts every stream (None: the
     paper's sizes), ``max_test`` test points per UCI dataset, ``member_steps`` L-BFGS iterations per OSGPR update
-    (None: 200), ``member_tolerance`` every OSGPR's ``training.tolerance`` (None: each model's default, WGPR's members
-    1e-3 since 0.7.3 and the others the whole budget; 0: the whole budget for every model); ``optimize_inducing`` moves the sparse models' pseudo-inputs with θ (one ``out`` holds one choice:
+    (None: 200), ``member_tolerance`` every OSGPR's ``training.tolerance`` (None: the models' default, 1e-3 since 0.7.4,
+    WGPR's members' since 0.7.3; 0: the whole budget for every model); ``optimize_inducing`` moves the sparse models' pseudo-inputs with θ (one ``out`` holds one choice:
     the runs of both share their ids)."""
 
     datasets: str | Sequence[str] = option(DATASETS, "comma-separated")
@@ -342,7 +342,7 @@ class WgprOptions:
     member_tolerance: float | None = option(
         None,
         "end each OSGPR fit once its bound per point settles to this change per iteration, e.g. 1e-5; 0 runs the "
-        "whole L-BFGS budget (default: each model's own, WGPR's members 1e-3, the others the whole budget)",
+        "whole L-BFGS budget (default: the models' own, 1e-3)",
         cli_type=float,
     )
     optimize_inducing: bool = option(
