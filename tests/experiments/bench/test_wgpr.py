@@ -13,6 +13,7 @@ from onlinegp.experiments.bench.wgpr import (
     PAPER_TRAIN_TIME,
     SETTINGS,
     WgprOptions,
+    phase_table,
     ratio_table,
     specs_for,
 )
@@ -42,6 +43,24 @@ def test_the_ratio_table_divides_by_lgprs_time_in_the_same_sweep_beside_the_pape
     )
     assert rows[2] == f"| kin40k | OVFE | 2.0 | - | - | {paper['ovfe'] / paper['lgpr']:.1f} | 0.2-1.1 | -, 25% |"
     assert paper["wgpr"] / paper["lgpr"] == pytest.approx(6.48, abs=0.01)  # Kepler et al. 2021, Table II
+
+
+def test_the_phase_table_averages_each_phase_over_the_runs_that_timed_them_and_names_the_rest():
+    groups = {
+        ("kin40k", "lgpr"): [{"train_time": 50.0, "phase_time": {"factorise": 20.0, "health": 20.0}}],
+        ("kin40k", "wgpr"): [
+            {"train_time": 100.0, "phase_time": {"candidates": 70.0, "fresh": 10.0}},
+            {"train_time": 300.0, "phase_time": {"candidates": 250.0, "fresh": 30.0, "health": 10.0}},
+            {"train_time": 999.0},  # kept before the phases were recorded: left out
+        ],
+        ("kin40k", "ovfe"): [{"train_time": 40.0}],
+    }
+    rows = phase_table(groups, ["kin40k"], ["lgpr", "wgpr", "ovfe"]).splitlines()[2:]
+    assert rows[0] == "| kin40k | LGPR | 50.0 | factorise 20.0 (40%), health 20.0 (40%), rest 10.0 (20%) |"
+    assert rows[1] == (
+        "| kin40k | WGPR | 200.0 | candidates 160.0 (80%), fresh 20.0 (10%), rest 15.0 (8%), health 5.0 (2%) |"
+    )
+    assert rows[2] == ""  # OVFE recorded no phases: no row
 
 
 def test_member_tolerance_reaches_every_member_and_leaves_other_keys_alone():

@@ -161,7 +161,39 @@ def write_tables(results: Sequence[dict], datasets: Sequence[str], methods: Sequ
         (out / f"{name}.md").write_text(texts[name])
     texts["table_ratio"] = ratio_table(groups, datasets, methods)
     (out / "table_ratio.md").write_text(texts["table_ratio"])
+    texts["table_phases"] = phase_table(groups, datasets, methods)
+    (out / "table_phases.md").write_text(texts["table_phases"])
     return texts
+
+
+def phase_table(groups: dict, datasets: Sequence[str], methods: Sequence[str]) -> str:
+    """Where each method's training time goes: the mean seconds and share of every phase its updates time
+    (``UpdateReport.timings``), over the runs that recorded them, and the rest (LGPR's offline fit of θ, the calls'
+    own overhead)."""
+    lines = [
+        "| dataset | method | training time (s) | phases: mean s (share of the training time) |",
+        "|---|---|---|---|",
+    ]
+    for d in datasets:
+        for m in methods:
+            runs = [r for r in groups.get((d, m), []) if r.get("phase_time")]
+            if not runs:
+                continue
+            total = float(np.mean([r["train_time"] for r in runs]))
+            names = sorted({k for r in runs for k in r["phase_time"]})
+            phases = {k: float(np.mean([r["phase_time"].get(k, 0.0) for r in runs])) for k in names}
+            phases["rest"] = total - sum(phases.values())
+            cells = ", ".join(
+                f"{k} {v:.1f} ({v / total:.0%})" for k, v in sorted(phases.items(), key=lambda kv: -kv[1])
+            )
+            lines.append(f"| {d} | {LABELS[m]} | {total:.1f} | {cells} |")
+    return (
+        "\n".join(lines)
+        + "\n\n(means over the trials that recorded their phases; 'health': the checks of onlinegp.health;"
+        " WGPR's 'candidates' are the J′ nearest members' updates on copies (their own checks included), 'fresh' the new"
+        " member fitted on the batch, 'wasserstein' the scores of Eq. 6; 'rest': the training time outside the updates'"
+        " phases, LGPR's offline fit of θ among it)\n"
+    )
 
 
 def _ratio(runs: Sequence[dict], base: Sequence[dict], key: str) -> str:
