@@ -21,6 +21,7 @@ import reprlib
 import time
 import types
 from abc import ABCMeta, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -46,16 +47,25 @@ DEFAULT_DTYPE = torch.float64
 
 
 def copy_state(value: Any) -> Any:
-    """``copy.deepcopy`` of nested dicts, lists and tuples, with their plain tensors cloned directly: the same copy,
-    at a fraction of deepcopy's per-tensor cost (it is taken before every update, for the rollback)."""
+    """``copy.deepcopy`` of nested dicts (a state dict's OrderedDict with its ``_metadata``), lists, tuples and
+    dataclass instances (a posterior's or a summary's; copied as ``copy.copy`` does, through their ``__getstate__``,
+    then each attribute), with their plain tensors cloned directly: the same copy, at a fraction of deepcopy's
+    per-tensor cost. It is taken before every update, for the rollback; an ensemble's holds every member's state."""
     if type(value) is Tensor and not value.requires_grad:
         return value.clone()
-    if type(value) is dict:
-        return {k: copy_state(v) for k, v in value.items()}
+    if type(value) in (dict, OrderedDict):
+        out = type(value)((k, copy_state(v)) for k, v in value.items())
+        if hasattr(value, "_metadata"):  # torch's state_dict() versions its modules here
+            out._metadata = copy.deepcopy(value._metadata)
+        return out
     if type(value) in (list, tuple):
         return type(value)(copy_state(v) for v in value)
     if type(value) in (int, float, bool, str, type(None)):
         return value  # immutable: what deepcopy returns too
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and hasattr(value, "__dict__"):
+        out = copy.copy(value)
+        vars(out).update(copy_state(vars(out)))
+        return out
     return copy.deepcopy(value)
 
 

@@ -108,6 +108,38 @@ def test_an_ensemble_checkpoints_several_members(name):
     assert fed(name, 2).num_models >= 2
 
 
+def test_the_rollback_copy_is_a_deepcopy_sharing_no_tensor():
+    """``copy_state``, the fast copy every update takes for its rollback (an ensemble's holds each member's state
+    dict, an OrderedDict of posteriors and summaries), gives what ``copy.deepcopy`` gives and shares no storage."""
+    from onlinegp.base import copy_state
+
+    model = fed("wgpr", 2)
+    state = model.state_dict()
+    member = state["_extra_state"]["extra"]["members"][0]
+    assert type(member).__name__ == "OrderedDict" and hasattr(member, "_metadata")
+    predictor = member["_extra_state"]["dynamic"]["predictor"]
+    assert predictor.quadratic() is not None  # fills its cached (α, Q), which is not state
+    copied, deep = copy_state(state), copy.deepcopy(state)
+    assert state_equal(copied, deep) and copied["_extra_state"]["extra"]["members"][0]._metadata == member._metadata
+    copy_predictor = copied["_extra_state"]["extra"]["members"][0]["_extra_state"]["dynamic"]["predictor"]
+    assert type(copy_predictor) is type(predictor) and copy_predictor._quadratic is None
+
+    def tensors(value):
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from tensors(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                yield from tensors(v)
+        elif hasattr(value, "__dict__"):
+            yield from tensors(vars(value))
+
+    originals = {t.untyped_storage().data_ptr() for t in tensors(state) if t.numel()}
+    assert originals and not originals & {t.untyped_storage().data_ptr() for t in tensors(copied) if t.numel()}
+
+
 def _constructor_parameters(cls: type) -> set[str]:
     """Every keyword a class's constructor chain declares (the test's oracle; the library never reads signatures)."""
     import inspect
