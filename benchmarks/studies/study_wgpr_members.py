@@ -54,13 +54,17 @@ VARIANTS = {
     "union, settled 1e-3": {"fit_inducing": "union", "old_noise": "current", "training": {"tolerance": 1e-3}},
     "checked, settled 1e-3": {"fit_inducing": "checked", "old_noise": "current", "training": {"tolerance": 1e-3}},
     "bui, settled 1e-3": {"fit_inducing": "selected", "old_noise": "fixed", "training": {"tolerance": 1e-3}},
+    "bui, settled 1e-3, guarded": {"fit_inducing": "selected", "old_noise": "fixed", "training": {"tolerance": 1e-3}},
+    "default, guarded": {},
 }
+#: WGPR's own options of a variant (beside its members')
+ENSEMBLE = {"bui, settled 1e-3, guarded": {"health_guard": True}, "default, guarded": {"health_guard": True}}
 WGPR_STREAMS = ("bathymetry", "toy")
 
 
 def run_entry(dataset: str, seed: int, variant: str) -> dict:
     """One stream through WGPR with the variant's members: final RMSE (and NLPD on a UCI set), members, times."""
-    members = VARIANTS[variant]
+    members, ensemble = VARIANTS[variant], ENSEMBLE.get(variant, {})
     start, cpu = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory() as scratch:
         if dataset in WGPR_STREAMS:
@@ -73,7 +77,7 @@ def run_entry(dataset: str, seed: int, variant: str) -> dict:
                 "seed": seed,
                 "dataset": dataset,
                 "method": "wgpr",
-                "params": dict(WGPR_SETTINGS[dataset]["wgpr"]),
+                "params": {**WGPR_SETTINGS[dataset]["wgpr"], **ensemble},
                 **({"member_options": members} if members else {}),
             }
             out = wgpr_run(config, Path(scratch))
@@ -88,13 +92,15 @@ def run_entry(dataset: str, seed: int, variant: str) -> dict:
                 "test_size": 1000,
                 "batch_size": 100,
             }
-            out = defaults_stream(config, Path(scratch), {"member_options": members} if members else None)
+            options = {**({"member_options": members} if members else {}), **ensemble}
+            out = defaults_stream(config, Path(scratch), options or None)
             result = {"rmse": out["rmse"], "nlpd": out["nlpd"], "num_models": None}
     return {
         "dataset": dataset,
         "seed": seed,
         "variant": variant,
         "members": members,
+        **({"ensemble": ensemble} if ensemble else {}),
         **result,
         "wall_s": time.perf_counter() - start,
         "cpu_s": time.process_time() - cpu,
@@ -120,6 +126,7 @@ def render() -> str:
         "",
         *[
             f"- `{v}`: `{json.dumps(VARIANTS[v]) if VARIANTS[v] else 'the default members of the code that ran'}`"
+            + (f", WGPR with `{json.dumps(ENSEMBLE[v])}`" if v in ENSEMBLE else "")
             for v in variants
         ],
         "",

@@ -146,6 +146,12 @@ def fit(mean: Tensor, ys: Tensor, absorbed: bool) -> tuple[list[str], dict[str, 
     return warnings, {key: ratio}
 
 
+def flagged(checks: dict[str, float]) -> bool:
+    """Whether an update's checks (its report's ``extra``) found the model overconfident or diverging on its batch."""
+    limits = {"batch_z2": MAX_Z2, "batch_error_before": MAX_ERROR_BEFORE, "batch_error_after": MAX_ERROR_AFTER}
+    return any(not checks[k] <= limit for k, limit in limits.items() if k in checks)  # NaN too
+
+
 def objective(value: float | None, num_points: int) -> list[str]:
     """Warn when the update's objective is not finite or beyond ``±MAX_OBJECTIVE`` nats per point of the batch."""
     if value is None or abs(value) <= MAX_OBJECTIVE * num_points:

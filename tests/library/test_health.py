@@ -133,6 +133,16 @@ def test_fit_thresholds():
     assert health.fit(torch.full_like(ys, float("nan")), ys, absorbed=True)[0]  # NaN predictions too
 
 
+def test_flagged_reads_the_checks_of_a_report_with_their_limits():
+    ys = torch.linspace(-1.0, 1.0, 50, dtype=torch.float64)
+    calm = health.fit(0.9 * ys, ys, absorbed=True)[1] | health.calibration(0.9 * ys, torch.ones_like(ys), ys)[1]
+    assert not health.flagged(calm) and not health.flagged({})  # a first batch has no checks
+    assert health.flagged(health.fit(ys + 3.0, ys, absorbed=True)[1])
+    assert health.flagged(health.calibration(ys + 3.0, torch.full_like(ys, 1e-3), ys)[1])
+    assert health.flagged({"batch_error_before": float("nan")})
+    assert not health.flagged({"batch_error_before": health.MAX_ERROR_BEFORE, "other": 1e9})
+
+
 def test_objective_threshold():
     assert health.objective(None, 10) == [] and health.objective(-30.0, 100) == []
     assert "absurd objective" in health.objective(-3e8, 100)[0]

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .. import health
 from ..base import OnlineGP, PhaseTimer, Prediction
 from ..validation import as_tensor_2d
 from ..wasserstein import w2_squared
@@ -60,6 +61,9 @@ class WGPR(LocalEnsemble):
         early_accept: score the candidates nearest first and accept the first whose w_j < ε without updating the
             rest (ours, off by default): an approximation of Eq. 7, which takes the minimum over all J′ candidates, so
             it may keep another member than the minimum would; it saves the updates of the candidates not scored.
+        health_guard: a candidate whose update its member's own checks flag (overconfident on the batch before
+            absorbing it, or a diverging fit: :func:`onlinegp.health.flagged`) scores +∞ like a numerically failed
+            one, so the batch goes to another candidate or a fresh member (ours, off by default).
         **kwargs: member, num_inducing, member_options, fresh_start, x_bounds, y_stats, seed, dtype, see
             :class:`LocalEnsemble`. The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS
             on θ (fitted at the union of the kept and the dropped pseudo-inputs: ``fit_inducing``, see
@@ -73,8 +77,9 @@ class WGPR(LocalEnsemble):
     with the whole budget of 200 L-BFGS iterations, and the lake stand-in at 27.6 ± 1.1 against 30.5 ± 3.9 in a
     seventh of the time (docs/results/wgpr.md); the UCI defaults cells: docs/results/wgpr-members.md.
 
-    The report's ``extra`` holds ``scores`` (w_j of each candidate scored, +∞ for a failed update), ``candidates``
-    (those scored, nearest first), ``chosen``, ``split``, ``failed`` and ``num_models``. A batch on which even the
+    The report's ``extra`` holds ``scores`` (w_j of each candidate scored, +∞ for a failed or flagged update),
+    ``candidates`` (those scored, nearest first), ``chosen``, ``split``, ``failed``, ``flagged`` (under
+    ``health_guard``) and ``num_models``. A batch on which even the
     fresh member cannot be fitted (e.g. a non-positive-definite kernel matrix at every jitter) is rejected like any
     failed update: the ensemble stays as it was and the error is raised.
     """
@@ -86,6 +91,7 @@ class WGPR(LocalEnsemble):
         epsilon: float = 10.0,
         num_nearest: int = 5,
         early_accept: bool = False,
+        health_guard: bool = False,
         **kwargs: Any,
     ):
         super().__init__(input_dim, **kwargs)
@@ -95,7 +101,10 @@ class WGPR(LocalEnsemble):
             raise ValueError(f"num_nearest (J') must be a positive integer, got {num_nearest!r}")
         if not isinstance(early_accept, bool):
             raise ValueError(f"early_accept must be True or False, got {early_accept!r}")
+        if not isinstance(health_guard, bool):
+            raise ValueError(f"health_guard must be True or False, got {health_guard!r}")
         self.epsilon, self.num_nearest, self.early_accept = float(epsilon), num_nearest, early_accept
+        self.health_guard = health_guard
 
     def options(self) -> dict[str, Any]:
         return {
@@ -103,17 +112,21 @@ class WGPR(LocalEnsemble):
             "epsilon": self.epsilon,
             "num_nearest": self.num_nearest,
             "early_accept": self.early_accept,
+            "health_guard": self.health_guard,
         }
 
     def _candidate(
         self, j: int, xs: Tensor, ys: Tensor, fresh_mean: Tensor, fresh_cov: Tensor, timer: PhaseTimer
     ) -> tuple[float, OnlineGP | None]:
-        """Update a copy of member j and score it by Eq. 6; a numerically failed update scores +∞."""
+        """Update a copy of member j and score it by Eq. 6; a numerically failed update scores +∞ (no candidate), and so
+        does one its checks flag under ``health_guard`` (the flagged candidate returned, not to be kept)."""
         old = self.members[j]
         try:
             with timer("candidates"):
                 cand = copy.deepcopy(old)
-                cand.update(xs, ys)
+                report = cand.update(xs, ys)
+            if self.health_guard and health.flagged(report.extra):
+                return math.inf, cand
             with timer("wasserstein"):
                 Z = self.inducing_of(old)
                 before, after = old.predict(Z, full_cov=True), cand.predict(Z, full_cov=True)
@@ -135,7 +148,15 @@ class WGPR(LocalEnsemble):
             fresh, seed = self._fresh_member(xs, ys)
         if not self.members:
             self._add_member(fresh, seed, self.inducing_of(fresh).mean(0))
-            return {"num_models": 1, "split": True, "scores": [], "candidates": [], "chosen": 0, "failed": 0}
+            return {
+                "num_models": 1,
+                "split": True,
+                "scores": [],
+                "candidates": [],
+                "chosen": 0,
+                "failed": 0,
+                "flagged": 0,
+            }
         with timer("wasserstein"), torch.no_grad():
             ref = fresh.predict(xs, full_cov=True)
         near = torch.cdist(centre.reshape(1, -1), self.centroids)[0].argsort()[: self.num_nearest].tolist()
@@ -145,7 +166,8 @@ class WGPR(LocalEnsemble):
             if self.early_accept and scored[-1][0][0] < self.epsilon:
                 break
         (best, cand), j_best = min(scored, key=lambda s: s[0][0])
-        failed = sum(1 for (w, _), _ in scored if w == math.inf)
+        failed = sum(1 for (w, c), _ in scored if w == math.inf and c is None)
+        flagged = sum(1 for (w, c), _ in scored if w == math.inf and c is not None)
         scores = [w for (w, _), _ in scored]
         if best < self.epsilon:
             self.members[j_best] = cand
@@ -161,6 +183,7 @@ class WGPR(LocalEnsemble):
             "candidates": [j for _, j in scored],
             "chosen": chosen,
             "failed": failed,
+            "flagged": flagged,
         }
 
     # ------------------------------------------------------------------ prediction (§III-B)

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from onlinegp import health
 from onlinegp.experiments.protocols import WGPR_SETTINGS as SETTINGS
 from onlinegp.experiments.protocols import two_regime_toy
 from onlinegp.kernels import dense
@@ -344,6 +345,21 @@ def test_member_defaults_settle_ensemble_members_and_merge_with_member_options()
     assert model.members[0].options()["training"].steps == OSGPR(2).options()["training"].steps
 
 
+def test_health_guard_scores_a_flagged_candidate_infinite_and_keeps_it_out(monkeypatch):
+    """Under ``health_guard`` a candidate whose member's checks flag its update (here: every one) is not similar, so
+    each batch starts a fresh member and nothing flagged is kept; without the guard the flags change nothing."""
+    flags = []
+    monkeypatch.setattr(health, "flagged", lambda checks: flags.append(checks) or True)
+    guarded, plain = wgpr(math.inf, health_guard=True), wgpr(math.inf)
+    for t, (X, y) in enumerate(stream(3)):
+        report = guarded.update(X, y)
+        assert report.extra["flagged"] == t and report.extra["failed"] == 0 and report.extra["split"]
+        assert report.extra["scores"] == [math.inf] * t  # every member before the batch was a candidate
+        assert plain.update(X, y).extra["flagged"] == 0
+    assert guarded.num_models == 3 and plain.num_models == 1 and len(flags) == 1 + 2
+    assert guarded.options()["health_guard"] and not plain.options()["health_guard"]
+
+
 def test_bad_options_rejected():
     with pytest.raises(ValueError, match="epsilon"):
         WGPR(2, epsilon=-1.0)
@@ -351,6 +367,8 @@ def test_bad_options_rejected():
         WGPR(2, num_nearest=0)
     with pytest.raises(ValueError, match="early_accept"):
         WGPR(2, early_accept=1)
+    with pytest.raises(ValueError, match="health_guard"):
+        WGPR(2, health_guard="yes")
     with pytest.raises(ValueError, match="fresh_start"):
         SOLARGP(2, fresh_start="nearby")
     with pytest.raises(ValueError, match="w_gen"):
