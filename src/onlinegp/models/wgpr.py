@@ -73,8 +73,8 @@ class WGPR(LocalEnsemble):
             as before it); the paper also moves Z by gradient (``member_options={"optimize_inducing": True}``).
 
     The members' settle tolerance (ours). Kepler et al. do not say how long their members' fits run. At 1e-3 the WGPR
-    bench's kin40k (5 trials, 0.7.2) ended at RMSE 0.654 ± 0.010 in 7.2x LGPR's training time, against 0.653 ± 0.010
-    with the whole budget of 200 L-BFGS iterations, and the lake stand-in at 27.6 ± 1.1 against 30.5 ± 3.9 in a
+    bench's kin40k (5 trials, quiet, 0.7.4) ended at RMSE 0.654 ± 0.010 in 6.6x LGPR's training time (the paper's
+    6.5x), against 0.653 ± 0.010 with the whole budget of 200 L-BFGS iterations, and the lake stand-in at 27.6 ± 1.1 against 30.5 ± 3.9 in a
     seventh of the time (docs/results/wgpr.md); the UCI defaults cells: docs/results/wgpr-members.md.
 
     The report's ``extra`` holds ``scores`` (w_j of each candidate scored, +∞ for a failed or flagged update),
