@@ -55,11 +55,10 @@ VARIANTS = {
     "checked, settled 1e-3": {"fit_inducing": "checked", "old_noise": "current", "training": {"tolerance": 1e-3}},
     "bui, settled 1e-3": {"fit_inducing": "selected", "old_noise": "fixed", "training": {"tolerance": 1e-3}},
     "bui, settled 1e-3, guarded": {"fit_inducing": "selected", "old_noise": "fixed", "training": {"tolerance": 1e-3}},
-    "default, guarded": {},
     "checked fixed, settled 1e-3": {"fit_inducing": "checked", "old_noise": "fixed", "training": {"tolerance": 1e-3}},
 }
 #: WGPR's own options of a variant (beside its members')
-ENSEMBLE = {"bui, settled 1e-3, guarded": {"health_guard": True}, "default, guarded": {"health_guard": True}}
+ENSEMBLE = {"bui, settled 1e-3, guarded": {"health_guard": True}}
 WGPR_STREAMS = ("bathymetry", "toy")
 
 
