@@ -29,8 +29,6 @@ def over_defaults(defaults: dict[str, Any], given: dict[str, Any] | None) -> dic
 
 #: failures of a member's update that make it "dissimilar" (WGPR) or start a new member (SOLAR-GP) rather than crash
 NUMERICAL_FAILURES = (CholeskyError, torch.linalg.LinAlgError)
-#: where a fresh member's hyper-parameters start (``fresh_start``)
-FRESH_STARTS = ("prior", "nearest")
 
 
 class LocalEnsemble(OnlineGP):
@@ -55,6 +53,8 @@ class LocalEnsemble(OnlineGP):
     #: settled to 1e-3 per evaluation (``training.tolerance``, ours: WGPR's since 0.7.3, SOLAR-GP's since 0.7.4;
     #: ``{"training": {"tolerance": 0}}`` runs the whole budget, as before)
     MEMBER_DEFAULTS: dict[str, Any] = {"training": {"tolerance": 1e-3}}
+    #: where a fresh member's hyper-parameters may start (``fresh_start``)
+    FRESH_STARTS: tuple[str, ...] = ("prior", "nearest")
 
     def __init__(
         self,
@@ -69,8 +69,8 @@ class LocalEnsemble(OnlineGP):
         super().__init__(input_dim, **options)
         if not (isinstance(num_inducing, int) and num_inducing >= 1):
             raise ValueError(f"num_inducing must be a positive integer, got {num_inducing!r}")
-        if fresh_start not in FRESH_STARTS:
-            raise ValueError(f"fresh_start must be one of {FRESH_STARTS}, got {fresh_start!r}")
+        if fresh_start not in self.FRESH_STARTS:
+            raise ValueError(f"fresh_start must be one of {self.FRESH_STARTS}, got {fresh_start!r}")
         self.fresh_start = fresh_start
         self.member, self.num_inducing_per_member = member, num_inducing
         self.member_options = over_defaults(self.MEMBER_DEFAULTS if member == "osgpr" else {}, member_options)
@@ -106,17 +106,18 @@ class LocalEnsemble(OnlineGP):
             return self.member(self.input_dim, **options).to(self.device)
         return make_model(self.member, self.input_dim, **options).to(self.device)
 
-    def _fresh_member(self, xs: Tensor, ys: Tensor) -> tuple[OnlineGP, int]:
-        """A new member fitted on the batch alone (seed ``seed + num_updates``), θ starting as ``fresh_start`` says."""
+    def _fresh_member(self, xs: Tensor, ys: Tensor, nearest: bool | None = None) -> tuple[OnlineGP, int, float]:
+        """A new member fitted on the batch alone (seed ``seed + num_updates``), θ starting at the nearest member's
+        (``nearest``; None: where ``fresh_start`` is 'nearest') or at the prior; returns it, its seed and its bound."""
         seed = self.seed + self.num_updates
         member = self._build_member(seed)
-        if self.fresh_start == "nearest" and self.members:
-            nearest = self.members[int(torch.cdist(xs.mean(0).reshape(1, -1), self.centroids)[0].argmin())]
-            member.kernel.load_state_dict(nearest.kernel.state_dict())
-            member.likelihood.load_state_dict(nearest.likelihood.state_dict())
-        member.update(xs, ys)
+        if (self.fresh_start == "nearest" if nearest is None else nearest) and self.members:
+            near = self.members[int(torch.cdist(xs.mean(0).reshape(1, -1), self.centroids)[0].argmin())]
+            member.kernel.load_state_dict(near.kernel.state_dict())
+            member.likelihood.load_state_dict(near.likelihood.state_dict())
+        report = member.update(xs, ys)
         self.jitter.merge(member.jitter)
-        return member, seed
+        return member, seed, report.objective
 
     def _add_member(self, member: OnlineGP, seed: int, centroid: Tensor) -> None:
         self.members.append(member)

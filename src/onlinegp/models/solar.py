@@ -157,7 +157,7 @@ class SOLARGP(_Dominant, LocalEnsemble):
                 except NUMERICAL_FAILURES:
                     failed = 1
         with timer("fresh"):
-            fresh, seed = self._fresh_member(xs, ys)
+            fresh, seed, _ = self._fresh_member(xs, ys)
         self._add_member(fresh, seed, centre)
         self.counts = torch.cat([self.counts, torch.tensor([float(xs.shape[0])], dtype=self.dtype)])
         return {
