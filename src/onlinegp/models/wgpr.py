@@ -85,10 +85,11 @@ class WGPR(LocalEnsemble):
         health_guard: a candidate whose update its member's own checks flag (overconfident on the batch before
             absorbing it, or a diverging fit: :func:`onlinegp.health.flagged`) scores +∞ like a numerically failed
             one, so the batch goes to another candidate or a fresh member (ours, off by default).
-        fresh_start: where the fresh member's θ starts: 'prior' (default) and 'nearest' as for every
-            :class:`LocalEnsemble`, or 'retry' (ours): from the prior, and where no candidate is below ε (so the
-            fresh member would join) fitted again from the nearest member's θ, the fit with the higher bound kept and
-            the candidates scored again against it (see below).
+        fresh_start: where the fresh member's θ starts: 'retry' (default since 0.7.5, ours): from the prior, and
+            where no candidate is below ε (so the fresh member would join) fitted again from the nearest member's θ,
+            the fit with the higher bound kept and the candidates scored again against it (see below); 'prior' (the
+            paper's fresh GP, which it fits once, and the default before 0.7.5) and 'nearest' as for every
+            :class:`LocalEnsemble`.
         **kwargs: member, num_inducing, member_options, x_bounds, y_stats, seed, dtype, see
             :class:`LocalEnsemble`. The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS
             on θ (fitted at the union of the kept and the dropped pseudo-inputs: ``fit_inducing``, see
@@ -128,9 +129,10 @@ class WGPR(LocalEnsemble):
         num_nearest: int = 5,
         early_accept: bool = False,
         health_guard: bool = False,
+        fresh_start: str = "retry",
         **kwargs: Any,
     ):
-        super().__init__(input_dim, **kwargs)
+        super().__init__(input_dim, fresh_start=fresh_start, **kwargs)
         if not (isinstance(epsilon, (int, float)) and epsilon >= 0 and not math.isnan(epsilon)):
             raise ValueError(f"epsilon must be a number >= 0 (math.inf never splits), got {epsilon!r}")
         if not (isinstance(num_nearest, int) and num_nearest >= 1):

@@ -40,7 +40,7 @@ OPTIONS = {
     "exact": {"num_steps": 2, "max_data": 1000},
     "wiski": {"grid_size": 8, "num_steps": 1},
     # two members after two batches, and the third batch joins one of them
-    "wgpr": {**MEMBERS, "epsilon": 7.0},
+    "wgpr": {**MEMBERS, "epsilon": 3.0},
     "solar-gp": {**MEMBERS, "similarity_lengthscale": 0.05},
     "lgpr": {"training": {"steps": 5}, "max_local": 40},
 }

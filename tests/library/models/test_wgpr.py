@@ -64,8 +64,10 @@ def test_infinite_epsilon_never_splits_and_equals_one_osgpr():
 
 
 def test_zero_epsilon_starts_a_model_per_batch_each_a_fresh_fit():
+    """ε = 0 splits every batch; each member is the fresh fit of its batch from the prior ('prior': the fit that
+    'retry' keeps where the second one's bound is lower, see the retry tests)."""
     batches = stream()
-    model = wgpr(0.0)
+    model = wgpr(0.0, fresh_start="prior")
     for t, (X, y) in enumerate(batches):
         before = [copy.deepcopy(m.state_dict()) for m in model.members]
         report = model.update(X, y)
@@ -183,6 +185,63 @@ def test_fresh_member_starts_at_the_prior_or_the_nearest_members_theta(fresh_sta
         theta = (model.members[k].kernel.state_dict(), model.members[k].likelihood.state_dict())
         assert state_equal(model.members[t].start, theta if fresh_start == "nearest" else start)
         assert not state_equal(theta, start)  # the members' θ moved from the prior: the two cases differ
+
+
+def test_retry_refits_a_splitting_fresh_member_from_the_nearest_theta_keeps_the_higher_bound_and_rescores(
+    monkeypatch,
+):
+    """``fresh_start='retry'``: where no candidate is below ε the fresh member is fitted again from the nearest
+    member's θ; the fit with the higher bound joins, and the scores are Eq. 6 against it (recomputed here from
+    copies); where a candidate is below ε there is no second fit."""
+    batches = stream(3)
+    model = wgpr(0.0, fresh_start="retry")
+    for X, y in batches[:2]:
+        model.update(X, y)
+    before = copy.deepcopy(model)
+    fits = []
+    fit = WGPR._fresh_member
+
+    def recorded(self, xs, ys, nearest=None):
+        out = fit(self, xs, ys, nearest)
+        fits.append((nearest, out[0], out[2]))
+        return out
+
+    monkeypatch.setattr(WGPR, "_fresh_member", recorded)
+    report = model.update(*batches[2]).extra
+    assert [n for n, _, _ in fits] == [None, True] and report["split"]
+    (_, prior, prior_bound), (_, again, again_bound) = fits
+    kept = again if again_bound > prior_bound else prior
+    assert report["retried"] == (kept is again) and model.members[-1] is kept
+    xs, ys = before.scaler.x(batches[2][0]), before.scaler.y(batches[2][1])
+    pf = kept.predict(xs, True)
+    for j, score in zip(report["candidates"], report["scores"]):
+        old = before.members[j]
+        new = copy.deepcopy(old)
+        new.update(xs, ys)
+        p0, p1, p2 = old.predict(old.Z, True), new.predict(old.Z, True), new.predict(xs, True)
+        w = w2_squared(p0.mean, p0.cov_f, p1.mean, p1.cov_f) + w2_squared(p2.mean, p2.cov_f, pf.mean, pf.cov_f)
+        assert score == pytest.approx(float(w), rel=1e-9)
+    fits.clear()
+    accepting = copy.deepcopy(before)
+    accepting.epsilon = math.inf
+    assert not accepting.update(*batches[2]).extra["retried"] and [n for n, _, _ in fits] == [None]
+
+
+def test_retry_keeps_a_fresh_member_that_finds_no_signal_from_splitting_the_stream():
+    """The defaults check's bike split 1 (12 inputs), its first 500 points: from the prior, batch 3's fresh member
+    explains the batch as noise (σ² 0.53, output scale 0.06), every candidate is far from that flat posterior, the
+    batch splits and the flat member predicts where its pseudo-inputs are nearest (test RMSE 0.16 → 0.55); fitted
+    again from the nearest member's θ it finds the signal, no batch splits and the RMSE stays where it was."""
+    from onlinegp.experiments.protocols import split_data
+
+    X, y, X_test, y_test = split_data("bike", 1, 500, 1000)
+    errors = {}
+    for start in ("prior", "retry"):
+        model = make_model("wgpr", seed=1, fresh_start=start)
+        retried = [model.update(X[b : b + 100], y[b : b + 100]).extra["retried"] for b in range(0, 500, 100)]
+        errors[start] = (rmse(y_test, model.predict(X_test).mean), model.num_models, retried)
+    assert errors["prior"][1] == 2 and errors["prior"][0] > 0.4, errors
+    assert errors["retry"][1] == 1 and errors["retry"][0] < 0.2 and errors["retry"][2][2], errors
 
 
 def test_early_accept_takes_the_first_candidate_below_epsilon():
@@ -371,6 +430,8 @@ def test_bad_options_rejected():
         WGPR(2, health_guard="yes")
     with pytest.raises(ValueError, match="fresh_start"):
         SOLARGP(2, fresh_start="nearby")
+    with pytest.raises(ValueError, match="fresh_start"):
+        SOLARGP(2, fresh_start="retry")  # WGPR's: a SOLAR-GP member is not scored against the fresh one
     with pytest.raises(ValueError, match="w_gen"):
         SOLARGP(2, w_gen=0.0)
     with pytest.raises(ValueError, match="w_gen"):
