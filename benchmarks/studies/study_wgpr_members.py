@@ -57,12 +57,14 @@ VARIANTS = {
     "bui, settled 1e-3, guarded": {"fit_inducing": "selected", "old_noise": "fixed", "training": {"tolerance": 1e-3}},
     "checked fixed, settled 1e-3": {"fit_inducing": "checked", "old_noise": "fixed", "training": {"tolerance": 1e-3}},
     "default, retry": {},
+    "default, prior start": {},
     "bui, settled 1e-3, retry": {"fit_inducing": "selected", "old_noise": "fixed", "training": {"tolerance": 1e-3}},
 }
 #: WGPR's own options of a variant (beside its members')
 ENSEMBLE = {
     "bui, settled 1e-3, guarded": {"health_guard": True},
     "default, retry": {"fresh_start": "retry"},
+    "default, prior start": {"fresh_start": "prior"},
     "bui, settled 1e-3, retry": {"fresh_start": "retry"},
 }
 WGPR_STREAMS = ("bathymetry", "toy")
