@@ -101,15 +101,17 @@ class WGPR(LocalEnsemble):
     The members' settle tolerance (ours). Kepler et al. do not say how long their members' fits run. At 1e-3 the WGPR
     bench's kin40k (5 trials, quiet, 0.7.4) ended at RMSE 0.654 ± 0.010 in 6.6x LGPR's training time (the paper's
     6.5x), against 0.653 ± 0.010 with the whole budget of 200 L-BFGS iterations, and the lake stand-in at 27.6 ± 1.1 against 30.5 ± 3.9 in a
-    seventh of the time (docs/results/wgpr.md); the UCI defaults cells: docs/results/wgpr-members.md.
+    seventh of the time; with the retry below (0.7.5, another machine) kin40k ends at 0.651 ± 0.012 in 6.3x LGPR's
+    time and the lake stand-in at 26.2 ± 1.7 (docs/results/wgpr.md); the UCI defaults cells:
+    docs/results/wgpr-members.md.
 
-    A fresh fit that finds no signal (``fresh_start='retry'``, ours). Fitted from the prior on a batch of 100 points
-    in 12-D, a fresh member can stop at the optimum that explains the batch as noise (bike, the defaults check's split
-    1, batch 3: σ² 0.53 and output scale 0.06 where the member beside it has 0.03 and 0.69). Eq. 6's second term then
-    measures every candidate against a flat posterior, so the batch splits, and the flat member predicts wherever its
-    pseudo-inputs are nearest: RMSE 0.16 → 0.55 for the rest of the stream. 'retry' fits such a batch's fresh member a
-    second time from the nearest member's θ and keeps the fit with the higher bound (the same objective, Titsias
-    2009, from two starts); it costs one fit more per split, not per batch.
+    A fresh fit that finds no signal (``fresh_start='retry'``, ours, the default since 0.7.5). Fitted from the prior on
+    a batch of 100 points in 12-D, a fresh member can stop at the optimum that explains the batch as noise (bike, the
+    defaults check's split 1, third batch). Eq. 6's second term then measures every candidate against a flat
+    posterior, so the batch splits, and the flat member predicts wherever its pseudo-inputs are nearest for the rest
+    of the stream (test RMSE 0.57 at the end against 0.156 with the retry). 'retry' fits such a batch's fresh member
+    a second time from the nearest member's θ and keeps the fit with the higher bound (the same objective, Titsias
+    2009, from two starts); it costs one fit more per split, not per batch (docs/results/wgpr-members.md).
 
     The report's ``extra`` holds ``scores`` (w_j of each candidate scored, +∞ for a failed or flagged update),
     ``candidates`` (those scored, nearest first), ``chosen``, ``split``, ``retried`` (the fresh member kept is the
