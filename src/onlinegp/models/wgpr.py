@@ -92,8 +92,9 @@ class WGPR(LocalEnsemble):
             :class:`LocalEnsemble`.
         **kwargs: member, num_inducing, member_options, x_bounds, y_stats, seed, dtype, see
             :class:`LocalEnsemble`. The default members are OSGPR with RBF-ARD kernels, pivoted-Cholesky Z and L-BFGS
-            on θ (fitted at the union of the kept and the dropped pseudo-inputs: ``fit_inducing``, see
-            :class:`~onlinegp.models.osgpr.OSGPR`, whose 'checked' fit is an option here), each fit ended once the
+            on θ (fitted at the kept pseudo-inputs and those dropped that the batch does not cover, since 0.7.6;
+            before it at all the dropped ones: ``fit_inducing`` 'distant' and 'union', see
+            :class:`~onlinegp.models.osgpr.OSGPR`, whose other fits are options here), each fit ended once the
             bound per point has settled to 1e-3 per evaluation (``training.tolerance``, ours, since 0.7.3:
             ``LocalEnsemble.MEMBER_DEFAULTS``; ``member_options={"training": {"tolerance": 0}}`` runs the whole budget,
             as before it); the paper also moves Z by gradient (``member_options={"optimize_inducing": True}``).
@@ -122,6 +123,9 @@ class WGPR(LocalEnsemble):
     """
 
     FRESH_STARTS = (*LocalEnsemble.FRESH_STARTS, "retry")
+    #: the ensembles' member defaults, θ fitted with the dropped inputs only where the batch does not cover them
+    #: (``fit_inducing='distant'``, since 0.7.6; see :class:`~onlinegp.models.osgpr.OSGPR`)
+    MEMBER_DEFAULTS = {**LocalEnsemble.MEMBER_DEFAULTS, "fit_inducing": "distant"}
 
     def __init__(
         self,

@@ -408,6 +408,47 @@ def test_fit_inducing_adds_the_dropped_inputs_only_when_some_are_dropped():
     assert model._dropped(torch.cat([Z, old.Z[:5]]), old) is None
 
 
+@torch.no_grad()
+def test_distant_keeps_the_dropped_inputs_no_batch_input_covers_against_a_dense_correlation():
+    """``fit_inducing='distant'``: the dropped inputs whose kernel correlation with every batch input is below
+    ``COVER_LIMIT`` (a dense computation with the kernel's own matrices), None where the batch covers them all."""
+    from onlinegp.models.osgpr import COVER_LIMIT
+
+    X, y = toy(60, seed=2)
+    model = OSGPR(2, num_inducing=20, seed=0, fit_inducing="distant")
+    model.update(X, y)
+    xs = model.scaler.x(X[:10])
+    dropped = torch.cat([xs[:3] + 0.01, torch.full((2, 2), 40.0, dtype=xs.dtype)])
+    K = dense(model.kernel, torch.cat([dropped, xs]))
+    corr = K[:5, 5:] / (K.diagonal()[:5, None] * K.diagonal()[None, 5:]).sqrt()
+    expected = dropped[corr.max(1).values < COVER_LIMIT]
+    assert expected.shape[0] == 2 and torch.equal(model._uncovered(dropped, xs), expected)
+    assert model._uncovered(dropped[:3], xs) is None
+
+
+@pytest.mark.parametrize("batch_far", [False, True])
+def test_distant_fits_as_selected_where_the_batch_covers_the_dropped_inputs_else_as_union(batch_far):
+    """A second batch that drops old inputs: where it lies over them (covered) 'distant' absorbs it exactly as
+    'selected'; where it lies far from them (none covered) exactly as 'union'."""
+    X, y = toy(160, seed=4)
+    first, second = (X[:80], y[:80]), (X[80:], y[80:])
+    shift = torch.tensor([8.0, 0.0], dtype=X.dtype)
+    if batch_far:
+        second = (second[0] + shift, second[1])
+    bounds = torch.stack([X.amin(0), X.amax(0) + shift])
+    models = {
+        k: OSGPR(2, num_inducing=15, seed=0, fit_inducing=k, x_bounds=bounds, y_stats=(0.0, 1.0))
+        for k in ("distant", "selected", "union")
+    }
+    for model in models.values():
+        model.update(*first)
+        model.update(*second)
+    twin = models["union" if batch_far else "selected"]
+    other = models["selected" if batch_far else "union"]
+    assert torch.equal(models["distant"].summary.beta, twin.summary.beta)
+    assert not torch.equal(models["distant"].summary.beta, other.summary.beta)  # the two fits differ here
+
+
 def test_fit_inducing_is_resolved_and_checked():
     assert OSGPR(2).options()["fit_inducing"] == "union"
     assert OSGPR(2, optimize_inducing=True).options()["fit_inducing"] == "union"
@@ -415,6 +456,7 @@ def test_fit_inducing_is_resolved_and_checked():
     assert make_model("ssgp", 2).options()["fit_inducing"] == "selected"
     assert make_model("ssgp++", 2).options()["fit_inducing"] == "selected"
     assert OSGPR(2, fit_inducing="checked").options()["fit_inducing"] == "checked"
+    assert OSGPR(2, fit_inducing="distant").options()["fit_inducing"] == "distant"
     with pytest.raises(ValueError, match="fit_inducing must be"):
         OSGPR(2, fit_inducing="all")
 
