@@ -100,6 +100,13 @@ STUDIES: tuple[Study, ...] = (
         ("study_wgpr_members.json",),
     ),
     Study(
+        "study_wgpr_distant",
+        "where WGPR's members drop pseudo-inputs (covered by the batch or not) and what fitting θ with only the "
+        "uncovered ones costs in L-BFGS evaluations",
+        "docs/results/wgpr.md, `models/osgpr.py`",
+        ("study_wgpr_distant.json",),
+    ),
+    Study(
         "study_lgpr_kin40k",
         "why LGPR's kin40k cell sits above the paper's: the bench's kin40k job with LGPR's settings varied one at a "
         "time",

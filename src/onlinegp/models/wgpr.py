@@ -103,7 +103,8 @@ class WGPR(LocalEnsemble):
     bench's kin40k (5 trials, quiet, 0.7.4) ended at RMSE 0.654 ± 0.010 in 6.6x LGPR's training time (the paper's
     6.5x), against 0.653 ± 0.010 with the whole budget of 200 L-BFGS iterations, and the lake stand-in at 27.6 ± 1.1 against 30.5 ± 3.9 in a
     seventh of the time; with the retry below (0.7.5, another machine) kin40k ends at 0.651 ± 0.012 in 6.3x LGPR's
-    time and the lake stand-in at 26.2 ± 1.7 (docs/results/wgpr.md); the UCI defaults cells:
+    time and the lake stand-in at 26.2 ± 1.7, and with 'distant' members (0.7.6) at 0.490 ± 0.003 in 12.2x (their
+    fits take about twice the evaluations) and 24.5 ± 3.0 (docs/results/wgpr.md); the UCI defaults cells:
     docs/results/wgpr-members.md.
 
     A fresh fit that finds no signal (``fresh_start='retry'``, ours, the default since 0.7.5). Fitted from the prior on
