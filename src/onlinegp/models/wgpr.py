@@ -57,11 +57,12 @@ class Candidate:
     at_new: Prediction | None = None
 
     def against(self, fresh_mean: Tensor, fresh_cov: Tensor) -> Candidate:
-        """The same candidate scored against the fresh member's posterior at the batch (Eq. 6's second term)."""
+        """The same candidate scored against the fresh member's posterior at the batch (Eq. 6's second term); a score
+        that is not finite makes it a failed candidate."""
         if self.at_new is None:
             return self
         w = self.moved + float(w2_squared(self.at_new.mean, self.at_new.cov_f, fresh_mean, fresh_cov))
-        return dataclasses.replace(self, score=w if math.isfinite(w) else math.inf)
+        return dataclasses.replace(self, score=w) if math.isfinite(w) else Candidate(self.j, math.inf, None)
 
 
 @register(
@@ -180,9 +181,8 @@ class WGPR(LocalEnsemble):
                 scored = Candidate(j, math.inf, cand, moved, at_new).against(fresh_mean, fresh_cov)
         except NUMERICAL_FAILURES:
             return Candidate(j, math.inf, None)
-        if not math.isfinite(scored.score):
-            return Candidate(j, math.inf, None)
-        self.jitter.merge(cand.jitter)
+        if scored.model is not None:
+            self.jitter.merge(cand.jitter)
         return scored
 
     def _update(self, xs: Tensor, ys: Tensor, timer: PhaseTimer) -> dict:
