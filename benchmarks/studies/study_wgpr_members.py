@@ -59,6 +59,8 @@ VARIANTS = {
     "default, retry": {},
     "default, prior start": {},
     "bui, settled 1e-3, retry": {"fit_inducing": "selected", "old_noise": "fixed", "training": {"tolerance": 1e-3}},
+    # pseudo-inputs chosen on a member's first batch, afterwards kept (and moved by gradient where the bench moves them)
+    "default, warm Z": {"inducing": "pivoted-first"},
 }
 #: WGPR's own options of a variant (beside its members')
 ENSEMBLE = {

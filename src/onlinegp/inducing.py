@@ -465,6 +465,7 @@ SELECTORS = {
     "kmeans": KMeans,
     "resample": Resample,
     "random-first": lambda m: KeepAfterFirst(RandomSubset(m)),
+    "pivoted-first": lambda m: KeepAfterFirst(PivotedCholesky(m)),
     # adaptive size (Pescador-Barrios et al. 2024): the rule decides M, so the requested size is not used
     "vips": lambda _m: VIPSSelector(),
     "conditional-variance": lambda _m: ConditionalVariance(),
