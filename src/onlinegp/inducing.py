@@ -10,6 +10,7 @@ of it ignore it; none calls the model back.
 
 from __future__ import annotations
 
+import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -22,8 +23,8 @@ from gpytorch.kernels import Kernel
 from torch import Generator, Tensor
 
 from .kernels import dense, diagonal
-from .linalg import cholesky, pivoted_cholesky, pivoted_cholesky_dense, trisolve
-from .objectives import noise_log_lik, online_bounds
+from .linalg import CholeskyError, cholesky, pivoted_cholesky, pivoted_cholesky_dense, trisolve
+from .objectives import noise_log_lik, online_bound, online_bounds
 from .posterior import InducingPosterior, kuu
 
 #: largest candidate set for which the dense LAPACK path forms the full kernel matrix
@@ -459,6 +460,50 @@ class KeepAfterFirst:
         return unique_rows(torch.cat([Z, new]))
 
 
+class KeptOrSelected:
+    """The old inducing inputs kept, or ``selector``'s new ones, whichever has the higher online bound on the batch
+    (Bui et al. 2017; :func:`~onlinegp.objectives.online_bound`) under the current θ and σ² (ours; WGPR's members'
+    default since 0.7.7). A model that then moves Z by gradient starts from the better of the two, one that does not
+    keeps it.
+
+    Why: re-selected from [Z; X] at every batch (pivoted Cholesky), a member's M = 50 pseudo-inputs that the last fit
+    had moved into place are traded for raw batch inputs and moved back by the next fit; where they already explain
+    the batch as well, keeping them is the warmer start (see :class:`~onlinegp.models.wgpr.WGPR`). Where the batch lies
+    elsewhere (a new lane of a survey), the selected set has the higher bound and is taken. Below the selector's
+    ``num_inducing`` it adds inputs and keeps the old ones, so the selected set's bound is the higher one there too.
+    The first batch, and a call without the batch's targets or a summary, take the selector's choice."""
+
+    def __init__(self, selector: Selector):
+        self.selector = selector
+
+    @property
+    def num_inducing(self) -> int | None:
+        return getattr(self.selector, "num_inducing", None)
+
+    @torch.no_grad()
+    def __call__(
+        self,
+        kernel: Kernel,
+        Z: Tensor | None,
+        X: Tensor,
+        *,
+        generator: Generator | None = None,
+        context: SelectionContext | None = None,
+    ) -> Tensor:
+        selected = self.selector(kernel, Z, X, generator=generator, context=context)
+        past = None if context is None or context.targets is None or Z is None else context.past()
+        if past is None or (selected.shape == Z.shape and bool((selected == Z).all())):
+            return selected
+
+        def bound(inducing: Tensor) -> float:
+            try:
+                return float(online_bound(kernel, context.noise, inducing, X, context.targets, past))
+            except CholeskyError:
+                return -math.inf
+
+        return Z.clone() if bound(Z) >= bound(selected) else selected
+
+
 SELECTORS = {
     "pivoted": PivotedCholesky,
     "random": RandomSubset,
@@ -466,6 +511,7 @@ SELECTORS = {
     "resample": Resample,
     "random-first": lambda m: KeepAfterFirst(RandomSubset(m)),
     "pivoted-first": lambda m: KeepAfterFirst(PivotedCholesky(m)),
+    "pivoted-or-kept": lambda m: KeptOrSelected(PivotedCholesky(m)),
     # adaptive size (Pescador-Barrios et al. 2024): the rule decides M, so the requested size is not used
     "vips": lambda _m: VIPSSelector(),
     "conditional-variance": lambda _m: ConditionalVariance(),

@@ -11,6 +11,7 @@ from onlinegp.inducing import (
     SELECTORS,
     ConditionalVariance,
     KeepAfterFirst,
+    KeptOrSelected,
     PivotedCholesky,
     SelectionContext,
     VIPSSelector,
@@ -20,7 +21,7 @@ from onlinegp.inducing import (
 )
 from onlinegp.kernels import dense, diagonal, make_kernel
 from onlinegp.models import make_model
-from onlinegp.objectives import noise_log_lik, online_bounds
+from onlinegp.objectives import noise_log_lik, online_bound, online_bounds
 from onlinegp.posterior import InducingPosterior, kuu
 
 D = torch.float64
@@ -194,6 +195,43 @@ def test_keep_after_first_reads_the_counts_from_the_context():
     assert torch.equal(keep(k, Z, X), Z)  # no context: counts 0, Z kept
     grown = keep(k, Z, X, context=SelectionContext(num_data=5, num_updates=1))
     assert grown.shape[0] > 5 and torch.equal(grown[:5], Z)
+
+
+def test_kept_or_selected_takes_the_set_with_the_higher_online_bound():
+    """The old inducing inputs are kept where they bound the batch better (a batch where a well-spread old set already
+    lies), the selector's set is taken where it does (a batch elsewhere), and below the selector's size, on a first
+    batch or without a context, the selector decides alone."""
+    k = make_kernel("rbf", 2, D, lengthscale=0.4).requires_grad_(False)
+    s2 = torch.tensor(0.01, dtype=D)
+    g = torch.Generator().manual_seed(3)
+    grid = torch.stack(torch.meshgrid(torch.linspace(-1, -0.2, 3), torch.linspace(-1, 1, 4), indexing="ij"), -1)
+    Zold = grid.reshape(-1, 2).to(D)  # 12 spread inputs over x0 in [-1, -0.2]
+
+    def batch(low, high, n=60):
+        X = torch.rand(n, 2, dtype=D, generator=g) * torch.tensor([high - low, 2.0], dtype=D)
+        X = X + torch.tensor([low, -1.0], dtype=D)
+        return X, torch.sin(3 * X[:, 0]) * torch.cos(2 * X[:, 1]) + 0.1 * torch.randn(n, dtype=D, generator=g)
+
+    Xo, yo = batch(-1.0, -0.2, 200)
+    K = dense(k, Zold, Xo)
+    old = InducingPosterior.from_terms(k, Zold, K @ yo / s2, K @ K.T / s2)
+    chooser, pivoted = KeptOrSelected(PivotedCholesky(12)), PivotedCholesky(12)
+    for (low, high), keeps in (((-1.0, -0.2), True), ((0.4, 1.0), False)):
+        X, y = batch(low, high)
+        context = SelectionContext(targets=y, noise=s2, past=lambda: old)
+        selected = pivoted(k, Zold, X)
+        kept_bound, selected_bound = (float(online_bound(k, s2, Z, X, y, old)) for Z in (Zold, selected))
+        assert (kept_bound > selected_bound) == keeps and not torch.equal(selected, Zold)
+        assert torch.equal(chooser(k, Zold, X, context=context), Zold if keeps else selected)
+        assert chooser.num_inducing == 12
+    X, y = batch(-1.0, -0.2)
+    context = SelectionContext(targets=y, noise=s2, past=lambda: old)
+    grown = KeptOrSelected(PivotedCholesky(20))(k, Zold, X, context=context)
+    assert torch.equal(grown, PivotedCholesky(20)(k, Zold, X)) and grown.shape[0] == 20
+    assert torch.equal(chooser(k, Zold, X), pivoted(k, Zold, X))  # no context: the selector's set
+    first = SelectionContext(targets=y, noise=s2)  # no summary yet
+    assert torch.equal(chooser(k, None, X, context=first), pivoted(k, None, X))
+    assert isinstance(make_selector("pivoted-or-kept", 12), KeptOrSelected)
 
 
 def test_poam_with_vips_grows_with_an_expanding_domain():

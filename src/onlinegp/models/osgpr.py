@@ -84,7 +84,8 @@ class OSGPR(Trained, KernelGP):
         input_dim: number of input dimensions D.
         num_inducing: M for the named selectors (default 500, as in the experiments of Chen et al. 2024).
         kernel: 'rbf' (default), 'ak', 'matern32', ... or any gpytorch Kernel.
-        inducing: a selector name ('pivoted', 'resample', 'random', 'kmeans') or instance (e.g. VIPS, Fixed).
+        inducing: a selector name ('pivoted', 'pivoted-or-kept', 'resample', 'random', 'kmeans', ...: see
+            :data:`~onlinegp.inducing.SELECTORS`) or instance (e.g. VIPS, Fixed).
         training: a :class:`~onlinegp.training.Training` (or a dict of its fields) over :attr:`TRAINING`:
             ``optimizer`` 'lbfgs' (SSGP, the default: L-BFGS with strong-Wolfe line search on the unconstrained
             parameters, Bui et al. 2017) or 'adam' (SSGP++, Chen et al. 2024); ``steps``, L-BFGS iterations or Adam

@@ -383,26 +383,30 @@ def test_lgpr_allocation_and_window():
 
 def test_member_defaults_settle_ensemble_members_and_merge_with_member_options():
     """The ensembles' OSGPR members end their fits at a settle tolerance of 1e-3 (WGPR's since 0.7.3, SOLAR-GP's since
-    0.7.4) and WGPR's fit θ with the dropped inputs the batch does not cover (since 0.7.6); a ``member_options`` dict
-    is merged into the defaults key by key, a Training replaces them, members of another kind get none, and the
-    options report what the members run."""
+    0.7.4) and WGPR's fit θ with the dropped inputs the batch does not cover (since 0.7.6) and keep their
+    pseudo-inputs where those bound the batch better (since 0.7.7); a ``member_options`` dict is merged into the
+    defaults key by key, a Training replaces them, members of another kind get none, and the options report what the
+    members run."""
+    wgpr_defaults = {"training": {"tolerance": 1e-3}, "fit_inducing": "distant", "inducing": "pivoted-or-kept"}
     assert SOLARGP(2).options()["member_options"] == {"training": {"tolerance": 1e-3}}
-    assert WGPR(2).options()["member_options"] == {"training": {"tolerance": 1e-3}, "fit_inducing": "distant"}
+    assert WGPR(2).options()["member_options"] == wgpr_defaults
     merged = WGPR(2, member_options={"training": {"steps": 50}, "fit_inducing": "checked"})
     assert merged.options()["member_options"] == {
         "training": {"steps": 50, "tolerance": 1e-3},
         "fit_inducing": "checked",
+        "inducing": "pivoted-or-kept",
     }
     assert WGPR(2, member_options={"training": {"tolerance": 0}}).options()["member_options"]["training"] == {
         "tolerance": 0
     }
-    assert WGPR(2, member_options=MEMBER).options()["member_options"] == {**MEMBER, "fit_inducing": "distant"}
+    assert WGPR(2, member_options=MEMBER).options()["member_options"] == {**wgpr_defaults, **MEMBER}
     assert WGPR(2, member=lambda d, **o: OSGPR(d, **o)).options()["member_options"] == {}
     model = WGPR(2, x_bounds=BOUNDS, y_stats=(0.0, 1.0))
     X, y = stream(1, 60)[0]
     model.update(X, y)
     assert model.members[0].options()["training"].tolerance == 1e-3
     assert model.members[0].options()["fit_inducing"] == "distant"
+    assert model.members[0].options()["inducing"] == "pivoted-or-kept"
     assert model.members[0].options()["training"].steps == OSGPR(2).options()["training"].steps
 
 
