@@ -107,6 +107,13 @@ STUDIES: tuple[Study, ...] = (
         ("study_wgpr_distant.json",),
     ),
     Study(
+        "study_wgpr_kept",
+        "how often WGPR's members keep their pseudo-inputs over a new pivoted selection (the higher online bound) and "
+        "what it saves in L-BFGS evaluations per fit, on kin40k, the lake stand-in, bike and skillcraft",
+        "docs/results/wgpr.md, `inducing.py`",
+        ("study_wgpr_kept.json",),
+    ),
+    Study(
         "study_lgpr_kin40k",
         "why LGPR's kin40k cell sits above the paper's: the bench's kin40k job with LGPR's settings varied one at a "
         "time",
