@@ -33,7 +33,8 @@ from common import STUDY_RESULTS, write  # noqa: E402
 
 from onlinegp import inducing  # noqa: E402
 from onlinegp.experiments.bench.runner import code_version  # noqa: E402
-from onlinegp.experiments.protocols import WGPR_SETTINGS, defaults_stream, wgpr_run  # noqa: E402
+from onlinegp.experiments.bench.wgpr import WgprOptions, specs_for  # noqa: E402
+from onlinegp.experiments.protocols import defaults_stream, wgpr_run  # noqa: E402
 from onlinegp.models import osgpr  # noqa: E402
 
 #: stream → points of it (the bench's) or None (the defaults check's split 0)
@@ -64,18 +65,8 @@ def run(dataset: str, points: int | None, selection: str) -> dict:
     start = time.perf_counter()
     try:
         if points is not None:
-            config = {
-                "max_points": points,
-                "max_test": 2000,
-                "batch_size": 100,
-                "member_steps": None,
-                "optimize_inducing": True,
-                "seed": 0,
-                "dataset": dataset,
-                "method": "wgpr",
-                "params": dict(WGPR_SETTINGS[dataset]["wgpr"]),
-                "member_options": {"inducing": selection},
-            }
+            (spec,) = specs_for([dataset], ["wgpr"], [], [0], WgprOptions(max_points=points).base())
+            config = {**spec.config, "member_options": {"inducing": selection}}
             with tempfile.TemporaryDirectory() as scratch:
                 out = wgpr_run(config, Path(scratch))
             error, members, seconds = out["rmse"], out["num_models"], out["train_time"]

@@ -422,7 +422,18 @@ class VIPSSelector:
         return Zb[:m].clone()
 
 
-class KeepAfterFirst:
+class AroundSelector:
+    """A selector that decides around another one, ``selector``, whose size M it reports."""
+
+    def __init__(self, selector: Selector):
+        self.selector = selector
+
+    @property
+    def num_inducing(self) -> int | None:
+        return getattr(self.selector, "num_inducing", None)
+
+
+class KeepAfterFirst(AroundSelector):
     """Choose Z once, on the first batch, with ``selector``, and keep it afterwards, so that it moves only by
     gradient (POAM's Z-OPT ablation, Chen et al. 2024 §V-C: a random Z from the first batch).
 
@@ -432,13 +443,6 @@ class KeepAfterFirst:
     chosen by the selector from their batches, the inputs already there kept, for as long as Z holds every point seen
     (the context's ``num_data``) and fewer than the selector's ``num_inducing``. A first batch of at least ``MIN_FIRST_BATCH``
     points fixes Z as it always did, with M its size if below ``num_inducing``."""
-
-    def __init__(self, selector: Selector):
-        self.selector = selector
-
-    @property
-    def num_inducing(self) -> int | None:
-        return getattr(self.selector, "num_inducing", None)
 
     def __call__(
         self,
@@ -460,7 +464,7 @@ class KeepAfterFirst:
         return unique_rows(torch.cat([Z, new]))
 
 
-class KeptOrSelected:
+class KeptOrSelected(AroundSelector):
     """The old inducing inputs kept, or ``selector``'s new ones, whichever has the higher online bound on the batch
     (Bui et al. 2017; :func:`~onlinegp.objectives.online_bound`) under the current θ and σ² (ours; WGPR's members'
     default since 0.7.7). A model that then moves Z by gradient starts from the better of the two, one that does not
@@ -472,13 +476,6 @@ class KeptOrSelected:
     elsewhere (a new lane of a survey), the selected set has the higher bound and is taken. Below the selector's
     ``num_inducing`` it adds inputs and keeps the old ones, so the selected set's bound is the higher one there too.
     The first batch, and a call without the batch's targets or a summary, take the selector's choice."""
-
-    def __init__(self, selector: Selector):
-        self.selector = selector
-
-    @property
-    def num_inducing(self) -> int | None:
-        return getattr(self.selector, "num_inducing", None)
 
     @torch.no_grad()
     def __call__(
