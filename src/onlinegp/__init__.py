@@ -7,7 +7,7 @@ Every method implements one interface (:class:`onlinegp.OnlineGP`): ``update(x, 
 
 #: the package's version, and the version of its numbers: a change that alters any result of a committed run
 #: (results/) raises it, so that runs of older code are never served as current (see onlinegp.experiments.bench.runner)
-__version__ = "0.7.7"
+__version__ = "0.7.8"
 
 # the portable mode and threads before anything that imports torch: they set what the libraries read when they load
 # (portable.py, threads.py); settings imports no torch either

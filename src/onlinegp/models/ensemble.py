@@ -51,8 +51,11 @@ class LocalEnsemble(OnlineGP):
     _dynamic = ("centroids",)
     #: options of OSGPR members that ``member_options`` overrides: their L-BFGS fits end once the bound per point has
     #: settled to 1e-3 per evaluation (``training.tolerance``, ours: WGPR's since 0.7.3, SOLAR-GP's since 0.7.4;
-    #: ``{"training": {"tolerance": 0}}`` runs the whole budget, as before)
-    MEMBER_DEFAULTS: dict[str, Any] = {"training": {"tolerance": 1e-3}}
+    #: ``{"training": {"tolerance": 0}}`` runs the whole budget, as before), and they keep their pseudo-inputs where
+    #: those bound the batch better than a new pivoted-Cholesky selection (``inducing='pivoted-or-kept'``, ours:
+    #: :class:`~onlinegp.inducing.KeptOrSelected`; WGPR's since 0.7.7, SOLAR-GP's since 0.7.8; a member maps its own
+    #: region, the ensemble's other members the rest; ``{"inducing": "pivoted"}`` re-selects at every batch)
+    MEMBER_DEFAULTS: dict[str, Any] = {"training": {"tolerance": 1e-3}, "inducing": "pivoted-or-kept"}
     #: where a fresh member's hyper-parameters may start (``fresh_start``)
     FRESH_STARTS: tuple[str, ...] = ("prior", "nearest")
 

@@ -139,11 +139,9 @@ class WGPR(LocalEnsemble):
     """
 
     FRESH_STARTS = (*LocalEnsemble.FRESH_STARTS, "retry")
-    #: the ensembles' member defaults: θ fitted with the dropped inputs only where the batch does not cover them
-    #: (``fit_inducing='distant'``, since 0.7.6; see :class:`~onlinegp.models.osgpr.OSGPR`), and the pseudo-inputs
-    #: kept where they bound the batch better than a new selection (``inducing='pivoted-or-kept'``, since 0.7.7; see
-    #: :class:`~onlinegp.inducing.KeptOrSelected`)
-    MEMBER_DEFAULTS = {**LocalEnsemble.MEMBER_DEFAULTS, "fit_inducing": "distant", "inducing": "pivoted-or-kept"}
+    #: the ensembles' member defaults, θ fitted with the dropped inputs only where the batch does not cover them
+    #: (``fit_inducing='distant'``, since 0.7.6; see :class:`~onlinegp.models.osgpr.OSGPR`)
+    MEMBER_DEFAULTS = {**LocalEnsemble.MEMBER_DEFAULTS, "fit_inducing": "distant"}
 
     def __init__(
         self,

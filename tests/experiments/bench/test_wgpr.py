@@ -149,6 +149,9 @@ def test_member_options_reach_every_osgpr(method):
     assert tuned.training.tolerance == 1e-3 and tuned.optimize_inducing
     assert osgpr_of(None).training.tolerance == 1e-3  # LocalEnsemble.MEMBER_DEFAULTS, OVFE's too
     assert osgpr_of({"training": {"tolerance": 0.0}}).training.tolerance == 0.0  # the whole budget
+    # the members keep their pseudo-inputs where those bound the batch better, the one global OSGPR re-selects
+    assert osgpr_of(None).options()["inducing"] == ("pivoted" if method == "ovfe" else "pivoted-or-kept")
+    assert osgpr_of({"inducing": "pivoted"}).options()["inducing"] == "pivoted"
 
 
 def test_fixed_inducing_runs_keep_their_config():

@@ -383,12 +383,13 @@ def test_lgpr_allocation_and_window():
 
 def test_member_defaults_settle_ensemble_members_and_merge_with_member_options():
     """The ensembles' OSGPR members end their fits at a settle tolerance of 1e-3 (WGPR's since 0.7.3, SOLAR-GP's since
-    0.7.4) and WGPR's fit θ with the dropped inputs the batch does not cover (since 0.7.6) and keep their
-    pseudo-inputs where those bound the batch better (since 0.7.7); a ``member_options`` dict is merged into the
-    defaults key by key, a Training replaces them, members of another kind get none, and the options report what the
-    members run."""
-    wgpr_defaults = {"training": {"tolerance": 1e-3}, "fit_inducing": "distant", "inducing": "pivoted-or-kept"}
-    assert SOLARGP(2).options()["member_options"] == {"training": {"tolerance": 1e-3}}
+    0.7.4) and keep their pseudo-inputs where those bound the batch better (WGPR's since 0.7.7, SOLAR-GP's since
+    0.7.8), and WGPR's fit θ with the dropped inputs the batch does not cover (since 0.7.6); a ``member_options`` dict
+    is merged into the defaults key by key, a Training replaces them, members of another kind get none, and the
+    options report what the members run."""
+    ensemble_defaults = {"training": {"tolerance": 1e-3}, "inducing": "pivoted-or-kept"}
+    wgpr_defaults = {**ensemble_defaults, "fit_inducing": "distant"}
+    assert SOLARGP(2).options()["member_options"] == ensemble_defaults
     assert WGPR(2).options()["member_options"] == wgpr_defaults
     merged = WGPR(2, member_options={"training": {"steps": 50}, "fit_inducing": "checked"})
     assert merged.options()["member_options"] == {
