@@ -466,9 +466,9 @@ class KeepAfterFirst(AroundSelector):
 
 class KeptOrSelected(AroundSelector):
     """The old inducing inputs kept, or ``selector``'s new ones, whichever has the higher online bound on the batch
-    (Bui et al. 2017; :func:`~onlinegp.objectives.online_bound`) under the current θ and σ² (ours; WGPR's members'
-    default since 0.7.7). A model that then moves Z by gradient starts from the better of the two, one that does not
-    keeps it.
+    (Bui et al. 2017; :func:`~onlinegp.objectives.online_bound`) under the current θ and σ² (ours; the local
+    ensembles' members' default: WGPR's since 0.7.7, SOLAR-GP's since 0.7.8). A model that then moves Z by gradient
+    starts from the better of the two, one that does not keeps it.
 
     Why: re-selected from [Z; X] at every batch (pivoted Cholesky), a member's M = 50 pseudo-inputs that the last fit
     had moved into place are traded for raw batch inputs and moved back by the next fit; where they already explain
